@@ -1,0 +1,211 @@
+// Package decoder builds the fixed-shape step graph of a pre-norm decoder-only transformer
+// (Llama, Mistral, Qwen2/3, Gemma 2/3) from a validated, architecture-neutral Spec.
+//
+// Architecture packages translate their Hugging Face config into a Spec; this package turns
+// a Spec into program ops, tensor names and RoPE tables. It knows nothing about files,
+// kernels or runner policy.
+package decoder
+
+import (
+	"fmt"
+
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// Spec is everything the graph depends on. All fields are required unless marked optional;
+// Validate names the first bad one.
+type Spec struct {
+	Hidden, Layers, Heads, KVHeads, HeadDim, FFN, Vocab int
+	NormEps                                             float32
+	// NormOffset is added to every RMSNorm weight at export (Gemma's (1+w)); optional.
+	NormOffset float32
+	// Activation of the gated MLP: program.ActSiLU or program.ActGELUTanh.
+	Activation string
+	// QKNorm applies per-head RMSNorm to q and k before RoPE (Qwen3, Gemma 3).
+	QKNorm bool
+	// QKVBias and OBias, MLPBias: linear biases.
+	QKVBias, OBias, MLPBias bool
+	// SandwichNorms adds post-attention and post-feed-forward norms (Gemma 2/3).
+	SandwichNorms bool
+	// EmbedScale multiplies embeddings (1 for none).
+	EmbedScale float32
+	// AttnScale multiplies attention scores (usually 1/sqrt(HeadDim)).
+	AttnScale float32
+	// AttnSoftCap and FinalSoftCap are tanh soft-caps (0: none); optional.
+	AttnSoftCap, FinalSoftCap float32
+	// Tied output projection reuses the embedding table.
+	Tied bool
+	// LayerTypes has one entry per layer; Window > 0 iff some layer slides.
+	LayerTypes []program.LayerType
+	Window     int
+	// RoPE gives the rotary tables per layer type.
+	RoPE map[program.LayerType]RoPE
+	// Names maps roles to checkpoint tensor names.
+	Names Names
+}
+
+// RoPE describes a rotary embedding: per-frequency inverse frequencies (len HeadDim/2) and
+// an attention factor multiplying cos and sin (1 for none).
+type RoPE struct {
+	InvFreq         []float64
+	AttentionFactor float64
+}
+
+// Validate checks the spec's invariants.
+func (s *Spec) Validate() error {
+	pos := []struct {
+		name string
+		v    int
+	}{{"hidden", s.Hidden}, {"layers", s.Layers}, {"heads", s.Heads}, {"kv_heads", s.KVHeads},
+		{"head_dim", s.HeadDim}, {"ffn", s.FFN}, {"vocab", s.Vocab}}
+	for _, p := range pos {
+		if p.v <= 0 {
+			return fmt.Errorf("decoder spec: %s = %d, must be > 0", p.name, p.v)
+		}
+	}
+	if s.Heads%s.KVHeads != 0 {
+		return fmt.Errorf("decoder spec: heads %d is not a multiple of kv_heads %d", s.Heads, s.KVHeads)
+	}
+	if s.HeadDim%2 != 0 {
+		return fmt.Errorf("decoder spec: head_dim %d must be even for RoPE", s.HeadDim)
+	}
+	if s.NormEps <= 0 || s.EmbedScale == 0 || s.AttnScale <= 0 {
+		return fmt.Errorf("decoder spec: norm eps %g, embed scale %g and attention scale %g must be > 0", s.NormEps, s.EmbedScale, s.AttnScale)
+	}
+	if s.Activation != program.ActSiLU && s.Activation != program.ActGELUTanh {
+		return fmt.Errorf("decoder spec: activation %q unsupported", s.Activation)
+	}
+	if len(s.LayerTypes) != s.Layers {
+		return fmt.Errorf("decoder spec: %d layer types for %d layers", len(s.LayerTypes), s.Layers)
+	}
+	sliding := false
+	for i, t := range s.LayerTypes {
+		r, ok := s.RoPE[t]
+		if !ok {
+			return fmt.Errorf("decoder spec: layer %d type %q has no RoPE table", i, t)
+		}
+		if len(r.InvFreq) != s.HeadDim/2 {
+			return fmt.Errorf("decoder spec: RoPE for %q has %d frequencies, want %d", t, len(r.InvFreq), s.HeadDim/2)
+		}
+		switch t {
+		case program.LayerFull:
+		case program.LayerSliding:
+			sliding = true
+		default:
+			return fmt.Errorf("decoder spec: layer %d has unknown type %q", i, t)
+		}
+	}
+	if sliding != (s.Window > 0) {
+		return fmt.Errorf("decoder spec: sliding window %d inconsistent with layer types", s.Window)
+	}
+	if s.Names.Layer == nil {
+		return fmt.Errorf("decoder spec: no tensor names")
+	}
+	return nil
+}
+
+// Role is a weight's function in the graph.
+type Role string
+
+// Per-layer roles.
+const (
+	AttnNorm     Role = "attn_norm"
+	Q            Role = "q"
+	K            Role = "k"
+	V            Role = "v"
+	O            Role = "o"
+	QBias        Role = "q_bias"
+	KBias        Role = "k_bias"
+	VBias        Role = "v_bias"
+	OBias        Role = "o_bias"
+	QNorm        Role = "q_norm"
+	KNorm        Role = "k_norm"
+	PostAttnNorm Role = "post_attn_norm"
+	FFNNorm      Role = "ffn_norm"
+	Gate         Role = "gate"
+	Up           Role = "up"
+	Down         Role = "down"
+	GateBias     Role = "gate_bias"
+	UpBias       Role = "up_bias"
+	DownBias     Role = "down_bias"
+	PostFFNNorm  Role = "post_ffn_norm"
+)
+
+// Names maps graph roles to checkpoint tensor names.
+type Names struct {
+	Embed, FinalNorm, LMHead string
+	Layer                    func(l int, r Role) string
+}
+
+// IsNorm reports whether a role is an RMSNorm weight (exported as f32, with NormOffset added).
+func IsNorm(r Role) bool {
+	switch r {
+	case AttnNorm, QNorm, KNorm, PostAttnNorm, FFNNorm, PostFFNNorm:
+		return true
+	}
+	return false
+}
+
+// IsBias reports whether a role is a bias (exported as f32).
+func IsBias(r Role) bool {
+	switch r {
+	case QBias, KBias, VBias, OBias, GateBias, UpBias, DownBias:
+		return true
+	}
+	return false
+}
+
+// LayerRoles lists the weights layer l uses, in a stable order.
+func (s *Spec) LayerRoles() []Role {
+	roles := []Role{AttnNorm, Q, K, V, O}
+	if s.QKVBias {
+		roles = append(roles, QBias, KBias, VBias)
+	}
+	if s.OBias {
+		roles = append(roles, OBias)
+	}
+	if s.QKNorm {
+		roles = append(roles, QNorm, KNorm)
+	}
+	if s.SandwichNorms {
+		roles = append(roles, PostAttnNorm)
+	}
+	roles = append(roles, FFNNorm, Gate, Up, Down)
+	if s.MLPBias {
+		roles = append(roles, GateBias, UpBias, DownBias)
+	}
+	if s.SandwichNorms {
+		roles = append(roles, PostFFNNorm)
+	}
+	return roles
+}
+
+// OutputName is the tensor the logits projection reads.
+func (s *Spec) OutputName() string {
+	if s.Tied {
+		return s.Names.Embed
+	}
+	return s.Names.LMHead
+}
+
+// RoPETableNames returns the program tensor names of a layer type's cos and sin tables.
+func RoPETableNames(t program.LayerType) (cos, sin string) {
+	return "rope." + string(t) + ".cos", "rope." + string(t) + ".sin"
+}
+
+// RoPETables computes the [C, HeadDim/2] cos and sin tables of a layer type.
+func (s *Spec) RoPETables(t program.LayerType, context int) (cos, sin []float32) {
+	r := s.RoPE[t]
+	half := s.HeadDim / 2
+	cos = make([]float32, context*half)
+	sin = make([]float32, context*half)
+	for p := 0; p < context; p++ {
+		for j := 0; j < half; j++ {
+			// float32 angle as HF and llama.cpp compute it.
+			ang := float64(float32(p) * float32(r.InvFreq[j]))
+			cos[p*half+j] = float32(cosf(ang) * r.AttentionFactor)
+			sin[p*half+j] = float32(sinf(ang) * r.AttentionFactor)
+		}
+	}
+	return cos, sin
+}

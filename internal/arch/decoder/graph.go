@@ -1,0 +1,125 @@
+package decoder
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hfstatic/hfstatic/program"
+)
+
+func cosf(x float64) float64 { return math.Cos(x) }
+func sinf(x float64) float64 { return math.Sin(x) }
+
+// CacheRows is L_l for a layer of type t in a program of context c and the given layout.
+func (s *Spec) CacheRows(t program.LayerType, c int, layout program.SlidingLayout) int {
+	if t == program.LayerSliding && layout == program.LayoutRing {
+		return min(s.Window, c)
+	}
+	return c
+}
+
+// Layers returns the per-layer cache metadata.
+func (s *Spec) MetadataLayers(c int, layout program.SlidingLayout) []program.Layer {
+	out := make([]program.Layer, s.Layers)
+	for l, t := range s.LayerTypes {
+		out[l] = program.Layer{Type: t, KVHeads: s.KVHeads, KHeadDim: s.HeadDim, VHeadDim: s.HeadDim,
+			CacheRows: s.CacheRows(t, c, layout)}
+	}
+	return out
+}
+
+// Method builds one fixed-shape method of step rows over a context of c tokens.
+func (s *Spec) Method(name string, step, c int, cache program.DType, layout program.SlidingLayout, logits program.LogitsRows) program.Method {
+	D, S := s.Hidden, step
+	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	act := func(name string, width int) program.IO {
+		return program.IO{Name: name, DType: program.F32, Shape: program.Shape{S, width}}
+	}
+	m := program.Method{Name: name, Step: S, Logits: logits}
+	m.Inputs = []program.IO{
+		{Name: program.InputIDs, DType: program.I64, Shape: program.Shape{1, S}},
+		{Name: program.AttentionMask, DType: program.Bool, Shape: program.Shape{1, 1, S, c}},
+		{Name: program.PositionIDs, DType: program.I64, Shape: program.Shape{1, S}},
+	}
+	logitRows := S
+	if logits == program.LogitsLast {
+		logitRows = 1
+	}
+	m.Outputs = []program.IO{{Name: program.Logits, DType: program.F32, Shape: program.Shape{1, logitRows, s.Vocab}}}
+	for l, t := range s.LayerTypes {
+		rows := s.CacheRows(t, c, layout)
+		kc := program.IO{Name: program.KCache(l), DType: cache, Shape: program.Shape{1, s.KVHeads, rows, s.HeadDim}}
+		vc := program.IO{Name: program.VCache(l), DType: cache, Shape: program.Shape{1, s.KVHeads, rows, s.HeadDim}}
+		ct := program.IO{Name: program.Counter(l), DType: program.I64, Shape: program.Shape{}}
+		m.Inputs = append(m.Inputs, kc, vc, ct)
+		m.Outputs = append(m.Outputs, kc, vc, ct)
+	}
+	m.Activations = []program.IO{act("x", D), act("h", D), act("q", qw), act("k", kvw), act("v", kvw),
+		act("o", qw), act("a", D), act("g", s.FFN), act("u", s.FFN)}
+
+	ops := &m.Ops
+	add := func(kind program.OpKind, in, out []string, attr program.Attr) {
+		*ops = append(*ops, program.Op{Kind: kind, In: in, Out: out, Attr: attr})
+	}
+	linear := func(x, y string, l int, w, b Role, use bool) {
+		in := []string{x, s.Names.Layer(l, w)}
+		if use {
+			in = append(in, s.Names.Layer(l, b))
+		}
+		add(program.OpLinear, in, []string{y}, program.Attr{})
+	}
+	norm := func(x, y, w string, width int) {
+		add(program.OpRMSNorm, []string{x, w}, []string{y}, program.Attr{Width: width, Eps: s.NormEps})
+	}
+
+	add(program.OpEmbed, []string{program.InputIDs, s.Names.Embed}, []string{"x"}, program.Attr{Scale: s.EmbedScale})
+	for l, t := range s.LayerTypes {
+		cosT, sinT := RoPETableNames(t)
+		norm("x", "h", s.Names.Layer(l, AttnNorm), D)
+		linear("h", "q", l, Q, QBias, s.QKVBias)
+		linear("h", "k", l, K, KBias, s.QKVBias)
+		linear("h", "v", l, V, VBias, s.QKVBias)
+		if s.QKNorm {
+			norm("q", "q", s.Names.Layer(l, QNorm), s.HeadDim)
+			norm("k", "k", s.Names.Layer(l, KNorm), s.HeadDim)
+		}
+		add(program.OpRoPE, []string{"q", program.PositionIDs, cosT, sinT}, []string{"q"}, program.Attr{HeadDim: s.HeadDim})
+		add(program.OpRoPE, []string{"k", program.PositionIDs, cosT, sinT}, []string{"k"}, program.Attr{HeadDim: s.HeadDim})
+		window := 0
+		if t == program.LayerSliding {
+			window = s.Window
+		}
+		add(program.OpAttention,
+			[]string{"q", "k", "v", program.KCache(l), program.VCache(l), program.AttentionMask}, []string{"o"},
+			program.Attr{Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, VHeadDim: s.HeadDim,
+				Scale: s.AttnScale, SoftCap: s.AttnSoftCap, Window: window})
+		add(program.OpCacheWrite, []string{"k", program.KCache(l)}, []string{program.KCache(l)}, program.Attr{})
+		add(program.OpCacheWrite, []string{"v", program.VCache(l)}, []string{program.VCache(l)}, program.Attr{})
+		linear("o", "a", l, O, OBias, s.OBias)
+		if s.SandwichNorms {
+			norm("a", "a", s.Names.Layer(l, PostAttnNorm), D)
+		}
+		add(program.OpAdd, []string{"x", "a"}, []string{"x"}, program.Attr{})
+		norm("x", "h", s.Names.Layer(l, FFNNorm), D)
+		linear("h", "g", l, Gate, GateBias, s.MLPBias)
+		linear("h", "u", l, Up, UpBias, s.MLPBias)
+		add(program.OpGLU, []string{"g", "u"}, []string{"g"}, program.Attr{Activation: s.Activation})
+		linear("g", "a", l, Down, DownBias, s.MLPBias)
+		if s.SandwichNorms {
+			norm("a", "a", s.Names.Layer(l, PostFFNNorm), D)
+		}
+		add(program.OpAdd, []string{"x", "a"}, []string{"x"}, program.Attr{})
+		add(program.OpAdvance, []string{program.Counter(l)}, []string{program.Counter(l)}, program.Attr{})
+	}
+	norm("x", "x", s.Names.FinalNorm, D)
+	add(program.OpLinear, []string{"x", s.OutputName()}, []string{program.Logits}, program.Attr{LastRow: logits == program.LogitsLast})
+	if s.FinalSoftCap > 0 {
+		add(program.OpSoftCap, []string{program.Logits}, []string{program.Logits}, program.Attr{SoftCap: s.FinalSoftCap})
+	}
+	return m
+}
+
+// Describe is a one-line summary for logs.
+func (s *Spec) Describe() string {
+	return fmt.Sprintf("%d layers, hidden %d, %d/%d heads × %d, ffn %d, vocab %d", s.Layers, s.Hidden, s.Heads, s.KVHeads, s.HeadDim, s.FFN, s.Vocab)
+}

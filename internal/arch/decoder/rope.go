@@ -1,0 +1,118 @@
+package decoder
+
+import (
+	"fmt"
+	"math"
+)
+
+// RopeScaling is the rope_scaling object of a Hugging Face config (fields for every type).
+type RopeScaling struct {
+	RopeType                      string   `json:"rope_type"`
+	Type                          string   `json:"type"` // older spelling of rope_type
+	Factor                        float64  `json:"factor"`
+	LowFreqFactor                 float64  `json:"low_freq_factor"`
+	HighFreqFactor                float64  `json:"high_freq_factor"`
+	OriginalMaxPositionEmbeddings int      `json:"original_max_position_embeddings"`
+	AttentionFactor               *float64 `json:"attention_factor"`
+	BetaFast                      *float64 `json:"beta_fast"`
+	BetaSlow                      *float64 `json:"beta_slow"`
+}
+
+// Kind is the scaling type ("default" when none).
+func (r *RopeScaling) Kind() string {
+	if r == nil {
+		return "default"
+	}
+	if r.RopeType != "" {
+		return r.RopeType
+	}
+	if r.Type != "" {
+		return r.Type
+	}
+	return "default"
+}
+
+// NewRoPE computes inverse frequencies for head dimension dim, base theta and an optional
+// scaling (default, linear, llama3, yarn). maxPos is the config's max_position_embeddings.
+func NewRoPE(dim int, theta float64, scaling *RopeScaling, maxPos int) (RoPE, error) {
+	if theta <= 0 {
+		return RoPE{}, fmt.Errorf("rope_theta %g must be > 0", theta)
+	}
+	half := dim / 2
+	inv := make([]float64, half)
+	for j := range inv {
+		// float32 as in HF: 1 / theta^(2j/dim)
+		inv[j] = float64(float32(1 / math.Pow(theta, float64(2*j)/float64(dim))))
+	}
+	r := RoPE{InvFreq: inv, AttentionFactor: 1}
+	kind := scaling.Kind()
+	switch kind {
+	case "default":
+		return r, nil
+	case "linear":
+		if scaling.Factor <= 0 {
+			return RoPE{}, fmt.Errorf("rope_scaling linear: factor %g must be > 0", scaling.Factor)
+		}
+		for j := range inv {
+			inv[j] /= scaling.Factor
+		}
+		return r, nil
+	case "llama3":
+		s := scaling
+		if s.Factor <= 0 || s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor || s.OriginalMaxPositionEmbeddings <= 0 {
+			return RoPE{}, fmt.Errorf("rope_scaling llama3: need factor > 0, 0 < low_freq_factor < high_freq_factor, original_max_position_embeddings > 0")
+		}
+		old := float64(s.OriginalMaxPositionEmbeddings)
+		lowWave, highWave := old/s.LowFreqFactor, old/s.HighFreqFactor
+		for j, f := range inv {
+			wave := 2 * math.Pi / f
+			switch {
+			case wave < highWave:
+			case wave > lowWave:
+				inv[j] = f / s.Factor
+			default:
+				smooth := (old/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+				inv[j] = (1-smooth)*f/s.Factor + smooth*f
+			}
+		}
+		return r, nil
+	case "yarn":
+		s := scaling
+		if s.Factor <= 0 {
+			return RoPE{}, fmt.Errorf("rope_scaling yarn: factor %g must be > 0", s.Factor)
+		}
+		orig := float64(s.OriginalMaxPositionEmbeddings)
+		if orig <= 0 {
+			orig = float64(maxPos)
+		}
+		betaFast, betaSlow := 32.0, 1.0
+		if s.BetaFast != nil {
+			betaFast = *s.BetaFast
+		}
+		if s.BetaSlow != nil {
+			betaSlow = *s.BetaSlow
+		}
+		corr := func(rot float64) float64 {
+			return float64(dim) * math.Log(orig/(rot*2*math.Pi)) / (2 * math.Log(theta))
+		}
+		low := math.Max(math.Floor(corr(betaFast)), 0)
+		high := math.Min(math.Ceil(corr(betaSlow)), float64(dim-1))
+		if low == high {
+			high += 0.001
+		}
+		for j, f := range inv {
+			ramp := math.Min(math.Max((float64(j)-low)/(high-low), 0), 1)
+			extrap := 1 - ramp
+			inv[j] = f/s.Factor*(1-extrap) + f*extrap
+		}
+		r.AttentionFactor = 0.1*math.Log(s.Factor) + 1
+		if s.Factor <= 1 {
+			r.AttentionFactor = 1
+		}
+		if s.AttentionFactor != nil {
+			r.AttentionFactor = *s.AttentionFactor
+		}
+		return r, nil
+	}
+	return RoPE{}, fmt.Errorf("rope_scaling type %q is not supported (supported: default, linear, llama3, yarn)", kind)
+}

@@ -1,0 +1,247 @@
+// Package exec loads a decoded program and runs its methods on the CPU.
+//
+// It owns the memory plan (activations allocated once per bound step), the op
+// implementations (through internal/kernels), in-place cache writes and the thread pool.
+// It knows nothing about tokens, Hugging Face names or runner policy: it executes the op
+// lists exactly as the program states them, for any program that uses the op set.
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// Options configure Load.
+type Options struct {
+	// Threads is the number of worker threads for matrix products (≥ 1).
+	Threads int
+}
+
+// Program is a loaded program: weights viewed in place from the decoded file and
+// compiled methods. It is safe for concurrent use by several bound steps; steps run one
+// at a time on the shared thread pool.
+type Program struct {
+	File    *program.File
+	pool    *kernels.Pool
+	mu      sync.Mutex // serializes steps on the pool
+	methods map[string]*Method
+	consts  map[string]constant
+}
+
+type constant struct {
+	t    program.Tensor
+	data []byte
+}
+
+// ErrBinding reports a buffer that does not match a method's I/O spec.
+var ErrBinding = errors.New("buffer binding")
+
+// ErrStep reports inputs that violate the step semantics (bad ids, inconsistent mask or counters).
+var ErrStep = errors.New("invalid step input")
+
+// Load prepares a decoded program for execution. Every method is compiled and every op's
+// shapes are checked against its tensors; a mismatch is an error naming the op and tensor.
+func Load(f *program.File, opts Options) (*Program, error) {
+	if opts.Threads < 1 {
+		return nil, fmt.Errorf("exec: Options.Threads = %d, must be ≥ 1", opts.Threads)
+	}
+	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}}
+	for _, t := range f.Manifest.Tensors {
+		_, data, _ := f.TensorData(t.Name)
+		if uintptr(unsafe.Pointer(unsafe.SliceData(data)))%8 != 0 && len(data) > 0 {
+			return nil, fmt.Errorf("exec: tensor %q data is not aligned", t.Name)
+		}
+		p.consts[t.Name] = constant{t: t, data: data}
+	}
+	for i := range f.Manifest.Methods {
+		m, err := p.compile(&f.Manifest.Methods[i])
+		if err != nil {
+			return nil, err
+		}
+		p.methods[m.spec.Name] = m
+	}
+	p.pool = kernels.NewPool(opts.Threads)
+	return p, nil
+}
+
+// Close stops the thread pool. The program must not be used afterwards.
+func (p *Program) Close() error {
+	p.pool.Close()
+	return nil
+}
+
+// Method returns a compiled method by name.
+func (p *Program) Method(name string) (*Method, bool) {
+	m, ok := p.methods[name]
+	return m, ok
+}
+
+// Method is a compiled method.
+type Method struct {
+	prog    *Program
+	spec    *program.Method
+	binders []binder
+	// buffers of the method (inputs, outputs, activations) by name.
+	buffers map[string]program.IO
+}
+
+// Spec is the method's description from the program.
+func (m *Method) Spec() *program.Method { return m.spec }
+
+// binder turns an op into a runnable closure over a step's buffers.
+type binder func(s *Step) (func(s *Step) error, error)
+
+// Step is a method bound to a fixed set of buffers. Running it allocates nothing.
+// A Step is not safe for concurrent use.
+type Step struct {
+	m    *Method
+	bufs map[string][]byte
+	ops  []func(s *Step) error
+
+	ids, positions []int64
+	mask           []byte // attention_mask, one byte per bool
+	counters       []*int64
+	context        int // C, the mask's last dimension
+	pos, n         int // per run: absolute position of row 0, real rows
+	scratch        []float32
+	scratch16      []uint16
+}
+
+// Bind binds buffers to a method: every input and output by name (an in-place buffer,
+// present in both, once). Activations and scratch are allocated here, once. The buffers
+// must stay valid and must not be resized while the Step is used.
+func (m *Method) Bind(io map[string][]byte) (*Step, error) {
+	s := &Step{m: m, bufs: map[string][]byte{}}
+	for _, list := range [][]program.IO{m.spec.Inputs, m.spec.Outputs} {
+		for _, b := range list {
+			buf, ok := io[b.Name]
+			if !ok {
+				return nil, fmt.Errorf("%w: method %q: no buffer for %q", ErrBinding, m.spec.Name, b.Name)
+			}
+			if len(buf) != b.Bytes() {
+				return nil, fmt.Errorf("%w: method %q: buffer %q has %d bytes, want %d (%s %v)", ErrBinding, m.spec.Name, b.Name, len(buf), b.Bytes(), b.DType, b.Shape)
+			}
+			if len(buf) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%8 != 0 {
+				return nil, fmt.Errorf("%w: method %q: buffer %q is not 8-byte aligned", ErrBinding, m.spec.Name, b.Name)
+			}
+			s.bufs[b.Name] = buf
+		}
+	}
+	for _, a := range m.spec.Activations {
+		s.bufs[a.Name] = alignedBytes(a.Bytes())
+	}
+	if b, ok := s.bufs[program.InputIDs]; ok {
+		s.ids = asI64(b)
+	}
+	if b, ok := s.bufs[program.PositionIDs]; ok {
+		s.positions = asI64(b)
+	}
+	if io, ok := m.buffers[program.AttentionMask]; ok {
+		s.mask = s.bufs[program.AttentionMask]
+		s.context = io.Shape[len(io.Shape)-1]
+	}
+	for _, b := range m.spec.Inputs {
+		if b.DType == program.I64 && len(b.Shape) == 0 {
+			s.counters = append(s.counters, &asI64(s.bufs[b.Name])[0])
+		}
+	}
+	for _, bind := range m.binders {
+		f, err := bind(s)
+		if err != nil {
+			return nil, err
+		}
+		s.ops = append(s.ops, f)
+	}
+	return s, nil
+}
+
+// Run executes one step. On error the bound buffers may be partly updated; the caller
+// (the runner) treats the session as poisoned.
+func (s *Step) Run(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.begin(); err != nil {
+		return fmt.Errorf("method %q: %w", s.m.spec.Name, err)
+	}
+	s.m.prog.mu.Lock()
+	defer s.m.prog.mu.Unlock()
+	for i, op := range s.ops {
+		if err := op(s); err != nil {
+			return fmt.Errorf("method %q op %d (%s): %w", s.m.spec.Name, i, s.m.spec.Ops[i].Kind, err)
+		}
+	}
+	return nil
+}
+
+// begin derives pos and n from the inputs and checks them against the counters.
+func (s *Step) begin() error {
+	S := s.m.spec.Step
+	s.pos, s.n = 0, S
+	if s.positions != nil {
+		s.pos = int(s.positions[0])
+		if s.pos < 0 {
+			return fmt.Errorf("%w: position_ids[0] = %d", ErrStep, s.pos)
+		}
+	}
+	if s.mask != nil {
+		C := s.context
+		n := 0
+		for i := 0; i < S; i++ {
+			a := s.pos + i
+			if a < C && s.mask[i*C+a] != 0 {
+				if n != i {
+					return fmt.Errorf("%w: attention_mask row %d is real after a padding row", ErrStep, i)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: attention_mask has no real row at position %d", ErrStep, s.pos)
+		}
+		s.n = n
+	}
+	for _, c := range s.counters {
+		if int(*c) != s.pos {
+			return fmt.Errorf("%w: cache counter %d disagrees with position_ids[0] = %d", ErrStep, *c, s.pos)
+		}
+	}
+	return nil
+}
+
+func alignedBytes(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	raw := make([]byte, n+63)
+	off := (64 - int(uintptr(unsafe.Pointer(&raw[0]))%64)) % 64
+	return raw[off : off+n : off+n]
+}
+
+func asF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func asU16(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+func asI64(b []byte) []int64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+

@@ -1,0 +1,382 @@
+// Package export turns a Hugging Face checkpoint into an hfstatic program: it validates the
+// config through the architecture registry, converts and shape-checks every weight,
+// computes RoPE tables, builds the decode and prefill methods and writes the program file.
+// It does not execute anything.
+package export
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/hfstatic/hfstatic/internal/arch"
+	"github.com/hfstatic/hfstatic/internal/arch/decoder"
+	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// Version identifies this exporter in program metadata.
+const Version = "hfstatic-export/1"
+
+// MaxDefaultContext caps the context taken from a model's max_position_embeddings.
+const MaxDefaultContext = 4096
+
+// Options configure an export. The zero value of each field documents its default.
+type Options struct {
+	// Context is the program's capacity C; 0 takes the model's max_position_embeddings,
+	// capped at MaxDefaultContext.
+	Context int
+	// Prefill is the prefill step P; 0 exports the decode method only.
+	Prefill int
+	// PrefillLogits selects the rows the prefill method returns; "" means last.
+	PrefillLogits program.LogitsRows
+	// CacheDType is f16 or f32; "" means f16.
+	CacheDType program.DType
+	// Weights is the weight type of matrices (f32, f16, bf16, q8, q4); "" keeps the
+	// checkpoint's float type.
+	Weights string
+	// Keep lists checkpoint tensor names kept in the checkpoint's float type when quantizing.
+	Keep []string
+	// SlidingLayout is ring (default when "") or full.
+	SlidingLayout program.SlidingLayout
+	// Progress, if set, is called after each tensor is written.
+	Progress func(Progress)
+}
+
+// Progress reports export progress.
+type Progress struct {
+	Tensor           string
+	Done, Total      int
+	BytesWritten     int64
+}
+
+// Summary describes a written program.
+type Summary struct {
+	Fingerprint  string
+	Architecture string
+	Spec         string
+	Bytes        int64
+	Context      int
+	Prefill      int
+	Tensors      []program.Tensor
+}
+
+// TensorError reports a checkpoint tensor that is missing or has the wrong shape or dtype.
+type TensorError struct {
+	Name    string
+	Problem string
+}
+
+func (e *TensorError) Error() string { return fmt.Sprintf("tensor %q: %s", e.Name, e.Problem) }
+
+// ErrOptions reports invalid export options.
+var ErrOptions = errors.New("invalid export option")
+
+// Export writes the program for ckpt to w.
+func Export(ctx context.Context, ckpt *hf.Checkpoint, w io.Writer, opts Options) (*Summary, error) {
+	if len(ckpt.Config.Architectures) == 0 {
+		return nil, fmt.Errorf("config.json: architectures is empty; cannot tell the model family (supported: %v)", arch.Supported())
+	}
+	name := ckpt.Config.Architectures[0]
+	a, err := arch.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	spec, trained, err := a.Spec(ckpt.Config.Raw)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := newPlan(ckpt, spec, trained, opts)
+	if err != nil {
+		return nil, err
+	}
+	plan.arch = name
+	return plan.write(ctx, w)
+}
+
+type plan struct {
+	ckpt    *hf.Checkpoint
+	spec    *decoder.Spec
+	arch    string
+	opts    Options
+	context int
+	weights kernels.WeightType
+	keep    map[string]bool
+	float   kernels.WeightType // the checkpoint's float type
+}
+
+func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options) (*plan, error) {
+	p := &plan{ckpt: ckpt, spec: spec, opts: opts, keep: map[string]bool{}}
+	p.context = opts.Context
+	if p.context == 0 {
+		p.context = min(trained, MaxDefaultContext)
+	}
+	if p.context < 1 {
+		return nil, fmt.Errorf("%w: context %d must be ≥ 1", ErrOptions, p.context)
+	}
+	if opts.Prefill < 0 || opts.Prefill == 1 || opts.Prefill > p.context {
+		return nil, fmt.Errorf("%w: prefill %d must be 0 (none) or 2..context (%d)", ErrOptions, opts.Prefill, p.context)
+	}
+	if p.opts.PrefillLogits == "" {
+		p.opts.PrefillLogits = program.LogitsLast
+	}
+	if p.opts.PrefillLogits != program.LogitsLast && p.opts.PrefillLogits != program.LogitsAll {
+		return nil, fmt.Errorf("%w: prefill logits %q must be all or last", ErrOptions, p.opts.PrefillLogits)
+	}
+	if p.opts.CacheDType == "" {
+		p.opts.CacheDType = program.F16
+	}
+	if p.opts.CacheDType != program.F16 && p.opts.CacheDType != program.F32 {
+		return nil, fmt.Errorf("%w: cache dtype %q must be f16 or f32 (caches stay float)", ErrOptions, p.opts.CacheDType)
+	}
+	if p.opts.SlidingLayout == "" {
+		p.opts.SlidingLayout = program.LayoutRing
+	}
+	if p.opts.SlidingLayout != program.LayoutRing && p.opts.SlidingLayout != program.LayoutFull {
+		return nil, fmt.Errorf("%w: sliding layout %q must be ring or full", ErrOptions, p.opts.SlidingLayout)
+	}
+	embed, ok := ckpt.Tensor(spec.Names.Embed)
+	if !ok {
+		return nil, &TensorError{Name: spec.Names.Embed, Problem: "missing from the checkpoint"}
+	}
+	switch embed.DType.String() {
+	case "F16":
+		p.float = kernels.F16
+	case "BF16":
+		p.float = kernels.BF16
+	default:
+		p.float = kernels.F32
+	}
+	p.weights = p.float
+	if opts.Weights != "" {
+		t, err := kernels.ParseWeightType(opts.Weights)
+		if err != nil {
+			return nil, fmt.Errorf("%w: weights: %v", ErrOptions, err)
+		}
+		p.weights = t
+	}
+	for _, n := range opts.Keep {
+		if _, ok := ckpt.Tensor(n); !ok {
+			return nil, fmt.Errorf("%w: --weights-keep names %q, which is not in the checkpoint", ErrOptions, n)
+		}
+		p.keep[n] = true
+	}
+	return p, nil
+}
+
+// weightItem is one tensor to export.
+type weightItem struct {
+	name  string
+	shape program.Shape // expected [rows, cols] or [n]
+	norm  bool          // f32, plus the spec's norm offset
+	bias  bool          // f32
+}
+
+func (p *plan) items() []weightItem {
+	s := p.spec
+	D, qw, kvw := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	items := []weightItem{{name: s.Names.Embed, shape: program.Shape{s.Vocab, D}}}
+	for l := 0; l < s.Layers; l++ {
+		for _, r := range s.LayerRoles() {
+			it := weightItem{name: s.Names.Layer(l, r), norm: decoder.IsNorm(r), bias: decoder.IsBias(r)}
+			switch r {
+			case decoder.AttnNorm, decoder.FFNNorm, decoder.PostAttnNorm, decoder.PostFFNNorm, decoder.OBias, decoder.DownBias:
+				it.shape = program.Shape{D}
+			case decoder.QNorm, decoder.KNorm:
+				it.shape = program.Shape{s.HeadDim}
+			case decoder.Q:
+				it.shape = program.Shape{qw, D}
+			case decoder.K, decoder.V:
+				it.shape = program.Shape{kvw, D}
+			case decoder.O:
+				it.shape = program.Shape{D, qw}
+			case decoder.QBias:
+				it.shape = program.Shape{qw}
+			case decoder.KBias, decoder.VBias:
+				it.shape = program.Shape{kvw}
+			case decoder.Gate, decoder.Up:
+				it.shape = program.Shape{s.FFN, D}
+			case decoder.Down:
+				it.shape = program.Shape{D, s.FFN}
+			case decoder.GateBias, decoder.UpBias:
+				it.shape = program.Shape{s.FFN}
+			}
+			items = append(items, it)
+		}
+	}
+	items = append(items, weightItem{name: s.Names.FinalNorm, shape: program.Shape{D}, norm: true})
+	if !s.Tied {
+		items = append(items, weightItem{name: s.Names.LMHead, shape: program.Shape{s.Vocab, D}})
+	}
+	return items
+}
+
+func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
+	cw := &countingWriter{w: w}
+	pw, err := program.NewWriter(cw)
+	if err != nil {
+		return nil, err
+	}
+	items := p.items()
+	layerTypes := slices.Compact(slices.Sorted(slices.Values(p.spec.LayerTypes)))
+	total := len(items) + 2*len(layerTypes)
+	done := 0
+	report := func(name string) {
+		done++
+		if p.opts.Progress != nil {
+			p.opts.Progress(Progress{Tensor: name, Done: done, Total: total, BytesWritten: cw.n})
+		}
+	}
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := p.writeWeight(pw, it); err != nil {
+			return nil, err
+		}
+		report(it.name)
+	}
+	for _, t := range layerTypes {
+		cos, sin := p.spec.RoPETables(t, p.context)
+		half := p.spec.HeadDim / 2
+		cn, sn := decoder.RoPETableNames(t)
+		if err := pw.WriteTensor(cn, program.F32, program.Shape{p.context, half}, f32Bytes(cos)); err != nil {
+			return nil, err
+		}
+		report(cn)
+		if err := pw.WriteTensor(sn, program.F32, program.Shape{p.context, half}, f32Bytes(sin)); err != nil {
+			return nil, err
+		}
+		report(sn)
+	}
+	for _, asset := range []struct {
+		name string
+		data []byte
+	}{{AssetTokenizer, p.ckpt.TokenizerJSON}, {AssetTokenizerConfig, p.ckpt.TokenizerConfigJSON}} {
+		if asset.data != nil {
+			if err := pw.WriteAsset(asset.name, asset.data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	meta := p.metadata()
+	methods := []program.Method{p.spec.Method("decode", 1, p.context, p.opts.CacheDType, p.opts.SlidingLayout, program.LogitsLast)}
+	if p.opts.Prefill > 0 {
+		methods = append(methods, p.spec.Method("prefill", p.opts.Prefill, p.context, p.opts.CacheDType, p.opts.SlidingLayout, p.opts.PrefillLogits))
+	}
+	fp, err := pw.Finish(meta, methods)
+	if err != nil {
+		return nil, fmt.Errorf("finish program: %w", err)
+	}
+	return &Summary{Fingerprint: fp, Architecture: p.arch, Spec: p.spec.Describe(), Bytes: cw.n,
+		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors()}, nil
+}
+
+// Asset names of the embedded tokenizer files.
+const (
+	AssetTokenizer       = "tokenizer.json"
+	AssetTokenizerConfig = "tokenizer_config.json"
+)
+
+func (p *plan) writeWeight(pw *program.Writer, it weightItem) error {
+	t, ok := p.ckpt.Tensor(it.name)
+	if !ok {
+		return &TensorError{Name: it.name, Problem: "missing from the checkpoint"}
+	}
+	if !slices.Equal(t.Shape, []int(it.shape)) {
+		return &TensorError{Name: it.name, Problem: fmt.Sprintf("shape %v, the config implies %v", t.Shape, it.shape)}
+	}
+	vals, _, err := p.ckpt.Float32(it.name)
+	if err != nil {
+		return &TensorError{Name: it.name, Problem: err.Error()}
+	}
+	if it.norm || it.bias {
+		if it.norm && p.spec.NormOffset != 0 {
+			for i := range vals {
+				vals[i] += p.spec.NormOffset
+			}
+		}
+		return pw.WriteTensor(it.name, program.F32, it.shape, f32Bytes(vals))
+	}
+	wt := p.weights
+	if p.keep[it.name] {
+		wt = p.float
+	}
+	rows, cols := it.shape[0], it.shape[1]
+	buf := make([]byte, rows*wt.RowBytes(cols))
+	if err := kernels.Quantize(wt, buf, vals, rows, cols); err != nil {
+		return &TensorError{Name: it.name, Problem: err.Error()}
+	}
+	return pw.WriteTensor(it.name, programDType(wt), it.shape, buf)
+}
+
+func programDType(t kernels.WeightType) program.DType {
+	switch t {
+	case kernels.F16:
+		return program.F16
+	case kernels.BF16:
+		return program.BF16
+	case kernels.Q8:
+		return program.Q8
+	case kernels.Q4:
+		return program.Q4
+	}
+	return program.F32
+}
+
+func (p *plan) metadata() program.Metadata {
+	g := p.ckpt.Generation
+	tok := program.Tokens{EOS: []int64{}}
+	if g.BOS != nil {
+		b := int64(*g.BOS)
+		tok.BOS = &b
+	}
+	for _, e := range g.EOS {
+		tok.EOS = append(tok.EOS, int64(e))
+	}
+	switch {
+	case g.Pad != nil:
+		tok.Pad = int64(*g.Pad)
+	case len(tok.EOS) > 0:
+		tok.Pad = tok.EOS[0]
+	}
+	window := 0
+	if slices.Contains(p.spec.LayerTypes, program.LayerSliding) {
+		window = p.spec.Window
+	}
+	return program.Metadata{
+		Contract: "hf_static", Version: 1,
+		MaxContext: p.context, VocabSize: p.spec.Vocab,
+		CacheDType: p.opts.CacheDType, SlidingWindow: window, SlidingLayout: p.opts.SlidingLayout,
+		Layers: p.spec.MetadataLayers(p.context, p.opts.SlidingLayout),
+		Tokens: tok,
+		Source: program.Source{Architecture: p.arch, Checkpoint: p.fingerprint(), Exporter: Version, Weights: p.weights.String()},
+	}
+}
+
+// fingerprint hashes the config and the checkpoint's tensor table.
+func (p *plan) fingerprint() string {
+	h := sha256.New()
+	h.Write(p.ckpt.Config.Raw)
+	for _, n := range p.ckpt.Names() {
+		t, _ := p.ckpt.Tensor(n)
+		fmt.Fprintf(h, "%s %s %v\n", n, t.DType, t.Shape)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}

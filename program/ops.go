@@ -1,0 +1,140 @@
+package program
+
+import "fmt"
+
+// OpSetVersion versions the op set below. A program whose ops need a newer op set is rejected.
+const OpSetVersion = 1
+
+// OpKind names an operation. Every activation is float32, row-major [rows, width]; "rows"
+// is the method's step S unless an op says otherwise. The executor knows, for each step,
+// the absolute position pos of row 0 (from position_ids) and the number n of real rows
+// (from attention_mask); ops use them where stated.
+type OpKind string
+
+// The op set. In lists inputs, Out outputs, by position within the op (names are tensors:
+// constants, method I/O or activations).
+const (
+	// OpEmbed: In [ids i64[1,S], table [V,D] any weight dtype] → Out [x [S,D]].
+	// x[i] = table[ids[i]] * Attr.Scale.
+	OpEmbed OpKind = "embed"
+	// OpRMSNorm: In [x [R,W], weight f32[Attr.Width] (optional)] → Out [y [R,W]] (may be x).
+	// Each consecutive group of Attr.Width values is normalized: g / sqrt(mean(g²)+Attr.Eps) * weight.
+	// Width = W normalizes whole rows; Width = head_dim normalizes each head.
+	OpRMSNorm OpKind = "rms_norm"
+	// OpLinear: In [x [R,K], W [N,K] any weight dtype, bias f32[N] (optional)] → Out [y [R',N]].
+	// If Attr.LastRow, only the last real row (n-1) is computed and R' = 1; otherwise R' = R.
+	OpLinear OpKind = "linear"
+	// OpRoPE: In [x [S,H*Attr.HeadDim], position_ids i64[1,S], cos f32[C,D/2], sin f32[C,D/2]]
+	// → Out [x] (in place). Rotate-half rotation of the first D = 2*len(cos row) dims of each
+	// head, with the table row of each row's position.
+	OpRoPE OpKind = "rope"
+	// OpAttention: In [q [S,Hq*Dk], k [S,Hkv*Dk], v [S,Hkv*Dv], k_cache [1,Hkv,L,Dk],
+	// v_cache [1,Hkv,L,Dv], attention_mask bool[1,1,S,C]] → Out [o [S,Hq*Dv]].
+	// Row i attends to the incoming cache (absolute positions a < pos held in slot a mod L)
+	// and current rows 0..i, as allowed by the mask and, if Attr.Window > 0, a > pos+i-Window.
+	// Scores are scaled by Attr.Scale and soft-capped by Attr.SoftCap when > 0.
+	OpAttention OpKind = "attention"
+	// OpCacheWrite: In [x [S,H*D], cache [1,H,L,D]] → Out [cache]. Real rows only:
+	// row i goes to slot (pos+i) mod L; when n > L only the last L rows are written.
+	OpCacheWrite OpKind = "cache_write"
+	// OpAdvance: In [counter i64 scalar] → Out [counter]: counter += n.
+	OpAdvance OpKind = "advance"
+	// OpAdd: In [a, b] same shape → Out [y] (may alias a or b).
+	OpAdd OpKind = "add"
+	// OpGLU: In [gate [R,F], up [R,F]] → Out [y [R,F]]: act(gate) * up,
+	// Attr.Activation "silu" or "gelu_tanh".
+	OpGLU OpKind = "glu"
+	// OpSoftCap: In [x] → Out [x]: Attr.SoftCap * tanh(x / Attr.SoftCap).
+	OpSoftCap OpKind = "soft_cap"
+)
+
+// Activation functions of OpGLU.
+const (
+	ActSiLU     = "silu"
+	ActGELUTanh = "gelu_tanh"
+)
+
+// Op is one operation of a method.
+type Op struct {
+	Kind OpKind   `json:"op"`
+	In   []string `json:"in"`
+	Out  []string `json:"out"`
+	Attr Attr     `json:"attr,omitzero"`
+}
+
+// Attr holds the attributes of all op kinds; each kind reads the fields its doc names.
+type Attr struct {
+	Scale      float32 `json:"scale,omitempty"`
+	Eps        float32 `json:"eps,omitempty"`
+	Width      int     `json:"width,omitempty"`
+	LastRow    bool    `json:"last_row,omitempty"`
+	HeadDim    int     `json:"head_dim,omitempty"`
+	Heads      int     `json:"heads,omitempty"`
+	KVHeads    int     `json:"kv_heads,omitempty"`
+	VHeadDim   int     `json:"v_head_dim,omitempty"`
+	Window     int     `json:"window,omitempty"`
+	SoftCap    float32 `json:"soft_cap,omitempty"`
+	Activation string  `json:"activation,omitempty"`
+}
+
+// arity gives the allowed input counts and the output count of each kind.
+var arity = map[OpKind]struct{ minIn, maxIn, out int }{
+	OpEmbed:      {2, 2, 1},
+	OpRMSNorm:    {1, 2, 1},
+	OpLinear:     {2, 3, 1},
+	OpRoPE:       {4, 4, 1},
+	OpAttention:  {6, 6, 1},
+	OpCacheWrite: {2, 2, 1},
+	OpAdvance:    {1, 1, 1},
+	OpAdd:        {2, 2, 1},
+	OpGLU:        {2, 2, 1},
+	OpSoftCap:    {1, 1, 1},
+}
+
+// checkArity validates an op's kind, arity and required attributes.
+func (op *Op) check() error {
+	a, ok := arity[op.Kind]
+	if !ok {
+		return fmt.Errorf("unknown op kind %q (op set version %d)", op.Kind, OpSetVersion)
+	}
+	if len(op.In) < a.minIn || len(op.In) > a.maxIn {
+		return fmt.Errorf("%s takes %d..%d inputs, has %d", op.Kind, a.minIn, a.maxIn, len(op.In))
+	}
+	if len(op.Out) != a.out {
+		return fmt.Errorf("%s has %d outputs, has %d", op.Kind, a.out, len(op.Out))
+	}
+	switch op.Kind {
+	case OpRMSNorm:
+		if op.Attr.Width <= 0 || op.Attr.Eps <= 0 {
+			return fmt.Errorf("rms_norm needs width > 0 and eps > 0")
+		}
+	case OpRoPE:
+		if op.Attr.HeadDim <= 0 {
+			return fmt.Errorf("rope needs head_dim > 0")
+		}
+	case OpAttention:
+		at := op.Attr
+		if at.Heads <= 0 || at.KVHeads <= 0 || at.HeadDim <= 0 || at.VHeadDim <= 0 || at.Scale <= 0 {
+			return fmt.Errorf("attention needs heads, kv_heads, head_dim, v_head_dim and scale > 0")
+		}
+		if at.Heads%at.KVHeads != 0 {
+			return fmt.Errorf("attention heads %d not a multiple of kv_heads %d", at.Heads, at.KVHeads)
+		}
+		if at.Window < 0 || at.SoftCap < 0 {
+			return fmt.Errorf("attention window and soft_cap must be ≥ 0")
+		}
+	case OpGLU:
+		if op.Attr.Activation != ActSiLU && op.Attr.Activation != ActGELUTanh {
+			return fmt.Errorf("glu activation %q is not %q or %q", op.Attr.Activation, ActSiLU, ActGELUTanh)
+		}
+	case OpSoftCap:
+		if op.Attr.SoftCap <= 0 {
+			return fmt.Errorf("soft_cap needs soft_cap > 0")
+		}
+	case OpEmbed:
+		if op.Attr.Scale == 0 {
+			return fmt.Errorf("embed needs a non-zero scale (1 for none)")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package runner
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Allocator provides every I/O buffer of a session (ids, mask, positions, caches,
+// counters, logits). Buffers are requested once per session and released on Close.
+type Allocator interface {
+	// Alloc returns a zeroed buffer of exactly size bytes, aligned to at least 64 bytes.
+	Alloc(size int) ([]byte, error)
+	// Free releases a buffer obtained from Alloc.
+	Free(buf []byte)
+}
+
+// HeapAllocator allocates 64-byte aligned buffers on the Go heap; Free is a no-op.
+type HeapAllocator struct{}
+
+// Alloc implements Allocator.
+func (HeapAllocator) Alloc(size int) ([]byte, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("alloc: negative size %d", size)
+	}
+	if size == 0 {
+		return []byte{}, nil
+	}
+	raw := make([]byte, size+63)
+	off := (64 - int(uintptr(unsafe.Pointer(&raw[0]))%64)) % 64
+	return raw[off : off+size : off+size], nil
+}
+
+// Free implements Allocator.
+func (HeapAllocator) Free([]byte) {}

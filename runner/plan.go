@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrContextFull is returned (wrapped, with both numbers) when tokens would not fit in the
+// program's context.
+var ErrContextFull = errors.New("context full")
+
+// ErrEmpty is returned when asked to append no tokens.
+var ErrEmpty = errors.New("no tokens to append")
+
+// Shape is what the planner needs to know about a program.
+type Shape struct {
+	Context int // C
+	Prefill int // P; 0 when the program has no prefill method
+}
+
+// PlannedStep is one method call of a plan.
+type PlannedStep struct {
+	Prefill bool // prefill method (else decode)
+	Pos     int  // absolute position of the step's first row
+	N       int  // real rows (the rest of a prefill step is padding)
+}
+
+// CheckAppend reports whether m tokens can be appended at pos (DESIGN.md §1.3 rule 1).
+func (sh Shape) CheckAppend(pos, m int) error {
+	if m < 1 {
+		return ErrEmpty
+	}
+	if pos+m > sh.Context {
+		return fmt.Errorf("%w: %d tokens at position %d need %d positions, the program's context is %d", ErrContextFull, m, pos, pos+m, sh.Context)
+	}
+	return nil
+}
+
+// Next is the next step for `remaining` tokens at pos: a prefill step while a prefill
+// method exists and pos+P ≤ C, else a decode step (the context-tail fallback).
+// It assumes CheckAppend passed.
+func (sh Shape) Next(pos, remaining int) PlannedStep {
+	if sh.Prefill > 0 && pos+sh.Prefill <= sh.Context {
+		return PlannedStep{Prefill: true, Pos: pos, N: min(sh.Prefill, remaining)}
+	}
+	return PlannedStep{Pos: pos, N: 1}
+}
+
+// Plan returns every step that appending m tokens at pos takes, or an error (and no steps)
+// when it is infeasible. It is a pure function.
+func (sh Shape) Plan(pos, m int) ([]PlannedStep, error) {
+	if err := sh.CheckAppend(pos, m); err != nil {
+		return nil, err
+	}
+	var steps []PlannedStep
+	for m > 0 {
+		st := sh.Next(pos, m)
+		steps = append(steps, st)
+		pos += st.N
+		m -= st.N
+	}
+	return steps, nil
+}
+
+// MaxNewTokens is how many tokens can be generated after a prompt that ends at pos:
+// generating k tokens appends k-1 of them, so pos + k - 1 ≤ C (DESIGN.md §1.3 rule 3).
+func (sh Shape) MaxNewTokens(pos int) int {
+	return max(0, sh.Context-pos+1)
+}

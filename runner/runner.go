@@ -1,0 +1,121 @@
+// Package runner drives any program that satisfies a registered I/O contract (hf_static
+// v1): it validates the contract, plans appends into prefill and decode steps with padding
+// and the context-tail decode fallback, owns sessions (caches, counters, positions, logits)
+// and their buffers through a pluggable Allocator.
+//
+// It does not know kernels, files or HTTP: methods are executed through the small
+// Executor interface.
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// Method names of the hf_static contract.
+const (
+	MethodDecode  = "decode"
+	MethodPrefill = "prefill"
+)
+
+// Step is one method bound to a session's buffers.
+type Step interface {
+	// Run executes the method once over the bound buffers.
+	Run(ctx context.Context) error
+}
+
+// Executor binds a program's methods to buffers.
+type Executor interface {
+	// Bind binds every input and output of the named method, by name. A buffer that is
+	// both an input and an output appears once and is mutated in place.
+	Bind(method string, buffers map[string][]byte) (Step, error)
+}
+
+// Options configure a Runner.
+type Options struct {
+	// Allocator provides session buffers; nil means HeapAllocator.
+	Allocator Allocator
+}
+
+// Runner drives one program.
+type Runner struct {
+	man         *program.Manifest
+	fingerprint string
+	exe         Executor
+	alloc       Allocator
+	shape       Shape
+	decode      *program.Method
+	prefill     *program.Method // nil when absent
+}
+
+// New validates the manifest against its contract and returns a runner.
+func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*Runner, error) {
+	if err := ValidateContract(m); err != nil {
+		return nil, err
+	}
+	r := &Runner{man: m, fingerprint: fingerprint, exe: exe, alloc: opts.Allocator}
+	if r.alloc == nil {
+		r.alloc = HeapAllocator{}
+	}
+	r.decode, _ = m.Method(MethodDecode)
+	r.prefill, _ = m.Method(MethodPrefill)
+	r.shape = Shape{Context: m.Metadata.MaxContext}
+	if r.prefill != nil {
+		r.shape.Prefill = r.prefill.Step
+	}
+	return r, nil
+}
+
+// Metadata is the program's contract metadata.
+func (r *Runner) Metadata() program.Metadata { return r.man.Metadata }
+
+// Shape is the planning shape (context, prefill step).
+func (r *Runner) Shape() Shape { return r.shape }
+
+// Fingerprint identifies the program; saved sessions are bound to it.
+func (r *Runner) Fingerprint() string { return r.fingerprint }
+
+// PrefillLogitsAll reports whether the prefill method returns logits for every row.
+func (r *Runner) PrefillLogitsAll() bool {
+	return r.prefill != nil && r.prefill.Logits == program.LogitsAll
+}
+
+// SessionBytes is the memory one session's I/O buffers take.
+func (r *Runner) SessionBytes() int64 {
+	var n int64
+	seen := map[string]bool{}
+	for _, mt := range []*program.Method{r.decode, r.prefill} {
+		if mt == nil {
+			continue
+		}
+		for _, list := range [][]program.IO{mt.Inputs, mt.Outputs} {
+			for _, b := range list {
+				key := b.Name
+				if !isState(b.Name) {
+					key = mt.Name + "/" + b.Name
+				}
+				if !seen[key] {
+					seen[key] = true
+					n += int64(b.Bytes())
+				}
+			}
+		}
+	}
+	return n
+}
+
+// isState reports whether a buffer is shared session state (caches, counters) rather
+// than per-method I/O.
+func isState(name string) bool {
+	switch name {
+	case program.InputIDs, program.AttentionMask, program.PositionIDs, program.Logits:
+		return false
+	}
+	return true
+}
+
+func (r *Runner) String() string {
+	return fmt.Sprintf("runner(%s v%d, C=%d, P=%d)", r.man.Metadata.Contract, r.man.Metadata.Version, r.shape.Context, r.shape.Prefill)
+}

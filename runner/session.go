@@ -1,0 +1,346 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// ErrClosed is returned by a closed session.
+var ErrClosed = errors.New("session closed")
+
+// PoisonedError wraps the failure that poisoned a session: every call returns it until Reset.
+type PoisonedError struct{ Err error }
+
+func (e *PoisonedError) Error() string {
+	return fmt.Sprintf("session poisoned by an earlier failure (call Reset): %v", e.Err)
+}
+
+func (e *PoisonedError) Unwrap() error { return e.Err }
+
+// methodIO holds one method's bound step and typed views of its private buffers.
+type methodIO struct {
+	spec      *program.Method
+	step      Step
+	ids       []int64
+	mask      []byte
+	positions []int64
+	logits    []float32
+}
+
+// Session is one sequence's state: caches, counters, position and logits. It is not safe
+// for concurrent use.
+type Session struct {
+	r        *Runner
+	owned    [][]byte          // every buffer from the allocator, freed on Close
+	state    map[string][]byte // caches and counters, shared by both methods
+	counters [][]int64
+	dec, pre *methodIO
+	pos      int
+	history  []int // committed tokens, len == pos
+	err      error // poison
+	closed   bool
+
+	last    []float32 // last real row's logits
+	version uint64    // bumped by every step; Logits views check it
+}
+
+// NewSession allocates a session's buffers (once) and binds the methods to them.
+func (r *Runner) NewSession() (*Session, error) {
+	s := &Session{r: r, state: map[string][]byte{}, history: make([]int, 0, r.shape.Context)}
+	ok := false
+	defer func() {
+		if !ok {
+			s.free()
+		}
+	}()
+	for l := range r.man.Metadata.Layers {
+		for _, n := range []string{program.KCache(l), program.VCache(l), program.Counter(l)} {
+			b, _ := r.decode.Input(n)
+			buf, err := s.alloc(b.Bytes())
+			if err != nil {
+				return nil, fmt.Errorf("allocate %s: %w", n, err)
+			}
+			s.state[n] = buf
+		}
+		s.counters = append(s.counters, asI64(s.state[program.Counter(l)]))
+	}
+	var err error
+	if s.dec, err = s.bind(r.decode); err != nil {
+		return nil, err
+	}
+	if r.prefill != nil {
+		if s.pre, err = s.bind(r.prefill); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Session) alloc(n int) ([]byte, error) {
+	b, err := s.r.alloc.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != n {
+		return nil, fmt.Errorf("allocator returned %d bytes, asked for %d", len(b), n)
+	}
+	if n > 0 && uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
+		return nil, fmt.Errorf("allocator returned a buffer that is not 64-byte aligned")
+	}
+	s.owned = append(s.owned, b)
+	return b, nil
+}
+
+func (s *Session) bind(spec *program.Method) (*methodIO, error) {
+	bufs := map[string][]byte{}
+	for k, v := range s.state {
+		bufs[k] = v
+	}
+	for _, n := range []string{program.InputIDs, program.AttentionMask, program.PositionIDs} {
+		b, _ := spec.Input(n)
+		buf, err := s.alloc(b.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("allocate %s/%s: %w", spec.Name, n, err)
+		}
+		bufs[n] = buf
+	}
+	lo, _ := spec.Output(program.Logits)
+	lb, err := s.alloc(lo.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("allocate %s/logits: %w", spec.Name, err)
+	}
+	bufs[program.Logits] = lb
+	step, err := s.r.exe.Bind(spec.Name, bufs)
+	if err != nil {
+		return nil, fmt.Errorf("bind %s: %w", spec.Name, err)
+	}
+	return &methodIO{spec: spec, step: step, ids: asI64(bufs[program.InputIDs]), mask: bufs[program.AttentionMask],
+		positions: asI64(bufs[program.PositionIDs]), logits: asF32(lb)}, nil
+}
+
+// Position is the number of committed tokens (the next absolute position).
+func (s *Session) Position() int { return s.pos }
+
+// Tokens returns the committed tokens. The slice is read-only and valid until the next call
+// that changes the session.
+func (s *Session) Tokens() []int { return s.history[:len(s.history):len(s.history)] }
+
+// Runner returns the session's runner.
+func (s *Session) Runner() *Runner { return s.r }
+
+func (s *Session) usable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.err != nil {
+		return &PoisonedError{Err: s.err}
+	}
+	return nil
+}
+
+// Append runs tokens through the program. If the request is infeasible (empty, past the
+// context, ids outside the vocabulary) it returns an error and changes nothing. A failure
+// while running poisons the session until Reset. ctx is checked between steps; a cancelled
+// append leaves the session consistent at the last completed step and returns ctx's error.
+func (s *Session) Append(ctx context.Context, tokens []int) error {
+	return s.append(ctx, tokens, nil)
+}
+
+// AppendEach is Append that calls fn with the logits after each token, in order. It uses
+// the prefill method only if that method returns every row's logits; otherwise it runs
+// decode steps. The row passed to fn is valid only during the call.
+func (s *Session) AppendEach(ctx context.Context, tokens []int, fn func(i int, logits []float32) error) error {
+	return s.append(ctx, tokens, fn)
+}
+
+func (s *Session) append(ctx context.Context, tokens []int, each func(int, []float32) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	shape := s.r.shape
+	if err := shape.CheckAppend(s.pos, len(tokens)); err != nil {
+		return err
+	}
+	V := int64(s.r.man.Metadata.VocabSize)
+	for i, t := range tokens {
+		if t < 0 || int64(t) >= V {
+			return fmt.Errorf("token %d at index %d is outside the vocabulary [0,%d)", t, i, V)
+		}
+	}
+	if each != nil && !s.r.PrefillLogitsAll() {
+		shape.Prefill = 0
+	}
+	done := 0
+	for done < len(tokens) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st := shape.Next(s.pos, len(tokens)-done)
+		mio := s.dec
+		if st.Prefill {
+			mio = s.pre
+		}
+		if err := s.run(ctx, mio, tokens[done:done+st.N]); err != nil {
+			s.err = fmt.Errorf("%s step at position %d (%d tokens): %w", mio.spec.Name, s.pos, st.N, err)
+			return s.err
+		}
+		if each != nil {
+			V := s.r.man.Metadata.VocabSize
+			for i := 0; i < st.N; i++ {
+				row := mio.logits[i*V : (i+1)*V]
+				if mio.spec.Logits == program.LogitsLast {
+					row = mio.logits[:V]
+				}
+				if err := each(done+i, row); err != nil {
+					return err
+				}
+			}
+		}
+		done += st.N
+	}
+	return nil
+}
+
+// run fills one method's inputs for n real tokens at s.pos, runs it and commits.
+func (s *Session) run(ctx context.Context, mio *methodIO, toks []int) error {
+	S, C, n, pos := mio.spec.Step, s.r.shape.Context, len(toks), s.pos
+	pad := s.r.man.Metadata.Tokens.Pad
+	for i := 0; i < S; i++ {
+		if i < n {
+			mio.ids[i] = int64(toks[i])
+		} else {
+			mio.ids[i] = pad
+		}
+		mio.positions[i] = int64(pos + i)
+		// keep[i][j] = j ≤ pos+min(i,n-1) && j < pos+n
+		row := mio.mask[i*C : (i+1)*C]
+		end := pos + min(i, n-1) + 1
+		for j := range row[:end] {
+			row[j] = 1
+		}
+		clear(row[end:])
+	}
+	s.version++
+	if err := mio.step.Run(ctx); err != nil {
+		return err
+	}
+	for _, c := range s.counters {
+		if c[0] != int64(pos+n) {
+			return fmt.Errorf("counter is %d after the step, want %d", c[0], pos+n)
+		}
+	}
+	V := s.r.man.Metadata.VocabSize
+	if mio.spec.Logits == program.LogitsAll {
+		s.last = mio.logits[(n-1)*V : n*V]
+	} else {
+		s.last = mio.logits[:V]
+	}
+	s.pos += n
+	s.history = append(s.history, toks...)
+	return nil
+}
+
+// Logits is a read-only view of the logits of the last real row of the last step. It is
+// valid until the session's next step; after that every accessor reports ok = false.
+// Use CopyTo to keep the values.
+type Logits struct {
+	s       *Session
+	v       []float32
+	version uint64
+}
+
+// Logits returns the current logits view (empty before the first step).
+func (s *Session) Logits() Logits { return Logits{s: s, v: s.last, version: s.version} }
+
+// Valid reports whether the view still refers to the latest step.
+func (l Logits) Valid() bool { return l.s != nil && l.s.version == l.version && len(l.v) > 0 }
+
+// Len is the vocabulary size (0 when invalid).
+func (l Logits) Len() int {
+	if !l.Valid() {
+		return 0
+	}
+	return len(l.v)
+}
+
+// View returns the underlying values without copying, or nil when the view is stale.
+// The slice must not be modified.
+func (l Logits) View() []float32 {
+	if !l.Valid() {
+		return nil
+	}
+	return l.v
+}
+
+// CopyTo copies the logits into dst (which must have Len() elements) and reports success.
+func (l Logits) CopyTo(dst []float32) bool {
+	if !l.Valid() || len(dst) != len(l.v) {
+		return false
+	}
+	copy(dst, l.v)
+	return true
+}
+
+// Argmax returns the index of the largest logit (the lowest on ties).
+func (l Logits) Argmax() (int, bool) {
+	if !l.Valid() {
+		return 0, false
+	}
+	best := 0
+	for i, x := range l.v {
+		if x > l.v[best] {
+			best = i
+		}
+	}
+	return best, true
+}
+
+// Reset zeroes positions, counters and caches and clears the poison.
+func (s *Session) Reset() error {
+	if s.closed {
+		return ErrClosed
+	}
+	for _, b := range s.state {
+		clear(b)
+	}
+	s.pos, s.err, s.last = 0, nil, nil
+	s.history = s.history[:0]
+	s.version++
+	return nil
+}
+
+// Close releases the session's buffers to the allocator.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.free()
+	return nil
+}
+
+func (s *Session) free() {
+	for _, b := range s.owned {
+		s.r.alloc.Free(b)
+	}
+	s.owned = nil
+}
+
+func asI64(b []byte) []int64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+func asF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
