@@ -146,7 +146,9 @@ func TestOpenRejectsBrokenFolders(t *testing.T) {
 		{"bad eos type", func(m fstest.MapFS) {
 			m["config.json"] = &fstest.MapFile{Data: []byte(`{"architectures":["X"],"eos_token_id":"two"}`)}
 		}, nil, "config.json", ""},
-		{"bad generation config", func(m fstest.MapFS) { m["generation_config.json"] = &fstest.MapFile{Data: []byte(`{"bos_token_id":[1,2]}`)} }, nil, "generation_config.json", ""},
+		{"bad generation config", func(m fstest.MapFS) {
+			m["generation_config.json"] = &fstest.MapFile{Data: []byte(`{"bos_token_id":[1,2]}`)}
+		}, nil, "generation_config.json", ""},
 		{"no weights", func(m fstest.MapFS) {
 			delete(m, "model.safetensors.index.json")
 		}, ErrNoWeights, "model.safetensors", ""},

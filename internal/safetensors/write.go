@@ -162,7 +162,7 @@ func encodeHeader(sorted []WriteTensor, lengths []int64, metadata map[string]str
 func writeJSONString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // encoding a string cannot fail
+	_ = enc.Encode(s)       // encoding a string cannot fail
 	b.Truncate(b.Len() - 1) // drop Encode's newline
 }
 
