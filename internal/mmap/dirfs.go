@@ -1,0 +1,84 @@
+package mmap
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DirFS returns a file system rooted at dir. Opened regular files are mapped:
+// they implement io.ReaderAt and Bytes() []byte (valid until the file is
+// closed). Directories are served by os.DirFS.
+func DirFS(dir string) fs.FS { return dirFS{dir: dir, os: os.DirFS(dir)} }
+
+type dirFS struct {
+	dir string
+	os  fs.FS
+}
+
+func (d dirFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	st, err := fs.Stat(d.os, name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return d.os.Open(name)
+	}
+	m, err := Open(filepath.Join(d.dir, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return &mappedFile{File: m, info: st}, nil
+}
+
+// ReadFile implements fs.ReadFileFS without mapping small files.
+func (d dirFS) ReadFile(name string) ([]byte, error) { return fs.ReadFile(d.os, name) }
+
+// Stat implements fs.StatFS.
+func (d dirFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(d.os, name) }
+
+// mappedFile is an fs.File over a mapped file with a sequential read cursor.
+type mappedFile struct {
+	*File
+	info fs.FileInfo
+	off  int64
+}
+
+func (m *mappedFile) Stat() (fs.FileInfo, error) { return m.info, nil }
+
+func (m *mappedFile) Read(p []byte) (int, error) {
+	if m.closed {
+		return 0, ErrClosed
+	}
+	n, err := m.ReadAt(p, m.off)
+	m.off += int64(n)
+	if errors.Is(err, io.EOF) && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// Seek implements io.Seeker.
+func (m *mappedFile) Seek(offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = m.off + offset
+	case io.SeekEnd:
+		abs = m.Size() + offset
+	default:
+		return 0, errors.New("mmap: invalid whence")
+	}
+	if abs < 0 {
+		return 0, errors.New("mmap: negative position")
+	}
+	m.off = abs
+	return abs, nil
+}
