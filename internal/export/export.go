@@ -332,16 +332,16 @@ func programDType(t kernels.WeightType) program.DType {
 func (p *plan) metadata() program.Metadata {
 	g := p.ckpt.Generation
 	tok := program.Tokens{EOS: []int64{}}
-	if g.BOS != nil {
-		b := int64(*g.BOS)
+	if g.BOSID != nil {
+		b := int64(*g.BOSID)
 		tok.BOS = &b
 	}
-	for _, e := range g.EOS {
+	for _, e := range g.EOSIDs {
 		tok.EOS = append(tok.EOS, int64(e))
 	}
 	switch {
-	case g.Pad != nil:
-		tok.Pad = int64(*g.Pad)
+	case g.PadID != nil:
+		tok.Pad = int64(*g.PadID)
 	case len(tok.EOS) > 0:
 		tok.Pad = tok.EOS[0]
 	}

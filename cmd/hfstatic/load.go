@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/hfstatic/hfstatic/engine"
+	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/mmap"
+	"github.com/hfstatic/hfstatic/models"
+	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/runner"
+)
+
+// DefaultModelName is shown where the embedded model stands in for a program path.
+const DefaultModelName = "stories260K (embedded)"
+
+// loaded is a program opened for running, with what must be released afterwards.
+type loaded struct {
+	*engine.Model
+	name    string
+	mapping io.Closer
+}
+
+func (l *loaded) Close() error {
+	err := l.Model.Close()
+	if l.mapping != nil {
+		if e := l.mapping.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func defaultThreads() int { return runtime.NumCPU() }
+
+// openProgram opens path (mmapped), or exports the embedded default model in memory when
+// path is empty.
+func openProgram(ctx context.Context, path string, threads int) (*loaded, error) {
+	if threads < 1 {
+		return nil, usagef("--threads %d must be ≥ 1", threads)
+	}
+	opts := engine.Options{Threads: threads}
+	if path == "" {
+		data, err := defaultProgram(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m, err := engine.Load(data, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &loaded{Model: m, name: DefaultModelName}, nil
+	}
+	f, err := mmap.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := engine.Load(f.Bytes(), opts)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &loaded{Model: m, name: path, mapping: f}, nil
+}
+
+// defaultProgram exports the embedded stories260K checkpoint.
+func defaultProgram(ctx context.Context) ([]byte, error) {
+	ckpt, err := hf.Open(models.Stories260K())
+	if err != nil {
+		return nil, fmt.Errorf("embedded model: %w", err)
+	}
+	defer ckpt.Close()
+	var buf bytes.Buffer
+	_, err = export.Export(ctx, ckpt, &buf, export.Options{Context: 512, Prefill: 32, CacheDType: program.F32})
+	if err != nil {
+		return nil, fmt.Errorf("embedded model: %w", err)
+	}
+	// The executor views tensors in place: give it 64-byte aligned memory.
+	aligned, err := runner.HeapAllocator{}.Alloc(buf.Len())
+	if err != nil {
+		return nil, err
+	}
+	copy(aligned, buf.Bytes())
+	return aligned, nil
+}

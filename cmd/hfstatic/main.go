@@ -1,0 +1,51 @@
+// Command hfstatic exports Hugging Face causal language models into fixed-shape
+// static-cache programs and runs them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks errors in how the command was called (exit code 2).
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hfstatic:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hfstatic",
+		Short: "Export Hugging Face causal LMs to fixed-shape static-cache programs and run them",
+		Long: `hfstatic exports a Hugging Face model folder (config.json, *.safetensors, tokenizer.json)
+into one program file with fixed-shape decode and prefill methods (the hf_static v1 contract),
+and runs such programs on the CPU.
+
+Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd())
+	return root
+}

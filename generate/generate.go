@@ -1,0 +1,124 @@
+// Package generate runs the token generation loop over a runner session: it appends the
+// prompt, picks each next token with a Sampler, stops on end-of-sequence ids, stop
+// conditions or the context limit (DESIGN.md §1.3 rule 3), and reports why it stopped.
+// It knows nothing about kernels, files or HTTP.
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/hfstatic/hfstatic/runner"
+)
+
+// Sampler picks the next token from a read-only logits view and the token history.
+type Sampler interface {
+	Sample(logits []float32, history []int) int
+}
+
+// Greedy picks the argmax (lowest id on ties).
+type Greedy struct{}
+
+// Sample implements Sampler.
+func (Greedy) Sample(logits []float32, _ []int) int {
+	best := 0
+	for i, x := range logits {
+		if x > logits[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// StopReason says why generation ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopEOS         StopReason = "eos"          // an end-of-sequence id was generated
+	StopMaxTokens   StopReason = "max_tokens"   // the requested number of tokens was generated
+	StopContextFull StopReason = "context_full" // the program's context has no room for more
+	StopCondition   StopReason = "stop"         // the caller's token callback asked to stop
+)
+
+// ErrStop may be returned by an OnToken callback to end generation without error.
+var ErrStop = errors.New("stop generation")
+
+// Options configure Run.
+type Options struct {
+	// MaxTokens is the most new tokens to generate (≥ 1).
+	MaxTokens int
+	// Sampler picks tokens; nil means Greedy.
+	Sampler Sampler
+	// EOS ids end generation; the EOS token is reported to OnToken but not appended.
+	EOS []int
+	// OnToken is called with each new token; returning ErrStop ends generation.
+	OnToken func(tok int) error
+}
+
+// Result describes a finished generation.
+type Result struct {
+	Tokens       []int
+	PromptTokens int
+	Reason       StopReason
+	// Clamped is set when MaxTokens exceeded what the context allows after the prompt.
+	Clamped bool
+}
+
+// Run appends prompt to the session (which may already hold earlier tokens) and generates.
+// The prompt may be empty only if the session already has logits from an earlier step.
+func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Result, error) {
+	if opts.MaxTokens < 1 {
+		return Result{}, fmt.Errorf("generate: MaxTokens %d must be ≥ 1", opts.MaxTokens)
+	}
+	sampler := opts.Sampler
+	if sampler == nil {
+		sampler = Greedy{}
+	}
+	res := Result{PromptTokens: len(prompt)}
+	if len(prompt) > 0 {
+		if err := s.Append(ctx, prompt); err != nil {
+			return res, err
+		}
+	} else if !s.Logits().Valid() {
+		return res, fmt.Errorf("generate: empty prompt and no earlier step to continue from")
+	}
+	limit := s.Runner().Shape().MaxNewTokens(s.Position())
+	n := opts.MaxTokens
+	if n > limit {
+		n, res.Clamped = limit, true
+	}
+	for k := 0; ; k++ {
+		if k == n {
+			res.Reason = StopMaxTokens
+			if res.Clamped {
+				res.Reason = StopContextFull
+			}
+			return res, nil
+		}
+		logits := s.Logits().View()
+		tok := sampler.Sample(logits, s.Tokens())
+		res.Tokens = append(res.Tokens, tok)
+		if opts.OnToken != nil {
+			if err := opts.OnToken(tok); err != nil {
+				if errors.Is(err, ErrStop) {
+					res.Reason = StopCondition
+					return res, nil
+				}
+				return res, err
+			}
+		}
+		if slices.Contains(opts.EOS, tok) {
+			res.Reason = StopEOS
+			return res, nil
+		}
+		if k == n-1 {
+			continue // the last token is not appended: nothing reads its logits
+		}
+		if err := s.Append(ctx, []int{tok}); err != nil {
+			return res, err
+		}
+	}
+}
