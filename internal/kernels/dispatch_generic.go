@@ -20,6 +20,8 @@ func dequantizeRow(t WeightType, row []byte, dst []float32) {
 	dequantizeRowGeneric(t, row, dst)
 }
 
-func matmulRows(p *Pool, id int, y, x []float32, m int, w Matrix, bias []float32, lo, hi int) {
-	matmulRowsGeneric(p, id, y, x, m, w, bias, lo, hi)
+func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
+	matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
 }
+
+func (p *Pool) prepare(j *matmulJob) {}

@@ -40,6 +40,7 @@ func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
 	defer p.call.Unlock()
 	chunk := rowChunk(w.Rows, p.threads)
 	p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, chunk: chunk, chunks: int64((w.Rows + chunk - 1) / chunk)}
+	p.prepare(&p.job)
 	p.runJob()
 	p.job = matmulJob{}
 }
@@ -61,6 +62,8 @@ type matmulJob struct {
 	bias   []float32
 	chunk  int
 	chunks int64
+	xq     []float32 // x padded to whole blocks (quantized matrix-vector path)
+	xs     []float32 // per-block sums of xq (q4 matrix-vector path)
 	next   atomic.Int64
 }
 
@@ -73,7 +76,7 @@ func (j *matmulJob) run(p *Pool, id int) {
 		}
 		lo := int(c) * j.chunk
 		hi := min(lo+j.chunk, j.w.Rows)
-		matmulRows(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
+		matmulRows(p, id, j, lo, hi)
 	}
 }
 

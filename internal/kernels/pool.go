@@ -21,6 +21,8 @@ type Pool struct {
 	threads int
 	call    sync.Mutex // serializes MatMul calls
 	scratch []workerScratch
+	xpad    []float32 // x padded to whole blocks, shared by all threads
+	xsum    []float32 // per-block sums of xpad
 
 	// The current job, written by the caller before gen is bumped.
 	job    matmulJob
