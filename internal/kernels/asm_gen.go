@@ -1,0 +1,507 @@
+//go:build ignore
+
+// asm_gen.go generates kernels_amd64.s and kernels_amd64_stubs.go with avo:
+//
+//	go run asm_gen.go -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
+//
+// Every routine uses AVX-512 (F, BW, VL; F16C for binary16) and ends with
+// VZEROUPPER. Loops process whole vectors only; the Go callers handle tails.
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+var zr = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+	Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
+
+func main() {
+	ConstraintExpr("amd64,!purego")
+	genDot()
+	genAxpy()
+	genDotF16()
+	genAxpyF16()
+	genCvt()
+	for _, wt := range []string{"F32", "F16", "BF16"} {
+		for mr := 1; mr <= 4; mr++ {
+			for nr := 1; nr <= 5; nr++ {
+				genTile(wt, mr, nr)
+			}
+		}
+	}
+	for nr := 1; nr <= 4; nr++ {
+		genQRows("Q8", nr)
+		genQRows("Q4", nr)
+	}
+	genDequant("Q8")
+	genDequant("Q4")
+	Generate()
+}
+
+// hsum reduces z (any 16 lanes) into the low lane of its X register,
+// clobbering t.
+func hsum(z, t VecPhysical) {
+	y, x := z.AsY(), z.AsX()
+	VEXTRACTF32X8(U8(1), z, t.AsY())
+	VADDPS(t.AsY(), y, y)
+	VEXTRACTF32X4(U8(1), y, t.AsX())
+	VADDPS(t.AsX(), x, x)
+	VPERMILPD(U8(1), x, t.AsX())
+	VADDPS(t.AsX(), x, x)
+	VMOVSHDUP(x, t.AsX())
+	VADDSS(t.AsX(), x, x)
+}
+
+func genDot() {
+	TEXT("dotAVX512", NOSPLIT, "func(a, b *float32, n16 int) float32")
+	Doc("dotAVX512 returns the dot product of the first n16 values (a multiple of 16).")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n16"), GP64())
+	for i := 0; i < 4; i++ {
+		VXORPS(zr[i], zr[i], zr[i])
+	}
+	Label("loop64")
+	CMPQ(n, U8(64))
+	JL(LabelRef("loop16"))
+	for i := 0; i < 4; i++ {
+		VMOVUPS(Mem{Base: a, Disp: 64 * i}, zr[4+i])
+		VFMADD231PS(Mem{Base: b, Disp: 64 * i}, zr[4+i], zr[i])
+	}
+	ADDQ(U32(256), a)
+	ADDQ(U32(256), b)
+	SUBQ(U8(64), n)
+	JMP(LabelRef("loop64"))
+	Label("loop16")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VMOVUPS(Mem{Base: a}, Z4)
+	VFMADD231PS(Mem{Base: b}, Z4, Z0)
+	ADDQ(U8(64), a)
+	ADDQ(U8(64), b)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop16"))
+	Label("done")
+	VADDPS(Z1, Z0, Z0)
+	VADDPS(Z3, Z2, Z2)
+	VADDPS(Z2, Z0, Z0)
+	hsum(Z0, Z1)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+}
+
+func genAxpy() {
+	TEXT("axpyAVX512", NOSPLIT, "func(alpha float32, x, y *float32, n16 int)")
+	Doc("axpyAVX512 computes y += alpha*x over the first n16 values (a multiple of 16).")
+	VBROADCASTSS(NewParamAddr("alpha", 0), Z0)
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n16"), GP64())
+	Label("loop")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VMOVUPS(Mem{Base: y}, Z1)
+	VFMADD231PS(Mem{Base: x}, Z0, Z1)
+	VMOVUPS(Z1, Mem{Base: y})
+	ADDQ(U8(64), x)
+	ADDQ(U8(64), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+func genDotF16() {
+	TEXT("dotF16AVX512", NOSPLIT, "func(a *float32, b *uint16, n16 int) float32")
+	Doc("dotF16AVX512 returns sum a[i]*f16(b[i]) over the first n16 values (a multiple of 16).")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n16"), GP64())
+	VXORPS(Z0, Z0, Z0)
+	VXORPS(Z1, Z1, Z1)
+	Label("loop32")
+	CMPQ(n, U8(32))
+	JL(LabelRef("loop16"))
+	VCVTPH2PS(Mem{Base: b}, Z2)
+	VCVTPH2PS(Mem{Base: b, Disp: 32}, Z3)
+	VFMADD231PS(Mem{Base: a}, Z2, Z0)
+	VFMADD231PS(Mem{Base: a, Disp: 64}, Z3, Z1)
+	ADDQ(U32(128), a)
+	ADDQ(U8(64), b)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("loop32"))
+	Label("loop16")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VCVTPH2PS(Mem{Base: b}, Z2)
+	VFMADD231PS(Mem{Base: a}, Z2, Z0)
+	Label("done")
+	VADDPS(Z1, Z0, Z0)
+	hsum(Z0, Z1)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+}
+
+func genAxpyF16() {
+	TEXT("axpyF16AVX512", NOSPLIT, "func(alpha float32, x *uint16, y *float32, n16 int)")
+	Doc("axpyF16AVX512 computes y += alpha*f16(x) over the first n16 values (a multiple of 16).")
+	VBROADCASTSS(NewParamAddr("alpha", 0), Z0)
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n16"), GP64())
+	Label("loop")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VCVTPH2PS(Mem{Base: x}, Z2)
+	VMOVUPS(Mem{Base: y}, Z1)
+	VFMADD231PS(Z2, Z0, Z1)
+	VMOVUPS(Z1, Mem{Base: y})
+	ADDQ(U8(32), x)
+	ADDQ(U8(64), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+func genCvt() {
+	TEXT("f32ToF16AVX512", NOSPLIT, "func(dst *uint16, src *float32, n16 int)")
+	Doc("f32ToF16AVX512 converts n16 values (a multiple of 16), rounding to nearest even.")
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("src"), GP64())
+	n := Load(Param("n16"), GP64())
+	Label("loop")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VMOVUPS(Mem{Base: s}, Z0)
+	VCVTPS2PH(U8(0), Z0, Mem{Base: d})
+	ADDQ(U8(64), s)
+	ADDQ(U8(32), d)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	TEXT("f16ToF32AVX512", NOSPLIT, "func(dst *float32, src *uint16, n16 int)")
+	Doc("f16ToF32AVX512 converts n16 values (a multiple of 16).")
+	d = Load(Param("dst"), GP64())
+	s = Load(Param("src"), GP64())
+	n = Load(Param("n16"), GP64())
+	Label("loop")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VCVTPH2PS(Mem{Base: s}, Z0)
+	VMOVUPS(Z0, Mem{Base: d})
+	ADDQ(U8(32), s)
+	ADDQ(U8(64), d)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// genTile emits tile<wt>_<mr>x<nr>: for i < mr, j < nr,
+// y[i*ldy+j] += sum_{c<k16} x[i*ldx+c] * w_j[c], where w_j starts ldw bytes
+// after w_{j-1} and holds float32, binary16 or bfloat16 values.
+func genTile(wt string, mr, nr int) {
+	name := fmt.Sprintf("tile%s_%dx%d", wt, mr, nr)
+	TEXT(name, NOSPLIT, "func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)")
+	Doc(name + " accumulates a register tile of dot products (see genTile).")
+	wsize := 4
+	if wt != "F32" {
+		wsize = 2
+	}
+	xp := make([]Register, mr)
+	x0 := Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	for i := range xp {
+		if i == 0 {
+			xp[i] = x0
+			continue
+		}
+		xp[i] = GP64()
+		LEAQ(Mem{Base: xp[i-1], Index: ldx, Scale: 1}, xp[i])
+	}
+	wp := make([]Register, nr)
+	w0 := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	for j := range wp {
+		if j == 0 {
+			wp[j] = w0
+			continue
+		}
+		wp[j] = GP64()
+		LEAQ(Mem{Base: wp[j-1], Index: ldw, Scale: 1}, wp[j])
+	}
+	end := Load(Param("k16"), GP64())
+	if wsize == 4 {
+		SHLQ(U8(2), end)
+	} else {
+		SHLQ(U8(1), end)
+	}
+	off := GP64()
+	XORQ(off, off)
+	acc := func(i, j int) VecPhysical { return zr[i*nr+j] }
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nr; j++ {
+			VXORPS(acc(i, j), acc(i, j), acc(i, j))
+		}
+	}
+	xs := zr[20:24]
+	ws := zr[24:29]
+	xscale := uint8(4 / wsize)
+	Label("loop")
+	CMPQ(off, end)
+	JGE(LabelRef("reduce"))
+	for j := 0; j < nr; j++ {
+		m := Mem{Base: wp[j], Index: off, Scale: 1}
+		switch wt {
+		case "F32":
+			VMOVUPS(m, ws[j])
+		case "F16":
+			VCVTPH2PS(m, ws[j])
+		case "BF16":
+			VPMOVZXWD(m, ws[j])
+			VPSLLD(U8(16), ws[j], ws[j])
+		}
+	}
+	for i := 0; i < mr; i++ {
+		VMOVUPS(Mem{Base: xp[i], Index: off, Scale: xscale}, xs[i])
+		for j := 0; j < nr; j++ {
+			VFMADD231PS(ws[j], xs[i], acc(i, j))
+		}
+	}
+	ADDQ(U8(16*wsize), off)
+	JMP(LabelRef("loop"))
+	Label("reduce")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nr; j++ {
+			a := acc(i, j)
+			hsum(a, Z31)
+			VADDSS(Mem{Base: y, Disp: 4 * j}, a.AsX(), a.AsX())
+			VMOVSS(a.AsX(), Mem{Base: y, Disp: 4 * j})
+		}
+		if i+1 < mr {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genQRows emits <q>Rows<nr>: for j < nr, y[j] = sum over nb blocks of
+// row j (ldw bytes apart; scales then quants) times x (nb*32 floats).
+// Q4 also takes xsum[b] = sum of x over block b, for the -8 offset.
+func genQRows(q string, nr int) {
+	name := fmt.Sprintf("rows%s_%d", q, nr)
+	sig := "func(x *float32, w *byte, ldw int, nb int, y *float32)"
+	if q == "Q4" {
+		sig = "func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(name + " computes block-quantized dot products (see genQRows).")
+	qbytes := 32
+	if q == "Q4" {
+		qbytes = 16
+	}
+	local := AllocLocal(64 * nr)
+	xp := Load(Param("x"), GP64())
+	var xsp Register
+	if q == "Q4" {
+		xsp = Load(Param("xsum"), GP64())
+	}
+	nb := Load(Param("nb"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	sp := make([]Register, nr) // scale pointers
+	qp := make([]Register, nr) // quant pointers
+	sp[0] = Load(Param("w"), GP64())
+	for j := 1; j < nr; j++ {
+		sp[j] = GP64()
+		LEAQ(Mem{Base: sp[j-1], Index: ldw, Scale: 1}, sp[j])
+	}
+	for j := 0; j < nr; j++ {
+		qp[j] = GP64()
+		LEAQ(Mem{Base: sp[j], Index: nb, Scale: 2}, qp[j])
+	}
+	acc := zr[0:4]
+	corr := zr[4:8]
+	for j := 0; j < nr; j++ {
+		VXORPS(acc[j], acc[j], acc[j])
+		VXORPS(corr[j], corr[j], corr[j])
+	}
+	x0, x1 := Z8, Z9
+	mask := Z10
+	if q == "Q4" {
+		t := GP32()
+		MOVL(U32(15), t)
+		VPBROADCASTD(t, mask)
+	}
+	sreg := GP64()
+	// body processes one block per row at static displacement blk.
+	body := func(blk int) {
+		VMOVUPS(Mem{Base: xp, Disp: blk * 128}, x0)
+		VMOVUPS(Mem{Base: xp, Disp: blk*128 + 64}, x1)
+		for j := 0; j < nr; j++ {
+			a, b := zr[12+2*j], zr[13+2*j]
+			if q == "Q8" {
+				VPMOVSXBD(Mem{Base: qp[j], Disp: blk * qbytes}, a)
+				VPMOVSXBD(Mem{Base: qp[j], Disp: blk*qbytes + 16}, b)
+			} else {
+				VPMOVZXBD(Mem{Base: qp[j], Disp: blk * qbytes}, a)
+				VPSRLD(U8(4), a, b)
+				VPANDD(mask, a, a)
+			}
+			VCVTDQ2PS(a, a)
+			VCVTDQ2PS(b, b)
+			VMULPS(x0, a, a)
+			VFMADD231PS(x1, b, a)
+			VFMADD231PS_BCST(Mem{Base: sreg, Disp: 64*j + 4*blk}, a, acc[j])
+		}
+	}
+	// loadScales converts the next 16 (or masked fewer) scales of each row
+	// to the local buffer, and folds the q4 offset correction.
+	loadScales := func(masked bool) {
+		LEAQ(local, sreg)
+		for j := 0; j < nr; j++ {
+			s := zr[20+j]
+			if masked {
+				VCVTPH2PS_Z(Mem{Base: sp[j]}, K1, s)
+			} else {
+				VCVTPH2PS(Mem{Base: sp[j]}, s)
+			}
+			VMOVUPS(s, Mem{Base: sreg, Disp: 64 * j})
+			if q == "Q4" {
+				if masked {
+					VMOVUPS_Z(Mem{Base: xsp}, K1, Z11)
+				} else {
+					VMOVUPS(Mem{Base: xsp}, Z11)
+				}
+				VFMADD231PS(Z11, s, corr[j])
+			}
+		}
+	}
+	advance := func(blocks int) {
+		ADDQ(U32(blocks*128), xp)
+		if q == "Q4" {
+			ADDQ(U32(blocks*4), xsp)
+		}
+		for j := 0; j < nr; j++ {
+			ADDQ(U32(blocks*2), sp[j])
+			ADDQ(U32(blocks*qbytes), qp[j])
+		}
+	}
+	Label("group")
+	CMPQ(nb, U8(16))
+	JL(LabelRef("tail"))
+	loadScales(false)
+	for blk := 0; blk < 16; blk++ {
+		body(blk)
+	}
+	advance(16)
+	SUBQ(U8(16), nb)
+	JMP(LabelRef("group"))
+
+	Label("tail")
+	TESTQ(nb, nb)
+	JZ(LabelRef("reduce"))
+	t := GP64()
+	MOVQ(U32(1), t)
+	SHLXQ(nb, t, t)
+	DECQ(t)
+	KMOVW(t.As32(), K1)
+	loadScales(true)
+	Label("tailblock")
+	body(0)
+	ADDQ(U8(4), sreg)
+	ADDQ(U8(128), xp)
+	for j := 0; j < nr; j++ {
+		ADDQ(U8(qbytes), qp[j])
+	}
+	DECQ(nb)
+	JNZ(LabelRef("tailblock"))
+
+	Label("reduce")
+	y := Load(Param("y"), GP64())
+	for j := 0; j < nr; j++ {
+		hsum(acc[j], Z31)
+		if q == "Q4" {
+			hsum(corr[j], Z31)
+			// acc - 8*corr
+			t := GP32()
+			MOVL(U32(0x41000000), t) // 8.0
+			VMOVD(t, X30)
+			VFNMADD231SS(X30, corr[j].AsX(), acc[j].AsX())
+		}
+		VMOVSS(acc[j].AsX(), Mem{Base: y, Disp: 4 * j})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genDequant emits dequant<q>(dst, scales, quants, nb): writes nb*32 floats
+// of a block-quantized row.
+func genDequant(q string) {
+	name := "dequant" + q
+	TEXT(name, NOSPLIT, "func(dst *float32, scales *byte, quants *byte, nb int)")
+	Doc(name + " dequantizes nb whole blocks (binary16 scales, quants) into dst.")
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("scales"), GP64())
+	qp := Load(Param("quants"), GP64())
+	nb := Load(Param("nb"), GP64())
+	if q == "Q4" {
+		t := GP32()
+		MOVL(U32(15), t)
+		VPBROADCASTD(t, Z10)
+		MOVL(U32(8), t)
+		VPBROADCASTD(t, Z11)
+	}
+	Label("loop")
+	TESTQ(nb, nb)
+	JZ(LabelRef("done"))
+	t := GP32()
+	MOVWLZX(Mem{Base: s}, t)
+	VPBROADCASTW(t, Y2)
+	VCVTPH2PS(Y2, Z2)
+	if q == "Q8" {
+		VPMOVSXBD(Mem{Base: qp}, Z0)
+		VPMOVSXBD(Mem{Base: qp, Disp: 16}, Z1)
+	} else {
+		VPMOVZXBD(Mem{Base: qp}, Z0)
+		VPSRLD(U8(4), Z0, Z1)
+		VPANDD(Z10, Z0, Z0)
+		VPSUBD(Z11, Z0, Z0)
+		VPSUBD(Z11, Z1, Z1)
+	}
+	VCVTDQ2PS(Z0, Z0)
+	VCVTDQ2PS(Z1, Z1)
+	VMULPS(Z2, Z0, Z0)
+	VMULPS(Z2, Z1, Z1)
+	VMOVUPS(Z0, Mem{Base: d})
+	VMOVUPS(Z1, Mem{Base: d, Disp: 64})
+	ADDQ(U8(2), s)
+	if q == "Q8" {
+		ADDQ(U8(32), qp)
+	} else {
+		ADDQ(U8(16), qp)
+	}
+	ADDQ(U32(128), d)
+	DECQ(nb)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}

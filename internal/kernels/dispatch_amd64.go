@@ -1,0 +1,142 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:generate go run asm_gen.go -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
+
+// useAVX512 selects the generated assembly (kernels_amd64.s). It needs
+// AVX-512 F/BW/VL/DQ plus FMA and F16C, all checked once at start-up.
+var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+	cpu.X86.HasAVX512DQ && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+func dot(a, b []float32) float32 {
+	n16 := len(a) &^ 15
+	if !useAVX512 || n16 == 0 {
+		return dotGeneric(a, b)
+	}
+	return dotAVX512(&a[0], &b[0], n16) + dotGeneric(a[n16:], b[n16:len(a)])
+}
+
+func axpy(alpha float32, x, y []float32) {
+	n16 := len(x) &^ 15
+	if !useAVX512 || n16 == 0 {
+		axpyGeneric(alpha, x, y)
+		return
+	}
+	axpyAVX512(alpha, &x[0], &y[0], n16)
+	axpyGeneric(alpha, x[n16:], y[n16:len(x)])
+}
+
+func dotF16(a []float32, b []uint16) float32 {
+	n16 := len(a) &^ 15
+	if !useAVX512 || n16 == 0 {
+		return dotF16Generic(a, b)
+	}
+	return dotF16AVX512(&a[0], &b[0], n16) + dotF16Generic(a[n16:], b[n16:len(a)])
+}
+
+func axpyF16(alpha float32, x []uint16, y []float32) {
+	n16 := len(x) &^ 15
+	if !useAVX512 || n16 == 0 {
+		axpyF16Generic(alpha, x, y)
+		return
+	}
+	axpyF16AVX512(alpha, &x[0], &y[0], n16)
+	axpyF16Generic(alpha, x[n16:], y[n16:len(x)])
+}
+
+func f32ToF16Slice(dst []uint16, src []float32) {
+	n16 := len(src) &^ 15
+	if !useAVX512 || n16 == 0 {
+		f32ToF16SliceGeneric(dst, src)
+		return
+	}
+	f32ToF16AVX512(&dst[0], &src[0], n16)
+	f32ToF16SliceGeneric(dst[n16:], src[n16:])
+}
+
+func f16ToF32Slice(dst []float32, src []uint16) {
+	n16 := len(src) &^ 15
+	if !useAVX512 || n16 == 0 {
+		f16ToF32SliceGeneric(dst, src)
+		return
+	}
+	f16ToF32AVX512(&dst[0], &src[0], n16)
+	f16ToF32SliceGeneric(dst[n16:], src[n16:])
+}
+
+func rmsNorm(dst, x, w []float32, eps float32) { rmsNormGeneric(dst, x, w, eps) }
+func softmax(x []float32)                      { softmaxGeneric(x) }
+func siluMul(dst, gate, up []float32)          { siluMulGeneric(dst, gate, up) }
+func geluTanhMul(dst, gate, up []float32)      { geluTanhMulGeneric(dst, gate, up) }
+func add(dst, a, b []float32)                  { addGeneric(dst, a, b) }
+func scale(x []float32, s float32)             { scaleGeneric(x, s) }
+func softCap(x []float32, cap float32)         { softCapGeneric(x, cap) }
+func rope(x1, x2, cos, sin []float32)          { ropeGeneric(x1, x2, cos, sin) }
+
+func dequantizeRow(t WeightType, row []byte, dst []float32) {
+	if !useAVX512 {
+		dequantizeRowGeneric(t, row, dst)
+		return
+	}
+	switch t {
+	case F32:
+		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case F16:
+		f16ToF32Slice(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case Q8, Q4:
+		cols := len(dst)
+		nb := (cols + BlockSize - 1) / BlockSize
+		full := cols / BlockSize
+		dequantHead(t, dst, row, nb, full)
+		if full < nb {
+			dequantTail(t, row, nb, dst)
+		}
+	default:
+		dequantizeRowGeneric(t, row, dst)
+	}
+}
+
+// dequantHead dequantizes the first full blocks of a row of nb blocks.
+func dequantHead(t WeightType, dst []float32, row []byte, nb, full int) {
+	if full == 0 {
+		return
+	}
+	if t == Q8 {
+		dequantQ8(&dst[0], &row[0], &row[2*nb], full)
+	} else {
+		dequantQ4(&dst[0], &row[0], &row[2*nb], full)
+	}
+}
+
+// dequantTail dequantizes the last, partial block of a row.
+func dequantTail(t WeightType, row []byte, nb int, dst []float32) {
+	b := nb - 1
+	var tmp [BlockSize]float32
+	dequantBlock(t, row, nb, b, tmp[:])
+	copy(dst[b*BlockSize:], tmp[:])
+}
+
+// dequantBlock dequantizes block b of a row of nb blocks into dst[:32].
+func dequantBlock(t WeightType, row []byte, nb, b int, dst []float32) {
+	d := f16ToF32(binary.LittleEndian.Uint16(row[2*b:]))
+	if t == Q8 {
+		q := row[2*nb+b*BlockSize : 2*nb+(b+1)*BlockSize]
+		for i := range BlockSize {
+			dst[i] = d * float32(int8(q[i]))
+		}
+		return
+	}
+	q := row[2*nb+b*BlockSize/2 : 2*nb+(b+1)*BlockSize/2]
+	for i := range BlockSize / 2 {
+		dst[i] = d * float32(int8(q[i]&0xf)-8)
+		dst[i+16] = d * float32(int8(q[i]>>4)-8)
+	}
+}

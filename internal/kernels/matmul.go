@@ -1,0 +1,110 @@
+package kernels
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// CheckMatMul reports whether y, x, m and bias fit a MatMul by w. Executors
+// call it once when planning; MatMul itself does not check beyond slice
+// indexing.
+func (w Matrix) CheckMatMul(y, x []float32, m int, bias []float32) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case m < 1:
+		return fmt.Errorf("matmul [%d][%d]: %w: m = %d, want >= 1", w.Rows, w.Cols, ErrShape, m)
+	case len(x) < m*w.Cols:
+		return fmt.Errorf("matmul [%d][%d] m=%d: %w: x has %d values, want %d", w.Rows, w.Cols, m, ErrShape, len(x), m*w.Cols)
+	case len(y) < m*w.Rows:
+		return fmt.Errorf("matmul [%d][%d] m=%d: %w: y has %d values, want %d", w.Rows, w.Cols, m, ErrShape, len(y), m*w.Rows)
+	case bias != nil && len(bias) < w.Rows:
+		return fmt.Errorf("matmul [%d][%d]: %w: bias has %d values, want %d", w.Rows, w.Cols, ErrShape, len(bias), w.Rows)
+	}
+	return nil
+}
+
+// MatMul computes y[i*w.Rows+r] = sum_c x[i*w.Cols+c]*W[r][c] (+ bias[r] if
+// bias != nil) for i < m, splitting the rows of w across the pool. m == 1 is
+// the decode matrix-vector product, m > 1 the prefill matrix product. y must
+// not overlap x. Shapes are the caller's responsibility (see CheckMatMul).
+func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
+	_ = x[m*w.Cols-1]
+	_ = y[m*w.Rows-1]
+	if bias != nil {
+		_ = bias[w.Rows-1]
+	}
+	p.call.Lock()
+	defer p.call.Unlock()
+	chunk := rowChunk(w.Rows, p.threads)
+	p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, chunk: chunk, chunks: int64((w.Rows + chunk - 1) / chunk)}
+	p.prepare(&p.job)
+	p.runJob()
+	p.job = matmulJob{}
+}
+
+// rowChunk picks how many weight rows a thread takes at a time: small enough
+// that threads finish together, a multiple of 16 so tiles stay whole.
+func rowChunk(rows, threads int) int {
+	if threads == 1 {
+		return rows
+	}
+	c := (rows/(threads*8) + 15) &^ 15
+	return max(c, 16)
+}
+
+type matmulJob struct {
+	y, x   []float32
+	m      int
+	w      Matrix
+	bias   []float32
+	chunk  int
+	chunks int64
+	xq     []float32 // x padded to whole blocks (quantized matrix-vector path)
+	xs     []float32 // per-block sums of xq (q4 matrix-vector path)
+	next   atomic.Int64
+}
+
+// run takes chunks of rows until none are left.
+func (j *matmulJob) run(p *Pool, id int) {
+	for {
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
+			return
+		}
+		lo := int(c) * j.chunk
+		hi := min(lo+j.chunk, j.w.Rows)
+		matmulRows(p, id, j, lo, hi)
+	}
+}
+
+// matmulRowsGeneric computes output columns [lo, hi) of y with pure Go.
+func matmulRowsGeneric(p *Pool, id int, y, x []float32, m int, w Matrix, bias []float32, lo, hi int) {
+	cols := w.Cols
+	var row []float32
+	if w.Type != F32 {
+		row = p.grow(id, cols)
+	}
+	for r := lo; r < hi; r++ {
+		if w.Type == F32 {
+			row = f32Row(w, r)
+		} else {
+			dequantizeRow(w.Type, w.row(r), row)
+		}
+		var b float32
+		if bias != nil {
+			b = bias[r]
+		}
+		for i := range m {
+			y[i*w.Rows+r] = dot(x[i*cols:(i+1)*cols], row) + b
+		}
+	}
+}
+
+// f32Row views row r of an F32 matrix as float32 without copying.
+func f32Row(w Matrix, r int) []float32 {
+	b := w.row(r)
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), w.Cols)
+}

@@ -1,0 +1,223 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+// Blocking of the float matrix product (m > 1): a thread takes panelRows
+// weight rows at a time and walks K in kcBlock steps, so a 4-row slice of x
+// (4×kcBlock floats) and the weight panel slice stay in L1/L2 while register
+// tiles of 4 inputs × 5 weight rows sweep over them.
+const (
+	panelRows = 40
+	kcBlock   = 512
+	tileM     = 4
+	tileN     = 5
+	quantRows = 4 // weight rows per quantized matrix-vector kernel call
+)
+
+type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
+
+var tiles = [3][tileM][tileN]tileFunc{
+	{
+		{tileF32_1x1, tileF32_1x2, tileF32_1x3, tileF32_1x4, tileF32_1x5},
+		{tileF32_2x1, tileF32_2x2, tileF32_2x3, tileF32_2x4, tileF32_2x5},
+		{tileF32_3x1, tileF32_3x2, tileF32_3x3, tileF32_3x4, tileF32_3x5},
+		{tileF32_4x1, tileF32_4x2, tileF32_4x3, tileF32_4x4, tileF32_4x5},
+	},
+	{
+		{tileF16_1x1, tileF16_1x2, tileF16_1x3, tileF16_1x4, tileF16_1x5},
+		{tileF16_2x1, tileF16_2x2, tileF16_2x3, tileF16_2x4, tileF16_2x5},
+		{tileF16_3x1, tileF16_3x2, tileF16_3x3, tileF16_3x4, tileF16_3x5},
+		{tileF16_4x1, tileF16_4x2, tileF16_4x3, tileF16_4x4, tileF16_4x5},
+	},
+	{
+		{tileBF16_1x1, tileBF16_1x2, tileBF16_1x3, tileBF16_1x4, tileBF16_1x5},
+		{tileBF16_2x1, tileBF16_2x2, tileBF16_2x3, tileBF16_2x4, tileBF16_2x5},
+		{tileBF16_3x1, tileBF16_3x2, tileBF16_3x3, tileBF16_3x4, tileBF16_3x5},
+		{tileBF16_4x1, tileBF16_4x2, tileBF16_4x3, tileBF16_4x4, tileBF16_4x5},
+	},
+}
+
+var rowsQ8 = [quantRows]func(x *float32, w *byte, ldw int, nb int, y *float32){rowsQ8_1, rowsQ8_2, rowsQ8_3, rowsQ8_4}
+
+var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32){rowsQ4_1, rowsQ4_2, rowsQ4_3, rowsQ4_4}
+
+// prepare readies per-call inputs shared by all threads: for the quantized
+// matrix-vector path, x padded with zeros to whole blocks and (q4) the
+// per-block sums of x.
+func (p *Pool) prepare(j *matmulJob) {
+	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) || j.m >= tileM {
+		return
+	}
+	cols := j.w.Cols
+	nb := (cols + BlockSize - 1) / BlockSize
+	j.xq = j.x
+	if cols%BlockSize != 0 {
+		if cap(p.xpad) < j.m*nb*BlockSize {
+			p.xpad = make([]float32, j.m*nb*BlockSize)
+		}
+		j.xq = p.xpad[:j.m*nb*BlockSize]
+		for i := range j.m {
+			row := j.xq[i*nb*BlockSize : (i+1)*nb*BlockSize]
+			copy(row, j.x[i*cols:(i+1)*cols])
+			clear(row[cols:])
+		}
+	}
+	if j.w.Type == Q4 {
+		if cap(p.xsum) < j.m*nb {
+			p.xsum = make([]float32, j.m*nb)
+		}
+		j.xs = p.xsum[:j.m*nb]
+		for b := range j.m * nb {
+			blk := j.xq[b*BlockSize : (b+1)*BlockSize]
+			var s0, s1, s2, s3 float32
+			for i := 0; i < BlockSize; i += 4 {
+				s0 += blk[i]
+				s1 += blk[i+1]
+				s2 += blk[i+2]
+				s3 += blk[i+3]
+			}
+			j.xs[b] = (s0 + s1) + (s2 + s3)
+		}
+	}
+}
+
+func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
+	if !useAVX512 {
+		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
+		return
+	}
+	w, m := j.w, j.m
+	if w.Type == Q8 || w.Type == Q4 {
+		if m < tileM {
+			quantRowsAVX512(j, lo, hi)
+			return
+		}
+		quantTilesAVX512(p, id, j, lo, hi)
+		return
+	}
+	initRows(j.y, m, w.Rows, j.bias, lo, hi)
+	rb := w.Type.RowBytes(w.Cols)
+	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
+}
+
+// initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
+func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
+	for i := range m {
+		out := y[i*rows+lo : i*rows+hi]
+		if bias != nil {
+			copy(out, bias[lo:hi])
+		} else {
+			clear(out)
+		}
+	}
+}
+
+// floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
+// (ldw bytes apart, type t in {F32, F16, BF16}).
+func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+	ti := 0
+	esize := 4
+	switch t {
+	case F16:
+		ti, esize = 1, 2
+	case BF16:
+		ti, esize = 2, 2
+	}
+	k16 := cols &^ 15
+	kc := kcBlock
+	if m == 1 {
+		kc = k16
+	}
+	for jb := 0; jb < n; jb += panelRows {
+		jn := min(panelRows, n-jb)
+		for kb := 0; kb < k16; kb += kc {
+			kl := min(kc, k16-kb)
+			for i := 0; i < m; i += tileM {
+				mr := min(tileM, m-i)
+				for jj := jb; jj < jb+jn; jj += tileN {
+					nr := min(tileN, jb+jn-jj)
+					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &w[jj*ldw+kb*esize], ldw, kl, &y[i*ldy+jj], ldy)
+				}
+			}
+		}
+		if k16 < cols {
+			for i := range m {
+				xt := x[i*cols+k16 : (i+1)*cols]
+				for r := jb; r < jb+jn; r++ {
+					y[i*ldy+r] += tailDot(t, xt, w[r*ldw+k16*esize:])
+				}
+			}
+		}
+	}
+}
+
+// tailDot returns x · w over len(x) values of w stored as t.
+func tailDot(t WeightType, x []float32, w []byte) float32 {
+	var s float32
+	for c, v := range x {
+		switch t {
+		case F32:
+			s += v * math.Float32frombits(binary.LittleEndian.Uint32(w[4*c:]))
+		case F16:
+			s += v * f16ToF32(binary.LittleEndian.Uint16(w[2*c:]))
+		case BF16:
+			s += v * bf16ToF32(binary.LittleEndian.Uint16(w[2*c:]))
+		}
+	}
+	return s
+}
+
+// quantRowsAVX512 is the quantized matrix-vector product (m < tileM):
+// quantRows weight rows per kernel call, reading each weight byte once per
+// input row.
+func quantRowsAVX512(j *matmulJob, lo, hi int) {
+	w := j.w
+	nb := (w.Cols + BlockSize - 1) / BlockSize
+	rb := w.Type.RowBytes(w.Cols)
+	for r := lo; r < hi; r += quantRows {
+		nr := min(quantRows, hi-r)
+		wp := &w.Data[r*rb]
+		for i := range j.m {
+			xp := &j.xq[i*nb*BlockSize]
+			y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
+			if w.Type == Q8 {
+				rowsQ8[nr-1](xp, wp, rb, nb, &y[0])
+			} else {
+				rowsQ4[nr-1](xp, &j.xs[i*nb], wp, rb, nb, &y[0])
+			}
+			if j.bias != nil {
+				for k := range y {
+					y[k] += j.bias[r+k]
+				}
+			}
+		}
+	}
+}
+
+// quantTilesAVX512 is the quantized matrix product (m >= tileM): weight
+// panels are dequantized into the thread's scratch, then multiplied with the
+// float tiles.
+func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
+	w := j.w
+	cols := w.Cols
+	nb := (cols + BlockSize - 1) / BlockSize
+	ld := nb * BlockSize
+	rb := w.Type.RowBytes(cols)
+	panel := p.grow(id, panelRows*ld)
+	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
+	for r := lo; r < hi; r += panelRows {
+		n := min(panelRows, hi-r)
+		for k := range n {
+			row := w.Data[(r+k)*rb : (r+k+1)*rb]
+			dequantHead(w.Type, panel[k*ld:(k+1)*ld], row, nb, nb)
+		}
+		pb := unsafe.Slice((*byte)(unsafe.Pointer(&panel[0])), 4*n*ld)
+		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n)
+	}
+}

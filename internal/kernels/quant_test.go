@@ -1,0 +1,185 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+var allTypes = []WeightType{F32, F16, BF16, Q8, Q4}
+
+func TestWeightTypeNamesRoundTrip(t *testing.T) {
+	for _, typ := range allTypes {
+		got, err := ParseWeightType(typ.String())
+		if err != nil || got != typ {
+			t.Errorf("ParseWeightType(%q) = %v, %v; want %v", typ.String(), got, err, typ)
+		}
+	}
+	if _, err := ParseWeightType("q5"); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("ParseWeightType(q5) error = %v, want ErrUnknownType", err)
+	}
+	if s := WeightType(9).String(); s != "WeightType(9)" {
+		t.Errorf("WeightType(9).String() = %q", s)
+	}
+}
+
+func TestRowBytes(t *testing.T) {
+	cases := []struct {
+		typ  WeightType
+		cols int
+		want int
+	}{
+		{F32, 172, 688}, {F16, 172, 344}, {BF16, 3, 6},
+		{Q8, 32, 34}, {Q8, 172, 6 * 34}, {Q8, 1, 34},
+		{Q4, 32, 18}, {Q4, 172, 6 * 18}, {Q4, 4096, 128 * 18},
+		{WeightType(0), 32, 0}, {F32, -1, 0},
+	}
+	for _, c := range cases {
+		if got := c.typ.RowBytes(c.cols); got != c.want {
+			t.Errorf("%v.RowBytes(%d) = %d, want %d", c.typ, c.cols, got, c.want)
+		}
+	}
+}
+
+func TestValidateRejectsBadMatrices(t *testing.T) {
+	cases := []struct {
+		name string
+		m    Matrix
+		want error
+	}{
+		{"unknown type", Matrix{Type: 7, Rows: 1, Cols: 1, Data: make([]byte, 4)}, ErrUnknownType},
+		{"zero rows", Matrix{Type: F32, Rows: 0, Cols: 1}, ErrShape},
+		{"short data", Matrix{Type: Q8, Rows: 2, Cols: 40, Data: make([]byte, 2*68-1)}, ErrShape},
+		{"long data", Matrix{Type: F16, Rows: 2, Cols: 3, Data: make([]byte, 13)}, ErrShape},
+	}
+	for _, c := range cases {
+		if err := c.m.Validate(); !errors.Is(err, c.want) {
+			t.Errorf("%s: Validate() = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if err := (Matrix{Type: Q4, Rows: 2, Cols: 40, Data: make([]byte, 72)}).Validate(); err != nil {
+		t.Errorf("valid q4 matrix: Validate() = %v", err)
+	}
+}
+
+func TestQuantizeRejectsBadInput(t *testing.T) {
+	nan := []float32{1, float32(math.NaN())}
+	if err := Quantize(Q8, make([]byte, 34), nan, 1, 2); !errors.Is(err, ErrNotFinite) {
+		t.Errorf("NaN: err = %v, want ErrNotFinite", err)
+	}
+	if err := Quantize(F16, make([]byte, 4), []float32{1, 1e6}, 1, 2); !errors.Is(err, ErrNotFinite) {
+		t.Errorf("f16 overflow: err = %v, want ErrNotFinite", err)
+	}
+	if err := Quantize(Q8, make([]byte, 34), []float32{1e9}, 1, 1); !errors.Is(err, ErrNotFinite) {
+		t.Errorf("q8 scale overflow: err = %v, want ErrNotFinite", err)
+	}
+	if err := Quantize(Q8, make([]byte, 33), []float32{1, 2}, 1, 2); !errors.Is(err, ErrShape) {
+		t.Errorf("short dst: err = %v, want ErrShape", err)
+	}
+	if err := Quantize(F32, make([]byte, 8), []float32{1, 2, 3}, 1, 2); !errors.Is(err, ErrShape) {
+		t.Errorf("long src: err = %v, want ErrShape", err)
+	}
+}
+
+// randMatrix quantizes random values (with a spread of magnitudes per row and
+// some exact zeros) and returns the source values too.
+func randMatrix(tb testing.TB, rng *rand.Rand, typ WeightType, rows, cols int) (Matrix, []float32) {
+	tb.Helper()
+	src := make([]float32, rows*cols)
+	for r := range rows {
+		mag := float32(math.Pow(10, rng.Float64()*4-3))
+		for c := range cols {
+			if rng.IntN(17) == 0 {
+				continue
+			}
+			src[r*cols+c] = float32(rng.NormFloat64()) * mag
+		}
+	}
+	m := Matrix{Type: typ, Rows: rows, Cols: cols, Data: make([]byte, rows*typ.RowBytes(cols))}
+	if err := Quantize(typ, m.Data, src, rows, cols); err != nil {
+		tb.Fatal(err)
+	}
+	return m, src
+}
+
+// Every element of a quantize→dequantize round trip is within the format's
+// bound: exact for f32, half an ulp for f16/bf16, half the block scale for q8/q4.
+func TestQuantizeDequantizeErrorWithinFormatBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range allTypes {
+		for _, cols := range []int{1, 5, 31, 32, 33, 64, 172, 1000} {
+			rows := 3
+			m, src := randMatrix(t, rng, typ, rows, cols)
+			got := make([]float32, cols)
+			for r := range rows {
+				DequantizeRow(m, r, got)
+				want := make([]float32, cols)
+				dequantizeRowGeneric(typ, m.row(r), want)
+				for c := range cols {
+					if math.Float32bits(got[c]) != math.Float32bits(want[c]) {
+						t.Fatalf("%v cols=%d row %d col %d: DequantizeRow = %v, generic = %v", typ, cols, r, c, got[c], want[c])
+					}
+					x := src[r*cols+c]
+					bound := elementBound(typ, m.row(r), cols, c, x)
+					if e := math.Abs(float64(got[c] - x)); e > bound {
+						t.Fatalf("%v cols=%d row %d col %d: |%v - %v| = %g > bound %g", typ, cols, r, c, got[c], x, e, bound)
+					}
+				}
+			}
+		}
+	}
+}
+
+func elementBound(typ WeightType, row []byte, cols, c int, x float32) float64 {
+	ax := math.Abs(float64(x))
+	switch typ {
+	case F16:
+		return max(ax*math.Pow(2, -11), math.Pow(2, -25))
+	case BF16:
+		return ax * math.Pow(2, -8)
+	case Q8, Q4:
+		d := f16ToF32(binary.LittleEndian.Uint16(row[2*(c/BlockSize):]))
+		return float64(d) / 2 * (1 + 1e-6)
+	}
+	return 0
+}
+
+func TestQ8PadsPartialBlockWithZeros(t *testing.T) {
+	src := make([]float32, 2*40)
+	for i := range src {
+		src[i] = float32(i%7) - 3
+	}
+	data := make([]byte, 2*Q8.RowBytes(40))
+	if err := Quantize(Q8, data, src, 2, 40); err != nil {
+		t.Fatal(err)
+	}
+	rb := Q8.RowBytes(40)
+	for r := range 2 {
+		for i := 40; i < 64; i++ {
+			if q := data[r*rb+4+i]; q != 0 {
+				t.Fatalf("row %d padding column %d = %d, want 0", r, i, q)
+			}
+		}
+	}
+}
+
+func TestGatherRowsScalesSelectedRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range allTypes {
+		m, _ := randMatrix(t, rng, typ, 10, 37)
+		ids := []int64{3, 0, 9, 3}
+		got := make([]float32, len(ids)*37)
+		GatherRows(got, m, ids, 2.5)
+		want := make([]float32, 37)
+		for i, id := range ids {
+			dequantizeRowGeneric(typ, m.row(int(id)), want)
+			for c := range want {
+				if g, w := got[i*37+c], want[c]*2.5; g != w {
+					t.Fatalf("%v id %d col %d = %v, want %v", typ, id, c, g, w)
+				}
+			}
+		}
+	}
+}

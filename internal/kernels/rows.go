@@ -1,0 +1,62 @@
+package kernels
+
+// Row kernels: pure functions on caller-owned slices, no allocation. Lengths
+// are taken from the first input slice; other slices must be at least as
+// long (like slice indexing, a short slice panics: a programming error).
+
+// Dot returns sum a[i]*b[i] for i < len(a).
+func Dot(a, b []float32) float32 { return dot(a, b[:len(a)]) }
+
+// Axpy computes y[i] += alpha*x[i] for i < len(x).
+func Axpy(alpha float32, x, y []float32) { axpy(alpha, x, y[:len(x)]) }
+
+// DotF16 returns sum a[i]*b[i] where b holds IEEE binary16 bits.
+func DotF16(a []float32, b []uint16) float32 { return dotF16(a, b[:len(a)]) }
+
+// AxpyF16 computes y[i] += alpha*x[i] where x holds IEEE binary16 bits.
+func AxpyF16(alpha float32, x []uint16, y []float32) { axpyF16(alpha, x, y[:len(x)]) }
+
+// F32ToF16 converts src to binary16 bits in dst, rounding to nearest even.
+func F32ToF16(dst []uint16, src []float32) { f32ToF16Slice(dst[:len(src)], src) }
+
+// F16ToF32 converts binary16 bits in src to float32 in dst (exact).
+func F16ToF32(dst []float32, src []uint16) { f16ToF32Slice(dst[:len(src)], src) }
+
+// RMSNorm computes dst = x / sqrt(mean(x²)+eps) * w over len(x) values.
+// A nil w means no weight. dst may alias x.
+func RMSNorm(dst, x, w []float32, eps float32) {
+	if w != nil {
+		w = w[:len(x)]
+	}
+	rmsNorm(dst[:len(x)], x, w, eps)
+}
+
+// Softmax replaces x with exp(x-max)/sum in place. Entries equal to -Inf
+// (masked positions) get probability 0; if every entry is -Inf the result is
+// all zeros.
+func Softmax(x []float32) { softmax(x) }
+
+// SiLUMul computes dst = gate*sigmoid(gate)*up (the SwiGLU activation).
+// dst may alias gate or up.
+func SiLUMul(dst, gate, up []float32) { siluMul(dst[:len(gate)], gate, up[:len(gate)]) }
+
+// GELUTanhMul computes dst = gelu_tanh(gate)*up, the tanh approximation of
+// GELU (HF "gelu_pytorch_tanh"). dst may alias gate or up.
+func GELUTanhMul(dst, gate, up []float32) { geluTanhMul(dst[:len(gate)], gate, up[:len(gate)]) }
+
+// Add computes dst = a + b over len(a). dst may alias a or b.
+func Add(dst, a, b []float32) { add(dst[:len(a)], a, b[:len(a)]) }
+
+// Scale computes x *= s.
+func Scale(x []float32, s float32) { scale(x, s) }
+
+// SoftCap computes x = cap*tanh(x/cap) (Gemma-style logit soft-capping).
+func SoftCap(x []float32, cap float32) { softCap(x, cap) }
+
+// RoPE rotates one head in place with the rotate-half (HF/NeoX) layout:
+// for i < d/2, (x[i], x[i+d/2]) becomes (x[i]*cos[i] - x[i+d/2]*sin[i],
+// x[i+d/2]*cos[i] + x[i]*sin[i]). cos and sin hold d/2 values.
+func RoPE(x []float32, cos, sin []float32) {
+	h := len(x) / 2
+	rope(x[:h], x[h:2*h], cos[:h], sin[:h])
+}

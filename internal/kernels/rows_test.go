@@ -1,0 +1,192 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+var rowLengths = []int{0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 576, 1000, 4099}
+
+// near reports |got-want| <= rel*scale + abs.
+func near(got, want float32, rel, scale, abs float64) bool {
+	return math.Abs(float64(got)-float64(want)) <= rel*scale+abs
+}
+
+func sumAbsProd(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	return s
+}
+
+func TestDotAndAxpyMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, n := range rowLengths {
+		a, b := randVec(rng, n), randVec(rng, n+5)
+		tol := 4e-6 * math.Sqrt(float64(n)+1) * sumAbsProd(a, b[:n])
+		if got, want := Dot(a, b), refDot(a, b[:n]); !near(got, want, 1, tol, 1e-30) {
+			t.Errorf("Dot n=%d = %v, want %v", n, got, want)
+		}
+		h := make([]uint16, n+3)
+		F32ToF16(h, b[:n])
+		bh := make([]float32, n)
+		for i := range bh {
+			bh[i] = f16ToF32(h[i])
+		}
+		if got, want := DotF16(a, h), refDot(a, bh); !near(got, want, 1, 4e-6*math.Sqrt(float64(n)+1)*sumAbsProd(a, bh), 1e-30) {
+			t.Errorf("DotF16 n=%d = %v, want %v", n, got, want)
+		}
+		y := randVec(rng, n+2)
+		y2 := append([]float32(nil), y...)
+		Axpy(0.75, a, y)
+		for i := range y2[:n] {
+			want := y2[i] + 0.75*a[i]
+			if !near(y[i], want, 1e-6, math.Abs(float64(want)), 1e-6) {
+				t.Fatalf("Axpy n=%d y[%d] = %v, want %v", n, i, y[i], want)
+			}
+		}
+		if y[n] != y2[n] || y[n+1] != y2[n+1] {
+			t.Fatalf("Axpy n=%d wrote past len(x)", n)
+		}
+		copy(y, y2)
+		AxpyF16(-1.5, h[:n], y)
+		for i := range y2[:n] {
+			want := y2[i] - 1.5*bh[i]
+			if !near(y[i], want, 1e-6, math.Abs(float64(want)), 1e-6) {
+				t.Fatalf("AxpyF16 n=%d y[%d] = %v, want %v", n, i, y[i], want)
+			}
+		}
+	}
+}
+
+func TestF16SliceConversionsMatchScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, n := range rowLengths {
+		src := randVec(rng, n)
+		for i := range src {
+			src[i] *= float32(math.Pow(2, float64(rng.IntN(40)-25)))
+		}
+		h := make([]uint16, n)
+		F32ToF16(h, src)
+		back := make([]float32, n)
+		F16ToF32(back, h)
+		for i := range src {
+			if h[i] != f32ToF16(src[i]) {
+				t.Fatalf("F32ToF16 n=%d [%d] = %#04x, want %#04x", n, i, h[i], f32ToF16(src[i]))
+			}
+			if back[i] != f16ToF32(h[i]) {
+				t.Fatalf("F16ToF32 n=%d [%d] = %v, want %v", n, i, back[i], f16ToF32(h[i]))
+			}
+		}
+	}
+}
+
+// elementwise checks an in-place-capable kernel against a float64 formula.
+func TestElementwiseKernelsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	cases := []struct {
+		name string
+		run  func(dst, a, b []float32)
+		want func(a, b float64) float64
+		rel  float64
+	}{
+		{"SiLUMul", SiLUMul, func(a, b float64) float64 { return refSiLU(a) * b }, 2e-6},
+		{"GELUTanhMul", GELUTanhMul, func(a, b float64) float64 { return refGELUTanh(a) * b }, 2e-6},
+		{"Add", Add, func(a, b float64) float64 { return a + b }, 1e-7},
+		{"Scale", func(dst, a, _ []float32) { copy(dst, a); Scale(dst, 1.7) }, func(a, _ float64) float64 { return a * float64(float32(1.7)) }, 1e-7},
+		{"SoftCap", func(dst, a, _ []float32) { copy(dst, a); SoftCap(dst, 2.5) }, func(a, _ float64) float64 { return 2.5 * math.Tanh(a/2.5) }, 2e-6},
+	}
+	for _, c := range cases {
+		for _, n := range rowLengths {
+			a, b := randVec(rng, n), randVec(rng, n)
+			for i := range a {
+				a[i] *= 4
+			}
+			for _, inPlace := range []bool{false, true} {
+				dst := make([]float32, n)
+				if inPlace {
+					dst = append([]float32(nil), a...)
+					c.run(dst, dst, b)
+				} else {
+					c.run(dst, a, b)
+				}
+				for i := range dst {
+					want := c.want(float64(a[i]), float64(b[i]))
+					// 1 + tanh(z) cancels for negative z: allow an error relative to |a*b| too.
+					if !near(dst[i], float32(want), c.rel, math.Abs(want), 1e-7*math.Abs(float64(a[i]*b[i]))+1e-7) {
+						t.Fatalf("%s n=%d inPlace=%v [%d]: got %v, want %v (a=%v b=%v)", c.name, n, inPlace, i, dst[i], want, a[i], b[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRMSNormMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, n := range rowLengths[1:] {
+		x, w := randVec(rng, n), randVec(rng, n)
+		for _, weight := range [][]float32{w, nil} {
+			want := make([]float32, n)
+			refRMSNorm(want, x, weight, 1e-6)
+			got := append([]float32(nil), x...)
+			RMSNorm(got, got, weight, 1e-6)
+			for i := range got {
+				if !near(got[i], want[i], 4e-6, math.Abs(float64(want[i])), 1e-7) {
+					t.Fatalf("RMSNorm n=%d weight=%v [%d] = %v, want %v", n, weight != nil, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func TestSoftmaxMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	for _, n := range rowLengths[1:] {
+		x := randVec(rng, n)
+		for i := range x {
+			x[i] *= 8
+			if i%5 == 3 {
+				x[i] = float32(math.Inf(-1))
+			}
+		}
+		if n > 1 {
+			x[0] = 1
+		}
+		want := append([]float32(nil), x...)
+		refSoftmax(want)
+		Softmax(x)
+		for i := range x {
+			if !near(x[i], want[i], 4e-6, float64(want[i]), 1e-9) {
+				t.Fatalf("Softmax n=%d [%d] = %v, want %v", n, i, x[i], want[i])
+			}
+		}
+	}
+	masked := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
+	Softmax(masked)
+	if masked[0] != 0 || masked[1] != 0 {
+		t.Errorf("Softmax(all -Inf) = %v, want zeros", masked)
+	}
+}
+
+func TestRoPEMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, d := range []int{2, 8, 32, 34, 64, 80, 128, 256} {
+		x := randVec(rng, d)
+		cos, sin := make([]float32, d/2), make([]float32, d/2)
+		for i := range cos {
+			a := rng.Float64() * 2 * math.Pi
+			cos[i], sin[i] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+		want := append([]float32(nil), x...)
+		refRoPE(want, cos, sin)
+		RoPE(x, cos, sin)
+		for i := range x {
+			if !near(x[i], want[i], 0, 0, 1e-6) {
+				t.Fatalf("RoPE d=%d [%d] = %v, want %v", d, i, x[i], want[i])
+			}
+		}
+	}
+}
