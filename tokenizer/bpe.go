@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -15,7 +16,7 @@ type bpe struct {
 	vocab     map[string]int // token → id
 	idToToken []string       // [id] token
 	hasID     []bool         // [id] whether the vocab has this id
-	merges    map[uint64]bpeMerge
+	merges    *mergeTable
 	unk       int32 // -1: no unknown token
 	fuseUnk   bool
 	fallback  bool // byte_fallback: unknown characters become <0xNN> tokens
@@ -27,9 +28,15 @@ type bpe struct {
 	byteIDs     [256]int32     // byte-level: id of the character token of each byte, -1 if missing
 	fallbackIDs [256]int32     // id of <0xNN>, -1 if missing
 	rawVocab    map[string]int // byte-level with ignore_merges: raw bytes → id
+	bytePairs   []bpeMerge     // byte-level: [a<<8|b] merge of the byte tokens of a and b (id -1: none)
+	runeIDs     []int32        // [r] id of the one-character token r (r < len), -1 if none; nil with prefix/suffix
 
 	cache wordCache
 }
+
+// runeTableSize covers the alphabets before CJK (Latin to the ▁ of
+// SentencePiece) with a direct character → id table.
+const runeTableSize = 0x3000
 
 type bpeMerge struct{ rank, id int32 }
 
@@ -72,7 +79,7 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		}
 		m.unk = int32(id)
 	}
-	m.merges = make(map[uint64]bpeMerge, len(merges))
+	m.merges = newMergeTable(len(merges))
 	for rank, mg := range merges {
 		a, okA := m.vocab[mg[0]]
 		b, okB := m.vocab[mg[1]]
@@ -87,7 +94,7 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		if !ok {
 			return nil, invalidf("model merge %d (%q %q) makes %q, which is not in the vocab", rank, mg[0], mg[1], mg[0]+right)
 		}
-		m.merges[pairKey(int32(a), int32(b))] = bpeMerge{rank: int32(rank), id: int32(id)}
+		m.merges.put(int32(a), int32(b), bpeMerge{rank: int32(rank), id: int32(id)})
 	}
 	for b := 0; b < 256; b++ {
 		m.byteIDs[b], m.fallbackIDs[b] = -1, -1
@@ -97,6 +104,18 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
 			m.fallbackIDs[b] = int32(id)
 		}
+	}
+	if m.prefix == "" && m.suffix == "" && !byteLevel {
+		m.runeIDs = make([]int32, runeTableSize)
+		for r := range m.runeIDs {
+			m.runeIDs[r] = -1
+			if id, ok := m.vocab[string(rune(r))]; ok && utf8.ValidRune(rune(r)) {
+				m.runeIDs[r] = int32(id)
+			}
+		}
+	}
+	if byteLevel {
+		m.buildBytePairs()
 	}
 	if byteLevel && m.ignore {
 		m.rawVocab = make(map[string]int, len(m.vocab))
@@ -132,17 +151,20 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 			return dst, nil
 		}
 	}
+	sc := scratchPool.Get().(*mergeScratch)
+	defer scratchPool.Put(sc)
 	var syms []symbol
 	var err error
 	if m.byteLevel {
-		syms, err = m.byteSymbols(w)
+		syms, err = m.byteSymbols(w, sc.syms[:0])
 	} else {
-		syms, err = m.charSymbols(w)
+		syms, err = m.charSymbols(w, sc.syms[:0])
 	}
 	if err != nil {
 		return nil, err
 	}
-	syms = m.mergeAll(syms)
+	sc.syms = syms
+	sc.heap = m.mergeAll(w, syms, sc.heap[:0])
 	start := len(dst)
 	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
 		dst = append(dst, int(syms[i].id))
@@ -164,8 +186,17 @@ type symbol struct {
 	gone       bool  // merged into its left neighbour
 }
 
-func (m *bpe) byteSymbols(w string) ([]symbol, error) {
-	syms := make([]symbol, len(w))
+// mergeScratch holds the per-word buffers of encodeWord, reused through a
+// pool so that encoding allocates little.
+type mergeScratch struct {
+	syms []symbol
+	heap mergeHeap
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
+
+func (m *bpe) byteSymbols(w string, syms []symbol) ([]symbol, error) {
+	syms = slices.Grow(syms, len(w))[:len(w)]
 	for i := 0; i < len(w); i++ {
 		id := m.byteIDs[w[i]]
 		if id < 0 {
@@ -182,12 +213,20 @@ func (m *bpe) byteSymbols(w string) ([]symbol, error) {
 
 // charSymbols maps each character to a token, falling back to <0xNN> byte
 // tokens or the unknown token exactly as Hugging Face's BPE::merge_word.
-func (m *bpe) charSymbols(w string) ([]symbol, error) {
-	syms := make([]symbol, 0, len(w))
+func (m *bpe) charSymbols(w string, syms []symbol) ([]symbol, error) {
 	add := func(id int32) { syms = append(syms, symbol{id: id}) }
 	pendingUnk := false
 	for i := 0; i < len(w); {
-		_, size := utf8.DecodeRuneInString(w[i:])
+		r, size := utf8.DecodeRuneInString(w[i:])
+		if int(r) < len(m.runeIDs) && m.runeIDs[r] >= 0 {
+			if pendingUnk {
+				add(m.unk)
+				pendingUnk = false
+			}
+			add(m.runeIDs[r])
+			i += size
+			continue
+		}
 		s := w[i : i+size]
 		if m.prefix != "" && i > 0 {
 			s = m.prefix + s
@@ -238,28 +277,36 @@ func (m *bpe) allFallback(s string) bool {
 }
 
 // mergeAll applies merges in rank order (leftmost first on ties) with a
-// binary heap of candidate pairs; stale candidates are skipped.
-func (m *bpe) mergeAll(syms []symbol) []symbol {
+// binary heap of candidate pairs; a candidate whose two symbols changed
+// since it was pushed is stale and skipped. It returns the heap buffer for
+// reuse.
+// In byte-level mode syms are the bytes of w.
+func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap) mergeHeap {
 	if len(syms) < 2 {
-		return syms
+		return h
 	}
-	h := make(mergeHeap, 0, len(syms))
 	for i := 0; i+1 < len(syms); i++ {
-		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
-			h = append(h, candidate{rank: mg.rank, pos: int32(i), id: mg.id})
+		a, b := syms[i].id, syms[i+1].id
+		var mg bpeMerge
+		var ok bool
+		if m.bytePairs != nil {
+			mg = m.bytePairs[int(w[i])<<8|int(w[i+1])]
+			ok = mg.id >= 0
+		} else {
+			mg, ok = m.merges.get(a, b)
+		}
+		if ok {
+			h = append(h, candidate{rank: mg.rank, pos: int32(i), id: mg.id, left: a, right: b})
 		}
 	}
 	h.init()
 	for len(h) > 0 {
 		top := h.pop()
 		cur := &syms[top.pos]
-		if cur.gone || cur.next < 0 {
+		if cur.gone || cur.next < 0 || cur.id != top.left || syms[cur.next].id != top.right {
 			continue
 		}
 		right := &syms[cur.next]
-		if mg, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mg.id != top.id {
-			continue
-		}
 		cur.id = top.id
 		right.gone = true
 		cur.next = right.next
@@ -267,20 +314,22 @@ func (m *bpe) mergeAll(syms []symbol) []symbol {
 			syms[cur.next].prev = top.pos
 		}
 		if cur.prev >= 0 {
-			if mg, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
-				h.push(candidate{rank: mg.rank, pos: cur.prev, id: mg.id})
+			left := syms[cur.prev].id
+			if mg, ok := m.merges.get(left, cur.id); ok {
+				h.push(candidate{rank: mg.rank, pos: cur.prev, id: mg.id, left: left, right: cur.id})
 			}
 		}
 		if cur.next >= 0 {
-			if mg, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
-				h.push(candidate{rank: mg.rank, pos: top.pos, id: mg.id})
+			next := syms[cur.next].id
+			if mg, ok := m.merges.get(cur.id, next); ok {
+				h.push(candidate{rank: mg.rank, pos: top.pos, id: mg.id, left: cur.id, right: next})
 			}
 		}
 	}
-	return syms
+	return h
 }
 
-type candidate struct{ rank, pos, id int32 }
+type candidate struct{ rank, pos, id, left, right int32 }
 
 func (a candidate) less(b candidate) bool {
 	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
@@ -364,4 +413,30 @@ func (c *wordCache) put(w string, ids []int32) {
 	}
 	c.words[strings.Clone(w)] = ids
 	c.mu.Unlock()
+}
+
+func (c *wordCache) reset() {
+	c.mu.Lock()
+	c.words = nil
+	c.mu.Unlock()
+}
+
+// buildBytePairs tabulates the merges of two single-byte tokens, which start
+// every byte-level word, so the first round of merging needs no map lookup.
+func (m *bpe) buildBytePairs() {
+	for _, id := range m.byteIDs {
+		if id < 0 {
+			return // incomplete byte alphabet (unk tokens in words): use the map
+		}
+	}
+	m.bytePairs = make([]bpeMerge, 256*256)
+	for a := 0; a < 256; a++ {
+		for b := 0; b < 256; b++ {
+			mg, ok := m.merges.get(m.byteIDs[a], m.byteIDs[b])
+			if !ok {
+				mg.id = -1
+			}
+			m.bytePairs[a<<8|b] = mg
+		}
+	}
 }

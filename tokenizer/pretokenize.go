@@ -144,8 +144,24 @@ type splitPreTokenizer struct {
 	invert   bool
 }
 
+// isolatedSplitter is implemented by patterns that can emit Isolated
+// pieces directly, without building a list of match spans.
+type isolatedSplitter interface {
+	appendIsolated(p piece, out []piece) []piece
+}
+
 func (sp splitPreTokenizer) split(in []piece) []piece {
-	out := make([]piece, 0, len(in)*4)
+	size := len(in)
+	for _, p := range in {
+		size += len(p.text) / 4
+	}
+	out := make([]piece, 0, size)
+	if fast, ok := sp.pattern.(isolatedSplitter); ok && sp.behavior == behaviorIsolated && !sp.invert {
+		for _, p := range in {
+			out = fast.appendIsolated(p, out)
+		}
+		return out
+	}
 	var spans [][2]int
 	for _, p := range in {
 		spans = sp.pattern.matches(p.text, spans[:0])
@@ -162,6 +178,22 @@ func splitByMatches(p piece, spans [][2]int, behavior splitBehavior, invert bool
 		match      bool
 	}
 	s := p.text
+	if behavior == behaviorIsolated && !invert {
+		prev := 0
+		for _, sp := range spans {
+			if prev != sp[0] {
+				out = append(out, piece{text: s[prev:sp[0]], first: p.first && prev == 0})
+			}
+			if sp[0] != sp[1] {
+				out = append(out, piece{text: s[sp[0]:sp[1]], first: p.first && sp[0] == 0})
+			}
+			prev = sp[1]
+		}
+		if prev != len(s) {
+			out = append(out, piece{text: s[prev:], first: p.first && prev == 0})
+		}
+		return out
+	}
 	parts := make([]part, 0, 2*len(spans)+1)
 	prev := 0
 	for _, sp := range spans {
@@ -247,7 +279,10 @@ type byteLevelPreTokenizer struct {
 }
 
 func (bl byteLevelPreTokenizer) split(in []piece) []piece {
-	out := in[:0:0]
+	if !bl.addPrefixSpace && bl.regex == nil {
+		return in
+	}
+	out := make([]piece, 0, len(in))
 	var spans [][2]int
 	for _, p := range in {
 		if bl.addPrefixSpace && !strings.HasPrefix(p.text, " ") {
@@ -257,6 +292,10 @@ func (bl byteLevelPreTokenizer) split(in []piece) []piece {
 			if p.text != "" {
 				out = append(out, p)
 			}
+			continue
+		}
+		if fast, ok := bl.regex.(isolatedSplitter); ok {
+			out = fast.appendIsolated(p, out)
 			continue
 		}
 		spans = bl.regex.matches(p.text, spans[:0])

@@ -120,6 +120,16 @@ func whitespaceEnd(s string, i int) int {
 
 type gpt2Scanner struct{}
 
+func (gpt2Scanner) appendIsolated(p piece, out []piece) []piece {
+	s := p.text
+	for i := 0; i < len(s); {
+		end := gpt2Scanner{}.matchAt(s, i)
+		out = append(out, piece{text: s[i:end], first: p.first && i == 0})
+		i = end
+	}
+	return out
+}
+
 func (gpt2Scanner) matches(s string, dst [][2]int) [][2]int {
 	for i := 0; i < len(s); {
 		end := gpt2Scanner{}.matchAt(s, i)
@@ -150,6 +160,16 @@ func (gpt2Scanner) matchAt(s string, i int) int {
 
 // llama3Scanner matches llama3Regex (maxDigits 3) and qwen2Regex (1).
 type llama3Scanner struct{ maxDigits int }
+
+func (sc llama3Scanner) appendIsolated(p piece, out []piece) []piece {
+	s := p.text
+	for i := 0; i < len(s); {
+		end := sc.matchAt(s, i)
+		out = append(out, piece{text: s[i:end], first: p.first && i == 0})
+		i = end
+	}
+	return out
+}
 
 func (sc llama3Scanner) matches(s string, dst [][2]int) [][2]int {
 	for i := 0; i < len(s); {
