@@ -78,6 +78,20 @@ func parseDecoder(raw json.RawMessage) (decoder, error) {
 
 type sequenceDecoder []decoder
 
+func hasByteFallback(d decoder) bool {
+	switch d := d.(type) {
+	case byteFallbackDecoder:
+		return true
+	case sequenceDecoder:
+		for _, sub := range d {
+			if hasByteFallback(sub) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (seq sequenceDecoder) decode(tokens []string) []string {
 	for _, d := range seq {
 		tokens = d.decode(tokens)

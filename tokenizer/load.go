@@ -104,6 +104,7 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if t.decoder, err = parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
+	t.byteFallbackDecoder = hasByteFallback(t.decoder)
 	merges, err := parseMerges(mj.Merges)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,9 @@ import (
 type Stream struct {
 	t           *Tokenizer
 	skipSpecial bool
-	ids         []int // window: context ids (already emitted) followed by pending ids
-	emitted     int   // bytes of Decode(ids) already returned
+	ids         []int  // window: context ids (already emitted) followed by pending ids
+	emitted     string // prefix of Decode(ids) already returned
+	inByteRun   bool   // the last visible token is a <0xNN> byte-fallback token
 }
 
 // NewStream starts a streaming detokenizer.
@@ -24,21 +25,30 @@ func (t *Tokenizer) NewStream(skipSpecial bool) *Stream {
 
 // Add appends one id and returns the text that became final ("" if none).
 func (s *Stream) Add(id int) (string, error) {
-	if _, ok := s.t.Token(id); !ok {
+	tok, ok := s.t.Token(id)
+	if !ok {
 		return "", &UnknownIDError{ID: id, VocabSize: len(s.t.tokens)}
 	}
 	s.ids = append(s.ids, id)
+	if !(s.skipSpecial && s.t.special[id]) {
+		_, isByte := fallbackByte(tok)
+		s.inByteRun = isByte && s.t.byteFallbackDecoder
+	}
+	// A run of byte-fallback tokens is decoded as a whole (one U+FFFD per
+	// byte if any part is invalid), so it is final only once it ends.
+	if s.inByteRun {
+		return "", nil
+	}
 	text, err := s.t.Decode(s.ids, s.skipSpecial)
 	if err != nil {
 		return "", err
 	}
-	// Hold back while the window ends in U+FFFD: it may be an incomplete
-	// character that the next byte token completes. Also hold back if the
-	// decoders rewrote text already emitted (the window is then kept whole).
-	if strings.HasSuffix(text, "\uFFFD") || len(text) < s.emitted {
+	// Hold back while the text ends in U+FFFD: it may be an incomplete
+	// character that the next byte-level token completes.
+	if strings.HasSuffix(text, "\uFFFD") || !strings.HasPrefix(text, s.emitted) {
 		return "", nil
 	}
-	out := text[s.emitted:]
+	out := text[len(s.emitted):]
 	// Keep the last id as context: decoders such as Strip or Metaspace
 	// treat the first token specially, and the context makes that first
 	// token one that was already emitted. A context that decodes to nothing
@@ -49,11 +59,11 @@ func (s *Stream) Add(id int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if ctx != "" && strings.HasSuffix(text, ctx) && !strings.HasSuffix(ctx, "\uFFFD") {
+	if ctx != "" && strings.HasSuffix(text, ctx) && !strings.ContainsRune(ctx, '\uFFFD') {
 		s.ids = append(s.ids[:0], last)
-		s.emitted = len(ctx)
+		s.emitted = ctx
 	} else {
-		s.emitted = len(text)
+		s.emitted = text
 	}
 	return out, nil
 }
@@ -64,9 +74,9 @@ func (s *Stream) Add(id int) (string, error) {
 func (s *Stream) Flush() string {
 	text, err := s.t.Decode(s.ids, s.skipSpecial)
 	out := ""
-	if err == nil && len(text) > s.emitted {
-		out = text[s.emitted:]
+	if err == nil && strings.HasPrefix(text, s.emitted) {
+		out = text[len(s.emitted):]
 	}
-	s.ids, s.emitted = s.ids[:0], 0
+	s.ids, s.emitted, s.inByteRun = s.ids[:0], "", false
 	return out
 }

@@ -24,7 +24,10 @@ type Tokenizer struct {
 	model        *bpe
 	post         postProcessor
 	decoder      decoder // nil: tokens joined with spaces
-	added        *addedVocab
+	// byteFallbackDecoder: the decoder joins runs of <0xNN> tokens (streams
+	// must wait for a run to end).
+	byteFallbackDecoder bool
+	added               *addedVocab
 
 	tokens  []string       // [id] token text (model vocab, overridden by added tokens)
 	known   []bool         // [id] whether the id names a token at all
