@@ -82,19 +82,25 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if isNull(f.Model) {
 		return nil, invalidf("tokenizer.json has no model")
 	}
+	modelType, err := componentType(f.Model)
+	if err != nil {
+		return nil, invalidf("model: %v", err)
+	}
+	if modelType != "BPE" && modelType != "" { // older files omit the type of BPE models
+		return nil, &UnsupportedError{Component: "model", Type: modelType}
+	}
 	var mj modelJSON
 	if err := json.Unmarshal(f.Model, &mj); err != nil {
 		return nil, invalidf("model: %v", err)
 	}
-	if mj.Type != "BPE" && !(mj.Type == "" && mj.Merges != nil) {
-		return nil, &UnsupportedError{Component: "model", Type: mj.Type}
+	if mj.Merges == nil {
+		return nil, invalidf("model has no merges; only BPE models are supported")
 	}
 	if mj.Dropout != nil && *mj.Dropout != 0 {
 		return nil, invalidf("model: BPE dropout %v is not deterministic; set it to null", *mj.Dropout)
 	}
 
 	t := &Tokenizer{}
-	var err error
 	if t.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
