@@ -1,0 +1,442 @@
+package tokenizer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// bpe is Hugging Face's BPE model: a word starts as one symbol per character
+// (per byte for byte-level vocabularies) and the adjacent pair with the
+// lowest merge rank is merged until no pair has a rank; ties go to the
+// leftmost pair.
+type bpe struct {
+	vocab     map[string]int // token → id
+	idToToken []string       // [id] token
+	hasID     []bool         // [id] whether the vocab has this id
+	merges    *mergeTable
+	unk       int32 // -1: no unknown token
+	fuseUnk   bool
+	fallback  bool // byte_fallback: unknown characters become <0xNN> tokens
+	ignore    bool // ignore_merges: a word found in the vocab is one token
+	prefix    string
+	suffix    string
+
+	byteLevel   bool
+	byteIDs     [256]int32     // byte-level: id of the character token of each byte, -1 if missing
+	fallbackIDs [256]int32     // id of <0xNN>, -1 if missing
+	rawVocab    map[string]int // byte-level with ignore_merges: raw bytes → id
+	bytePairs   []bpeMerge     // byte-level: [a<<8|b] merge of the byte tokens of a and b (id -1: none)
+	runeIDs     []int32        // [r] id of the one-character token r (r < len), -1 if none; nil with prefix/suffix
+
+	cache wordCache
+}
+
+// runeTableSize covers the alphabets before CJK (Latin to the ▁ of
+// SentencePiece) with a direct character → id table.
+const runeTableSize = 0x3000
+
+type bpeMerge struct{ rank, id int32 }
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
+	m := &bpe{vocab: mj.Vocab, unk: -1, fuseUnk: mj.FuseUnk, fallback: mj.ByteFallback,
+		ignore: mj.IgnoreMerges, byteLevel: byteLevel}
+	if m.vocab == nil {
+		return nil, invalidf("model has no vocab")
+	}
+	if mj.ContinuingSubwordPrefix != nil {
+		m.prefix = *mj.ContinuingSubwordPrefix
+	}
+	if mj.EndOfWordSuffix != nil {
+		m.suffix = *mj.EndOfWordSuffix
+	}
+	if byteLevel && (m.prefix != "" || m.suffix != "") {
+		return nil, &UnsupportedError{Component: "model", Type: "byte-level BPE with continuing_subword_prefix or end_of_word_suffix"}
+	}
+	n := 0
+	for tok, id := range m.vocab {
+		if id < 0 || id > 1<<30 {
+			return nil, invalidf("model vocab token %q has id %d out of range", tok, id)
+		}
+		n = max(n, id+1)
+	}
+	m.idToToken = make([]string, n)
+	m.hasID = make([]bool, n)
+	for tok, id := range m.vocab {
+		if m.hasID[id] {
+			return nil, invalidf("model vocab gives id %d to both %q and %q", id, m.idToToken[id], tok)
+		}
+		m.idToToken[id], m.hasID[id] = tok, true
+	}
+	if mj.UnkToken != nil {
+		id, ok := m.vocab[*mj.UnkToken]
+		if !ok {
+			return nil, invalidf("model unk_token %q is not in the vocab", *mj.UnkToken)
+		}
+		m.unk = int32(id)
+	}
+	m.merges = newMergeTable(len(merges))
+	for rank, mg := range merges {
+		a, okA := m.vocab[mg[0]]
+		b, okB := m.vocab[mg[1]]
+		if !okA || !okB {
+			return nil, invalidf("model merge %d (%q %q) uses a token that is not in the vocab", rank, mg[0], mg[1])
+		}
+		right := mg[1]
+		if len(m.prefix) <= len(right) && right[:len(m.prefix)] == m.prefix {
+			right = right[len(m.prefix):]
+		}
+		id, ok := m.vocab[mg[0]+right]
+		if !ok {
+			return nil, invalidf("model merge %d (%q %q) makes %q, which is not in the vocab", rank, mg[0], mg[1], mg[0]+right)
+		}
+		m.merges.put(int32(a), int32(b), bpeMerge{rank: int32(rank), id: int32(id)})
+	}
+	for b := 0; b < 256; b++ {
+		m.byteIDs[b], m.fallbackIDs[b] = -1, -1
+		if id, ok := m.vocab[byteToChar[b]]; ok {
+			m.byteIDs[b] = int32(id)
+		}
+		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.fallbackIDs[b] = int32(id)
+		}
+	}
+	if m.prefix == "" && m.suffix == "" && !byteLevel {
+		m.runeIDs = make([]int32, runeTableSize)
+		for r := range m.runeIDs {
+			m.runeIDs[r] = -1
+			if id, ok := m.vocab[string(rune(r))]; ok && utf8.ValidRune(rune(r)) {
+				m.runeIDs[r] = int32(id)
+			}
+		}
+	}
+	if byteLevel {
+		m.buildBytePairs()
+	}
+	if byteLevel && m.ignore {
+		m.rawVocab = make(map[string]int, len(m.vocab))
+		for tok, id := range m.vocab {
+			if raw, ok := byteLevelDecode(tok); ok {
+				m.rawVocab[string(raw)] = id
+			}
+		}
+	}
+	return m, nil
+}
+
+// encodeWord appends the ids of one pre-tokenized word.
+func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
+	if w == "" {
+		return dst, nil
+	}
+	if m.ignore {
+		vocab := m.vocab
+		if m.byteLevel {
+			vocab = m.rawVocab
+		}
+		if id, ok := vocab[w]; ok {
+			return append(dst, id), nil
+		}
+	}
+	cacheable := len(w) <= maxCachedWord
+	if cacheable {
+		if ids, ok := m.cache.get(w); ok {
+			for _, id := range ids {
+				dst = append(dst, int(id))
+			}
+			return dst, nil
+		}
+	}
+	sc := scratchPool.Get().(*mergeScratch)
+	defer scratchPool.Put(sc)
+	var syms []symbol
+	var err error
+	if m.byteLevel {
+		syms, err = m.byteSymbols(w, sc.syms[:0])
+	} else {
+		syms, err = m.charSymbols(w, sc.syms[:0])
+	}
+	if err != nil {
+		return nil, err
+	}
+	sc.syms = syms
+	sc.heap = m.mergeAll(w, syms, sc.heap[:0])
+	start := len(dst)
+	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
+		dst = append(dst, int(syms[i].id))
+	}
+	if cacheable {
+		ids := make([]int32, len(dst)-start)
+		for k, id := range dst[start:] {
+			ids[k] = int32(id)
+		}
+		m.cache.put(w, ids)
+	}
+	return dst, nil
+}
+
+// symbol is one node of the doubly linked list a word is merged in.
+type symbol struct {
+	id         int32
+	prev, next int32 // -1 at the ends
+	gone       bool  // merged into its left neighbour
+}
+
+// mergeScratch holds the per-word buffers of encodeWord, reused through a
+// pool so that encoding allocates little.
+type mergeScratch struct {
+	syms []symbol
+	heap mergeHeap
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
+
+func (m *bpe) byteSymbols(w string, syms []symbol) ([]symbol, error) {
+	syms = slices.Grow(syms, len(w))[:len(w)]
+	for i := 0; i < len(w); i++ {
+		id := m.byteIDs[w[i]]
+		if id < 0 {
+			if m.unk < 0 {
+				return nil, invalidf("byte-level vocab has no token for byte 0x%02X and no unk_token", w[i])
+			}
+			id = m.unk
+		}
+		syms[i] = symbol{id: id, prev: int32(i - 1), next: int32(i + 1)}
+	}
+	syms[len(syms)-1].next = -1
+	return syms, nil
+}
+
+// charSymbols maps each character to a token, falling back to <0xNN> byte
+// tokens or the unknown token exactly as Hugging Face's BPE::merge_word.
+func (m *bpe) charSymbols(w string, syms []symbol) ([]symbol, error) {
+	add := func(id int32) { syms = append(syms, symbol{id: id}) }
+	pendingUnk := false
+	for i := 0; i < len(w); {
+		r, size := utf8.DecodeRuneInString(w[i:])
+		if int(r) < len(m.runeIDs) && m.runeIDs[r] >= 0 {
+			if pendingUnk {
+				add(m.unk)
+				pendingUnk = false
+			}
+			add(m.runeIDs[r])
+			i += size
+			continue
+		}
+		s := w[i : i+size]
+		if m.prefix != "" && i > 0 {
+			s = m.prefix + s
+		}
+		if m.suffix != "" && i+size == len(w) {
+			s += m.suffix
+		}
+		i += size
+		if id, ok := m.vocab[s]; ok {
+			if pendingUnk {
+				add(m.unk)
+				pendingUnk = false
+			}
+			add(int32(id))
+			continue
+		}
+		if m.fallback && m.allFallback(s) {
+			for k := 0; k < len(s); k++ {
+				add(m.fallbackIDs[s[k]])
+			}
+			continue
+		}
+		if m.unk < 0 {
+			return nil, invalidf("character %q is not in the vocab and the model has no unk_token", s)
+		}
+		if pendingUnk && !m.fuseUnk {
+			add(m.unk)
+		}
+		pendingUnk = true
+	}
+	if pendingUnk {
+		add(m.unk)
+	}
+	for i := range syms {
+		syms[i].prev, syms[i].next = int32(i-1), int32(i+1)
+	}
+	syms[len(syms)-1].next = -1
+	return syms, nil
+}
+
+func (m *bpe) allFallback(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if m.fallbackIDs[s[k]] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeAll applies merges in rank order (leftmost first on ties) with a
+// binary heap of candidate pairs; a candidate whose two symbols changed
+// since it was pushed is stale and skipped. It returns the heap buffer for
+// reuse.
+// In byte-level mode syms are the bytes of w.
+func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap) mergeHeap {
+	if len(syms) < 2 {
+		return h
+	}
+	for i := 0; i+1 < len(syms); i++ {
+		a, b := syms[i].id, syms[i+1].id
+		var mg bpeMerge
+		var ok bool
+		if m.bytePairs != nil {
+			mg = m.bytePairs[int(w[i])<<8|int(w[i+1])]
+			ok = mg.id >= 0
+		} else {
+			mg, ok = m.merges.get(a, b)
+		}
+		if ok {
+			h = append(h, candidate{rank: mg.rank, pos: int32(i), id: mg.id, left: a, right: b})
+		}
+	}
+	h.init()
+	for len(h) > 0 {
+		top := h.pop()
+		cur := &syms[top.pos]
+		if cur.gone || cur.next < 0 || cur.id != top.left || syms[cur.next].id != top.right {
+			continue
+		}
+		right := &syms[cur.next]
+		cur.id = top.id
+		right.gone = true
+		cur.next = right.next
+		if cur.next >= 0 {
+			syms[cur.next].prev = top.pos
+		}
+		if cur.prev >= 0 {
+			left := syms[cur.prev].id
+			if mg, ok := m.merges.get(left, cur.id); ok {
+				h.push(candidate{rank: mg.rank, pos: cur.prev, id: mg.id, left: left, right: cur.id})
+			}
+		}
+		if cur.next >= 0 {
+			next := syms[cur.next].id
+			if mg, ok := m.merges.get(cur.id, next); ok {
+				h.push(candidate{rank: mg.rank, pos: top.pos, id: mg.id, left: cur.id, right: next})
+			}
+		}
+	}
+	return h
+}
+
+type candidate struct{ rank, pos, id, left, right int32 }
+
+func (a candidate) less(b candidate) bool {
+	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+}
+
+// mergeHeap is a binary min-heap of candidates.
+type mergeHeap []candidate
+
+func (h mergeHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *mergeHeap) push(c candidate) {
+	*h = append(*h, c)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *mergeHeap) pop() candidate {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	*h = s[:n]
+	h.down(0)
+	return top
+}
+
+func (h mergeHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && h[r].less(h[l]) {
+			c = r
+		}
+		if !h[c].less(h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// maxCachedWord and maxCacheEntries bound the word cache (as in Hugging
+// Face: long words are not cached; the cache is cleared when full).
+const (
+	maxCachedWord   = 256
+	maxCacheEntries = 1 << 16
+)
+
+type wordCache struct {
+	mu    sync.Mutex
+	words map[string][]int32
+}
+
+func (c *wordCache) get(w string) ([]int32, bool) {
+	c.mu.Lock()
+	ids, ok := c.words[w]
+	c.mu.Unlock()
+	return ids, ok
+}
+
+func (c *wordCache) put(w string, ids []int32) {
+	c.mu.Lock()
+	if c.words == nil || len(c.words) >= maxCacheEntries {
+		c.words = make(map[string][]int32, 1024)
+	}
+	c.words[strings.Clone(w)] = ids
+	c.mu.Unlock()
+}
+
+func (c *wordCache) reset() {
+	c.mu.Lock()
+	c.words = nil
+	c.mu.Unlock()
+}
+
+// buildBytePairs tabulates the merges of two single-byte tokens, which start
+// every byte-level word, so the first round of merging needs no map lookup.
+func (m *bpe) buildBytePairs() {
+	for _, id := range m.byteIDs {
+		if id < 0 {
+			return // incomplete byte alphabet (unk tokens in words): use the map
+		}
+	}
+	m.bytePairs = make([]bpeMerge, 256*256)
+	for a := 0; a < 256; a++ {
+		for b := 0; b < 256; b++ {
+			mg, ok := m.merges.get(m.byteIDs[a], m.byteIDs[b])
+			if !ok {
+				mg.id = -1
+			}
+			m.bytePairs[a<<8|b] = mg
+		}
+	}
+}

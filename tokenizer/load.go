@@ -1,0 +1,284 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// fileJSON is the raw shape of tokenizer.json; components stay raw until
+// their "type" is known.
+type fileJSON struct {
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
+	Decoder       json.RawMessage  `json:"decoder"`
+	Model         json.RawMessage  `json:"model"`
+}
+
+type addedTokenJSON struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+type modelJSON struct {
+	Type                    string          `json:"type"`
+	Vocab                   map[string]int  `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+	UnkToken                *string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Dropout                 *float64        `json:"dropout"`
+}
+
+// configJSON is the part of tokenizer_config.json this package reads.
+type configJSON struct {
+	AddBOSToken    *bool           `json:"add_bos_token"`
+	AddEOSToken    *bool           `json:"add_eos_token"`
+	BOSToken       json.RawMessage `json:"bos_token"`
+	EOSToken       json.RawMessage `json:"eos_token"`
+	TokenizerClass string          `json:"tokenizer_class"`
+}
+
+// componentType reads the "type" field of a component; null gives "".
+func componentType(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	var t struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return "", err
+	}
+	return t.Type, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
+}
+
+// Load builds a Tokenizer from the bytes of a Hugging Face tokenizer.json and,
+// optionally, tokenizer_config.json (nil when absent). The config supplies the
+// BOS/EOS token strings and, for Llama and Gemma tokenizer classes, the
+// add_bos_token/add_eos_token flags that transformers applies on top of the
+// post-processor.
+func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
+	var f fileJSON
+	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
+		return nil, invalidf("tokenizer.json: %v", err)
+	}
+	if isNull(f.Model) {
+		return nil, invalidf("tokenizer.json has no model")
+	}
+	modelType, err := componentType(f.Model)
+	if err != nil {
+		return nil, invalidf("model: %v", err)
+	}
+	if modelType != "BPE" && modelType != "" { // older files omit the type of BPE models
+		return nil, &UnsupportedError{Component: "model", Type: modelType}
+	}
+	var mj modelJSON
+	if err := json.Unmarshal(f.Model, &mj); err != nil {
+		return nil, invalidf("model: %v", err)
+	}
+	if mj.Merges == nil {
+		return nil, invalidf("model has no merges; only BPE models are supported")
+	}
+	if mj.Dropout != nil && *mj.Dropout != 0 {
+		return nil, invalidf("model: BPE dropout %v is not deterministic; set it to null", *mj.Dropout)
+	}
+
+	t := &Tokenizer{}
+	if t.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
+		return nil, err
+	}
+	if t.preTokenizer, t.byteLevel, err = parsePreTokenizerChain(f.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if t.decoder, err = parseDecoder(f.Decoder); err != nil {
+		return nil, err
+	}
+	t.byteFallbackDecoder = hasByteFallback(t.decoder)
+	merges, err := parseMerges(mj.Merges)
+	if err != nil {
+		return nil, err
+	}
+	if t.model, err = newBPE(&mj, merges, t.byteLevel); err != nil {
+		return nil, err
+	}
+	if err := t.buildVocab(f.AddedTokens); err != nil {
+		return nil, err
+	}
+	if t.post, err = parsePostProcessor(f.PostProcessor, t.tokenID); err != nil {
+		return nil, err
+	}
+	if t.added, err = newAddedVocab(f.AddedTokens, t.normalizer); err != nil {
+		return nil, err
+	}
+	if tokenizerConfigJSON != nil {
+		if err := t.applyConfig(tokenizerConfigJSON); err != nil {
+			return nil, err
+		}
+	}
+	if !t.hasBOS {
+		t.bos, t.hasBOS = t.post.firstSpecial()
+	}
+	return t, nil
+}
+
+// parseMerges accepts both merge formats: "a b" strings and ["a", "b"] pairs.
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, invalidf("model.merges: %v", err)
+	}
+	out := make([][2]string, len(items))
+	for i, it := range items {
+		if len(it) > 0 && it[0] == '"' {
+			var s string
+			if err := json.Unmarshal(it, &s); err != nil {
+				return nil, invalidf("model.merges[%d]: %v", i, err)
+			}
+			a, b, ok := strings.Cut(s, " ")
+			if !ok || strings.Contains(b, " ") {
+				return nil, invalidf("model.merges[%d] = %q is not two tokens separated by one space", i, s)
+			}
+			out[i] = [2]string{a, b}
+			continue
+		}
+		var pair []string
+		if err := json.Unmarshal(it, &pair); err != nil || len(pair) != 2 {
+			return nil, invalidf("model.merges[%d] = %s is neither \"a b\" nor [a, b]", i, it)
+		}
+		out[i] = [2]string{pair[0], pair[1]}
+	}
+	return out, nil
+}
+
+// buildVocab makes the id → token table from the model vocabulary and the
+// added tokens (which win, as in Hugging Face).
+func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
+	n := len(t.model.idToToken)
+	for _, a := range added {
+		if a.ID < 0 {
+			return invalidf("added token %q has negative id %d", a.Content, a.ID)
+		}
+		n = max(n, a.ID+1)
+	}
+	t.tokens = make([]string, n)
+	t.known = make([]bool, n)
+	t.special = make([]bool, n)
+	for id, tok := range t.model.idToToken {
+		if t.model.hasID[id] {
+			t.tokens[id], t.known[id] = tok, true
+		}
+	}
+	t.ids = make(map[string]int, len(added))
+	for _, a := range added {
+		t.tokens[a.ID], t.known[a.ID] = a.Content, true
+		t.special[a.ID] = a.Special
+		t.ids[a.Content] = a.ID
+	}
+	return nil
+}
+
+// tokenID finds the id of a token string: added tokens first, then the model.
+func (t *Tokenizer) tokenID(tok string) (int, bool) {
+	if id, ok := t.ids[tok]; ok {
+		return id, true
+	}
+	id, ok := t.model.vocab[tok]
+	return int(id), ok
+}
+
+func (t *Tokenizer) applyConfig(raw []byte) error {
+	var c configJSON
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return invalidf("tokenizer_config.json: %v", err)
+	}
+	bosTok, err := configToken(c.BOSToken)
+	if err != nil {
+		return invalidf("tokenizer_config.json bos_token: %v", err)
+	}
+	eosTok, err := configToken(c.EOSToken)
+	if err != nil {
+		return invalidf("tokenizer_config.json eos_token: %v", err)
+	}
+	bos, eos := -1, -1
+	if bosTok != "" {
+		id, ok := t.tokenID(bosTok)
+		if !ok {
+			return invalidf("tokenizer_config.json bos_token %q is not in the vocabulary", bosTok)
+		}
+		bos, t.bos, t.hasBOS = id, id, true
+	}
+	if eosTok != "" {
+		id, ok := t.tokenID(eosTok)
+		if !ok {
+			return invalidf("tokenizer_config.json eos_token %q is not in the vocabulary", eosTok)
+		}
+		eos = id
+		t.eos = []int{id}
+	}
+	// transformers' Llama and Gemma fast tokenizers rebuild the template
+	// from these flags; other classes leave tokenizer.json's post-processor.
+	if !rebuildsTemplate(c.TokenizerClass) || (c.AddBOSToken == nil && c.AddEOSToken == nil) {
+		return nil
+	}
+	addBOS := c.AddBOSToken == nil || *c.AddBOSToken
+	addEOS := c.AddEOSToken != nil && *c.AddEOSToken
+	if (addBOS && bos < 0) || (addEOS && eos < 0) {
+		return invalidf("tokenizer_config.json asks for add_bos_token=%v add_eos_token=%v but does not name those tokens", addBOS, addEOS)
+	}
+	var tp templateProcessing
+	if addBOS {
+		tp.before = []int{bos}
+	}
+	if addEOS {
+		tp.after = []int{eos}
+	}
+	t.post = &tp
+	return nil
+}
+
+func rebuildsTemplate(class string) bool {
+	switch strings.TrimSuffix(class, "Fast") {
+	case "LlamaTokenizer", "CodeLlamaTokenizer", "GemmaTokenizer":
+		return true
+	}
+	return false
+}
+
+// configToken reads a special-token entry that is either a string, null, or
+// an AddedToken object with "content".
+func configToken(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", fmt.Errorf("neither a string nor an object with content: %s", raw)
+	}
+	return obj.Content, nil
+}

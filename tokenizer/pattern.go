@@ -1,0 +1,100 @@
+package tokenizer
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
+)
+
+// patternJSON is the {"String": ...} or {"Regex": ...} of Split and Replace.
+type patternJSON struct {
+	String *string `json:"String"`
+	Regex  *string `json:"Regex"`
+}
+
+// pattern finds non-overlapping matches left to right.
+type pattern interface {
+	// matches appends the [start, end) byte spans of all matches in s.
+	matches(s string, dst [][2]int) [][2]int
+}
+
+func (p patternJSON) compile(where string) (pattern, error) {
+	switch {
+	case p.String != nil:
+		if *p.String == "" {
+			return nil, invalidf("%s: empty string pattern", where)
+		}
+		return literalPattern(*p.String), nil
+	case p.Regex != nil:
+		return compileRegex(*p.Regex, where)
+	}
+	return nil, invalidf("%s: pattern has neither String nor Regex", where)
+}
+
+func compileRegex(expr, where string) (pattern, error) {
+	if fast, ok := knownSplitPatterns[expr]; ok {
+		return fast, nil
+	}
+	re, err := regexp2.Compile(expr, regexp2.None)
+	if err != nil {
+		return nil, invalidf("%s: regex %q: %v", where, expr, err)
+	}
+	return regexPattern{re}, nil
+}
+
+type literalPattern string
+
+func (p literalPattern) matches(s string, dst [][2]int) [][2]int {
+	off := 0
+	for {
+		i := strings.Index(s[off:], string(p))
+		if i < 0 {
+			return dst
+		}
+		dst = append(dst, [2]int{off + i, off + i + len(p)})
+		off += i + len(p)
+	}
+}
+
+// regexPattern runs a regex with look-around through regexp2 (a backtracking
+// engine like the Oniguruma one Hugging Face uses).
+type regexPattern struct{ re *regexp2.Regexp }
+
+func (p regexPattern) matches(s string, dst [][2]int) [][2]int {
+	runes := []rune(s)
+	// byteAt[i] is the byte offset of rune i; s is valid UTF-8 here.
+	byteAt := make([]int, len(runes)+1)
+	off := 0
+	for i, r := range runes {
+		byteAt[i] = off
+		off += utf8.RuneLen(r)
+	}
+	byteAt[len(runes)] = off
+	m, err := p.re.FindRunesMatch(runes)
+	for err == nil && m != nil {
+		dst = append(dst, [2]int{byteAt[m.Index], byteAt[m.Index+m.Length]})
+		m, err = p.re.FindNextMatch(m)
+	}
+	return dst
+}
+
+// replaceAll replaces every match of p in s with content.
+func replaceAll(p pattern, s, content string) string {
+	if lit, ok := p.(literalPattern); ok {
+		return strings.ReplaceAll(s, string(lit), content)
+	}
+	spans := p.matches(s, nil)
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	prev := 0
+	for _, sp := range spans {
+		b.WriteString(s[prev:sp[0]])
+		b.WriteString(content)
+		prev = sp[1]
+	}
+	b.WriteString(s[prev:])
+	return b.String()
+}

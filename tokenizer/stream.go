@@ -1,0 +1,82 @@
+package tokenizer
+
+import (
+	"strings"
+)
+
+// Stream turns generated ids into text incrementally. Add returns text as
+// soon as it is final: a character split across byte tokens is held back
+// until complete, so every returned piece is valid UTF-8. The concatenation
+// of everything Add and Flush return equals Decode of all ids.
+//
+// A Stream is not safe for concurrent use.
+type Stream struct {
+	t           *Tokenizer
+	skipSpecial bool
+	ids         []int  // window: context ids (already emitted) followed by pending ids
+	emitted     string // prefix of Decode(ids) already returned
+	inByteRun   bool   // the last visible token is a <0xNN> byte-fallback token
+}
+
+// NewStream starts a streaming detokenizer.
+func (t *Tokenizer) NewStream(skipSpecial bool) *Stream {
+	return &Stream{t: t, skipSpecial: skipSpecial}
+}
+
+// Add appends one id and returns the text that became final ("" if none).
+func (s *Stream) Add(id int) (string, error) {
+	tok, ok := s.t.Token(id)
+	if !ok {
+		return "", &UnknownIDError{ID: id, VocabSize: len(s.t.tokens)}
+	}
+	s.ids = append(s.ids, id)
+	if !(s.skipSpecial && s.t.special[id]) {
+		_, isByte := fallbackByte(tok)
+		s.inByteRun = isByte && s.t.byteFallbackDecoder
+	}
+	// A run of byte-fallback tokens is decoded as a whole (one U+FFFD per
+	// byte if any part is invalid), so it is final only once it ends.
+	if s.inByteRun {
+		return "", nil
+	}
+	text, err := s.t.Decode(s.ids, s.skipSpecial)
+	if err != nil {
+		return "", err
+	}
+	// Hold back while the text ends in U+FFFD: it may be an incomplete
+	// character that the next byte-level token completes.
+	if strings.HasSuffix(text, "\uFFFD") || !strings.HasPrefix(text, s.emitted) {
+		return "", nil
+	}
+	out := text[len(s.emitted):]
+	// Keep the last id as context: decoders such as Strip or Metaspace
+	// treat the first token specially, and the context makes that first
+	// token one that was already emitted. A context that decodes to nothing
+	// (a skipped special token, a stripped space) cannot play that role, so
+	// the window is kept whole until a visible token arrives.
+	last := s.ids[len(s.ids)-1]
+	ctx, err := s.t.Decode([]int{last}, s.skipSpecial)
+	if err != nil {
+		return "", err
+	}
+	if ctx != "" && strings.HasSuffix(text, ctx) && !strings.ContainsRune(ctx, '\uFFFD') {
+		s.ids = append(s.ids[:0], last)
+		s.emitted = ctx
+	} else {
+		s.emitted = text
+	}
+	return out, nil
+}
+
+// Flush returns the text still held back (for example an incomplete
+// character at the end of generation, decoded as U+FFFD) and resets the
+// stream.
+func (s *Stream) Flush() string {
+	text, err := s.t.Decode(s.ids, s.skipSpecial)
+	out := ""
+	if err == nil && strings.HasPrefix(text, s.emitted) {
+		out = text[len(s.emitted):]
+	}
+	s.ids, s.emitted, s.inByteRun = s.ids[:0], "", false
+	return out
+}

@@ -1,0 +1,134 @@
+// Package tokenizer implements Hugging Face tokenizer.json BPE tokenizers
+// (byte-level as in Llama 3, Qwen and SmolLM, and SentencePiece-style with
+// byte fallback as in Llama 2, Mistral and Gemma 3) with the same ids and
+// text as the Hugging Face tokenizers library, plus a streaming
+// detokenizer for generation.
+//
+// It owns: parsing tokenizer.json and the special-token part of
+// tokenizer_config.json, added/special token matching, normalizers,
+// pre-tokenizers, the BPE model, post-processors (BOS/EOS) and decoders.
+// It does not own chat templates (internal/chat), truncation or padding.
+//
+// A Tokenizer is immutable after Load and safe for concurrent use.
+package tokenizer
+
+import (
+	"unicode/utf8"
+)
+
+// Tokenizer encodes text into token ids and decodes ids back into text.
+type Tokenizer struct {
+	normalizer   normalizer   // nil: identity
+	preTokenizer preTokenizer // nil: the whole segment is one word
+	byteLevel    bool         // a ByteLevel pre-tokenizer ends the chain: words reach the model as raw bytes
+	model        *bpe
+	post         postProcessor
+	decoder      decoder // nil: tokens joined with spaces
+	// byteFallbackDecoder: the decoder joins runs of <0xNN> tokens (streams
+	// must wait for a run to end).
+	byteFallbackDecoder bool
+	added               *addedVocab
+
+	tokens  []string       // [id] token text (model vocab, overridden by added tokens)
+	known   []bool         // [id] whether the id names a token at all
+	special []bool         // [id] added token marked special
+	ids     map[string]int // added token content → id
+
+	bos    int
+	hasBOS bool
+	eos    []int
+}
+
+// piece is one span of text on its way to the model. first reports that it
+// starts at offset 0 of the input (Metaspace's prepend_scheme "first").
+type piece struct {
+	text  string
+	first bool
+}
+
+// Encode turns text into token ids. With addSpecial the post-processor adds
+// its tokens (for example BOS), like Hugging Face's
+// encode(text, add_special_tokens=True). Invalid UTF-8 in text is replaced
+// by U+FFFD first, as Hugging Face only accepts valid strings.
+func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
+	if !utf8.ValidString(text) {
+		text = lossyUTF8([]byte(text))
+	}
+	ids := make([]int, 0, len(text)/3+2)
+	var err error
+	for _, seg := range t.added.split(text, nil) {
+		if seg.id >= 0 {
+			ids = append(ids, seg.id)
+			continue
+		}
+		if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids); err != nil {
+			return nil, err
+		}
+	}
+	if addSpecial {
+		ids = t.post.apply(ids)
+	}
+	return ids, nil
+}
+
+// encodeSegment encodes text between non-normalized added tokens:
+// normalize, match normalized added tokens, pre-tokenize, run the model.
+func (t *Tokenizer) encodeSegment(text string, first bool, ids []int) ([]int, error) {
+	if t.normalizer != nil {
+		text = t.normalizer.normalize(text)
+	}
+	if text == "" {
+		return ids, nil
+	}
+	segs := []addedSegment{{text: text, id: -1}}
+	if t.added.normalized != nil {
+		segs = t.added.splitWith(t.added.normalized, text, segs[:0])
+	}
+	var words []piece
+	for _, seg := range segs {
+		if seg.id >= 0 {
+			ids = append(ids, seg.id)
+			continue
+		}
+		words = append(words[:0], piece{text: seg.text, first: first && seg.start == 0})
+		if t.preTokenizer != nil {
+			words = t.preTokenizer.split(words)
+		}
+		for _, w := range words {
+			var err error
+			if ids, err = t.model.encodeWord(w.text, ids); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ids, nil
+}
+
+// BOS returns the beginning-of-sequence token id, from tokenizer_config.json
+// or else the first special token the post-processor adds.
+func (t *Tokenizer) BOS() (id int, ok bool) { return t.bos, t.hasBOS }
+
+// EOS returns the end-of-sequence ids named by tokenizer_config.json (nil if
+// none). generation_config.json may list more; that is the caller's concern.
+func (t *Tokenizer) EOS() []int { return append([]int(nil), t.eos...) }
+
+// VocabSize returns one more than the largest token id.
+func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
+
+// Token returns the text of a token as stored in tokenizer.json (byte-level
+// tokens in their GPT-2 character form).
+func (t *Tokenizer) Token(id int) (string, bool) {
+	if id < 0 || id >= len(t.tokens) || !t.known[id] {
+		return "", false
+	}
+	return t.tokens[id], true
+}
+
+// TokenID returns the id of a token string (added tokens first).
+func (t *Tokenizer) TokenID(token string) (int, bool) { return t.tokenID(token) }
+
+// IsSpecial reports whether id is an added token marked special (skipped by
+// Decode with skipSpecial).
+func (t *Tokenizer) IsSpecial(id int) bool {
+	return id >= 0 && id < len(t.special) && t.special[id]
+}
