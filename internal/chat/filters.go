@@ -19,6 +19,7 @@ var errNotIterable = errors.New("value is not iterable")
 // addFilters adds the replacements named in hfFilters, plus __hf_iterable.
 func addFilters(data map[string]jinja.Value) {
 	data["__hf_iterable"] = jinja.NewCallable("for", iterable)
+	data["__hf_operand"] = jinja.NewCallable("operand", operand)
 	data["__hf_tojson"] = jinja.NewCallable("tojson", tojson)
 	data["__hf_selectattr"] = jinja.NewCallable("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 		return selectAttr("selectattr", true, args)
@@ -62,6 +63,21 @@ func iterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 		return v, nil
 	}
 	return jinja.Undefined(), fmt.Errorf("for loop over %s: %w", kindName(v), errNotIterable)
+}
+
+// errUndefinedOperand is returned when arithmetic or an ordering
+// comparison meets an undefined or none value, as in Hugging Face's
+// renderers (the engine alone would treat it as "" or 0).
+var errUndefinedOperand = errors.New("operand is undefined or none")
+
+func operand(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("operand: %d values", len(args))
+	}
+	if v := args[0]; v.IsUndefined() || v.IsNone() {
+		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), errUndefinedOperand)
+	}
+	return args[0], nil
 }
 
 // selectAttr implements selectattr/rejectattr: keep the mappings whose

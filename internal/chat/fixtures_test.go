@@ -147,7 +147,7 @@ func TestTokenizerConfigRendersMatchHF(t *testing.T) {
 
 // minTemplateMatches is the number of the 148 template renders (127
 // outputs, 21 errors) known to match; raise it when more match.
-const minTemplateMatches = 132
+const minTemplateMatches = 137
 
 func TestTemplatesMatchHF(t *testing.T) {
 	ce := loadChatExpected(t)

@@ -295,8 +295,10 @@ func tokenizeCode(s string) ([]codeToken, error) {
 
 func isASCIILetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
 
-// rewriteCode re-encodes string literals, renames Hugging Face filters and,
-// in a for statement, wraps the iterable in __hf_iterable(...).
+// rewriteCode re-encodes string literals and renames Hugging Face
+// filters everywhere in a tag, and re-emits the expressions of output tags
+// and of if/elif/for/set statements with Jinja2's precedence (see
+// translateExpr); a for loop's iterable is checked by __hf_iterable.
 func rewriteCode(body string, stmt bool) (string, error) {
 	toks, err := tokenizeCode(body)
 	if err != nil {
@@ -309,28 +311,88 @@ func rewriteCode(body string, stmt bool) (string, error) {
 			}
 		}
 	}
-	iterStart, iterEnd := -1, -1
-	if stmt {
-		iterStart, iterEnd = forIterable(toks)
+	if !stmt {
+		return translateOr(toks), nil
 	}
+	first := nextSignificant(toks, 0)
+	if first >= len(toks) {
+		return plainCode(toks), nil
+	}
+	switch toks[first].text {
+	case "if", "elif":
+		return plainCode(toks[:first+1]) + " " + translateOr(toks[first+1:]), nil
+	case "set":
+		if eq := assignIndex(toks); eq >= 0 {
+			return plainCode(toks[:eq+1]) + " " + translateOr(toks[eq+1:]), nil
+		}
+	case "for":
+		start, end := forIterable(toks)
+		if start < 0 {
+			break
+		}
+		out := plainCode(toks[:start]) + " __hf_iterable(" + translateOr(toks[start:end]) + ") "
+		if end < len(toks) && toks[end].text == "if" {
+			rec := len(toks)
+			for k := end + 1; k < len(toks); k++ {
+				if toks[k].name && toks[k].text == "recursive" {
+					rec = k
+				}
+			}
+			return out + "if " + translateOr(toks[end+1:rec]) + " " + plainCode(toks[rec:]), nil
+		}
+		return out + plainCode(toks[end:]), nil
+	}
+	return plainCode(toks), nil
+}
+
+// translateOr re-emits an expression, or returns it as written if it uses
+// syntax the translator does not know (the engine may still accept it).
+func translateOr(toks []codeToken) string {
+	if out, err := translateExpr(toks); err == nil {
+		return out
+	}
+	return plainCode(toks)
+}
+
+// plainCode writes tokens back with string literals re-encoded.
+func plainCode(toks []codeToken) string {
 	var b strings.Builder
-	for k, t := range toks {
-		if k == iterStart {
-			b.WriteString(" __hf_iterable(")
-		}
-		if k == iterEnd {
-			b.WriteString(") ")
-		}
+	for _, t := range toks {
 		if t.isStr {
 			b.WriteString(quoteLiteral(t.str))
 		} else {
 			b.WriteString(t.text)
 		}
 	}
-	if iterEnd == len(toks) {
-		b.WriteString(")")
+	return b.String()
+}
+
+func nextSignificant(toks []codeToken, k int) int {
+	for k < len(toks) && strings.TrimSpace(toks[k].text) == "" {
+		k++
 	}
-	return b.String(), nil
+	return k
+}
+
+// assignIndex returns the index of the "=" of "set target = value" at
+// bracket depth 0, or -1 (a block set has none).
+func assignIndex(toks []codeToken) int {
+	depth := 0
+	for k, t := range toks {
+		switch t.text {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+		case "=":
+			prev := prevSignificant(toks, k)
+			nextIsEq := k+1 < len(toks) && toks[k+1].text == "="
+			if depth == 0 && !nextIsEq && prev != "=" && prev != "!" && prev != "<" && prev != ">" {
+				return k
+			}
+		}
+	}
+	return -1
 }
 
 func prevSignificant(toks []codeToken, k int) string {
