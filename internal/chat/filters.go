@@ -1,0 +1,402 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// errNotIterable is returned when a for loop or a filter meets a value that
+// Hugging Face's renderers refuse to iterate (undefined or none).
+var errNotIterable = errors.New("value is not iterable")
+
+// addFilters adds the replacements named in hfFilters, plus __hf_iterable.
+func addFilters(data map[string]jinja.Value) {
+	data["__hf_iterable"] = jinja.NewCallable("for", iterable)
+	data["__hf_operand"] = jinja.NewCallable("operand", operand)
+	data["__hf_tojson"] = jinja.NewCallable("tojson", tojson)
+	data["__hf_selectattr"] = jinja.NewCallable("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+		return selectAttr("selectattr", true, args)
+	})
+	data["__hf_rejectattr"] = jinja.NewCallable("rejectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+		return selectAttr("rejectattr", false, args)
+	})
+}
+
+func kindName(v jinja.Value) string {
+	switch {
+	case v.IsUndefined():
+		return "undefined"
+	case v.IsNone():
+		return "none"
+	case v.IsBool():
+		return "bool"
+	case v.IsInt():
+		return "int"
+	case v.IsFloat():
+		return "float"
+	case v.IsString():
+		return "string"
+	case v.IsList():
+		return "list"
+	case v.IsDict():
+		return "mapping"
+	}
+	return "callable"
+}
+
+// iterable passes a for loop's iterable through, refusing undefined and
+// none as Hugging Face does (Python's transformers passes absent tools and
+// documents as None, which Python cannot iterate).
+func iterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("for loop: %d iterables", len(args))
+	}
+	v := args[0]
+	if v.IsList() || v.IsDict() || v.IsString() {
+		return v, nil
+	}
+	return jinja.Undefined(), fmt.Errorf("for loop over %s: %w", kindName(v), errNotIterable)
+}
+
+// errUndefinedOperand is returned when arithmetic or an ordering
+// comparison meets an undefined or none value, as in Hugging Face's
+// renderers (the engine alone would treat it as "" or 0).
+var errUndefinedOperand = errors.New("operand is undefined or none")
+
+func operand(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("operand: %d values", len(args))
+	}
+	if v := args[0]; v.IsUndefined() || v.IsNone() {
+		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), errUndefinedOperand)
+	}
+	return args[0], nil
+}
+
+// selectAttr implements selectattr/rejectattr: keep the mappings whose
+// attribute (a dotted path) passes the test (truthiness by default).
+func selectAttr(name string, keep bool, args []jinja.Value) (jinja.Value, error) {
+	if len(args) < 2 {
+		return jinja.Undefined(), fmt.Errorf("%s: want an attribute name", name)
+	}
+	seq := args[0]
+	if !seq.IsList() {
+		return jinja.Undefined(), fmt.Errorf("%s on %s: %w", name, kindName(seq), errNotIterable)
+	}
+	if !args[1].IsString() {
+		return jinja.Undefined(), fmt.Errorf("%s: attribute name must be a string, got %s", name, kindName(args[1]))
+	}
+	path := strings.Split(args[1].AsString(), ".")
+	test := ""
+	if len(args) > 2 {
+		if !args[2].IsString() {
+			return jinja.Undefined(), fmt.Errorf("%s: test name must be a string", name)
+		}
+		test = args[2].AsString()
+	}
+	var out []jinja.Value
+	for _, item := range seq.AsList().Items {
+		v := item
+		for _, p := range path {
+			v = attribute(v, p)
+		}
+		ok, err := applyTest(test, v, args[3:])
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("%s: %w", name, err)
+		}
+		if ok == keep {
+			out = append(out, item)
+		}
+	}
+	return jinja.NewList(out), nil
+}
+
+func attribute(v jinja.Value, key string) jinja.Value {
+	if v.IsDict() {
+		if x, ok := v.AsDict().Get(key); ok {
+			return x
+		}
+		return jinja.Undefined()
+	}
+	if v.IsList() {
+		if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < v.AsList().Len() {
+			return v.AsList().Get(i)
+		}
+	}
+	return jinja.Undefined()
+}
+
+// applyTest runs a Jinja test by name ("" means truthiness).
+func applyTest(test string, v jinja.Value, args []jinja.Value) (bool, error) {
+	arg := func() (jinja.Value, error) {
+		if len(args) == 0 {
+			return jinja.Undefined(), fmt.Errorf("test %q needs an argument", test)
+		}
+		return args[0], nil
+	}
+	switch test {
+	case "":
+		return v.IsTruthy(), nil
+	case "defined":
+		return !v.IsUndefined(), nil
+	case "undefined":
+		return v.IsUndefined(), nil
+	case "none":
+		return v.IsNone(), nil
+	case "string":
+		return v.IsString(), nil
+	case "number":
+		return v.IsNumber() && !v.IsBool(), nil
+	case "integer":
+		return v.IsInt(), nil
+	case "float":
+		return v.IsFloat(), nil
+	case "boolean":
+		return v.IsBool(), nil
+	case "mapping":
+		return v.IsDict(), nil
+	case "sequence", "iterable":
+		return v.IsList() || v.IsString() || v.IsDict(), nil
+	case "true":
+		return v.IsBool() && v.AsBool(), nil
+	case "false":
+		return v.IsBool() && !v.AsBool(), nil
+	case "equalto", "eq", "==", "sameas":
+		a, err := arg()
+		if err != nil {
+			return false, err
+		}
+		return equalValues(v, a), nil
+	case "ne", "!=":
+		a, err := arg()
+		if err != nil {
+			return false, err
+		}
+		return !equalValues(v, a), nil
+	case "in":
+		a, err := arg()
+		if err != nil {
+			return false, err
+		}
+		return contains(a, v), nil
+	}
+	return false, fmt.Errorf("unknown test %q", test)
+}
+
+func equalValues(a, b jinja.Value) bool {
+	if a.IsNumber() && b.IsNumber() {
+		return toFloat(a) == toFloat(b)
+	}
+	return a.Equals(b)
+}
+
+func toFloat(v jinja.Value) float64 {
+	if v.IsInt() {
+		return float64(v.AsInt())
+	}
+	return v.AsFloat()
+}
+
+func contains(container, item jinja.Value) bool {
+	switch {
+	case container.IsList():
+		for _, x := range container.AsList().Items {
+			if equalValues(x, item) {
+				return true
+			}
+		}
+	case container.IsDict():
+		return item.IsString() && container.AsDict().Has(item.AsString())
+	case container.IsString():
+		return item.IsString() && strings.Contains(container.AsString(), item.AsString())
+	}
+	return false
+}
+
+// tojson is Hugging Face's tojson: Python's json.dumps(x,
+// ensure_ascii=False, indent=indent, separators=separators,
+// sort_keys=sort_keys), keys in insertion order unless sorted.
+func tojson(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), errors.New("tojson: no value")
+	}
+	e := jsonEncoder{itemSep: ", ", keySep: ": "}
+	if ind, ok := kw["indent"]; ok && !ind.IsNone() {
+		switch {
+		case ind.IsInt():
+			e.indent = strings.Repeat(" ", int(max(ind.AsInt(), 0)))
+		case ind.IsString():
+			e.indent = ind.AsString()
+		default:
+			return jinja.Undefined(), fmt.Errorf("tojson: indent must be an integer or a string, got %s", kindName(ind))
+		}
+		e.indented = true
+		e.itemSep = ","
+	}
+	if len(args) > 1 && !args[1].IsNone() && args[1].IsInt() { // tojson(2)
+		e.indent, e.indented, e.itemSep = strings.Repeat(" ", int(max(args[1].AsInt(), 0))), true, ","
+	}
+	if sep, ok := kw["separators"]; ok && !sep.IsNone() {
+		if !sep.IsList() || sep.AsList().Len() != 2 || !sep.AsList().Get(0).IsString() || !sep.AsList().Get(1).IsString() {
+			return jinja.Undefined(), errors.New("tojson: separators must be two strings")
+		}
+		e.itemSep, e.keySep = sep.AsList().Get(0).AsString(), sep.AsList().Get(1).AsString()
+	}
+	if sk, ok := kw["sort_keys"]; ok {
+		e.sortKeys = sk.IsTruthy()
+	}
+	var b strings.Builder
+	if err := e.encode(&b, args[0], 0); err != nil {
+		return jinja.Undefined(), fmt.Errorf("tojson: %w", err)
+	}
+	return jinja.NewString(b.String()), nil
+}
+
+type jsonEncoder struct {
+	indented        bool
+	indent          string
+	itemSep, keySep string
+	sortKeys        bool
+}
+
+func (e *jsonEncoder) newline(b *strings.Builder, depth int) {
+	if e.indented {
+		b.WriteByte('\n')
+		for range depth {
+			b.WriteString(e.indent)
+		}
+	}
+}
+
+func (e *jsonEncoder) encode(b *strings.Builder, v jinja.Value, depth int) error {
+	switch {
+	case v.IsUndefined(), v.IsNone():
+		b.WriteString("null")
+	case v.IsBool():
+		b.WriteString(strconv.FormatBool(v.AsBool()))
+	case v.IsInt():
+		b.WriteString(strconv.FormatInt(v.AsInt(), 10))
+	case v.IsFloat():
+		b.WriteString(pythonFloat(v.AsFloat()))
+	case v.IsString():
+		writeJSONString(b, v.AsString())
+	case v.IsList():
+		items := v.AsList().Items
+		if len(items) == 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, it := range items {
+			if i > 0 {
+				b.WriteString(e.itemSep)
+			}
+			e.newline(b, depth+1)
+			if err := e.encode(b, it, depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(b, depth)
+		b.WriteByte(']')
+	case v.IsDict():
+		d := v.AsDict()
+		keys := d.OrderedKeys()
+		if len(keys) == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		if e.sortKeys {
+			sort.Strings(keys)
+		}
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(e.itemSep)
+			}
+			e.newline(b, depth+1)
+			writeJSONString(b, k)
+			b.WriteString(e.keySep)
+			x, _ := d.Get(k)
+			if err := e.encode(b, x, depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(b, depth)
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("cannot encode a %s as JSON", kindName(v))
+	}
+	return nil
+}
+
+// writeJSONString writes s as Python's json.dumps(ensure_ascii=False) does.
+func writeJSONString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20:
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	b.WriteByte('"')
+}
+
+// pythonFloat formats f like Python's repr(float).
+func pythonFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX, shortest
+	mant, expStr, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(expStr)
+	sign := ""
+	if strings.HasPrefix(mant, "-") {
+		sign, mant = "-", mant[1:]
+	}
+	digits := strings.Replace(mant, ".", "", 1)
+	if exp < -4 || exp >= 16 {
+		m := digits[:1]
+		if len(digits) > 1 {
+			m += "." + digits[1:]
+		}
+		es := fmt.Sprintf("%+03d", exp)
+		return sign + m + "e" + es
+	}
+	if exp < 0 {
+		return sign + "0." + strings.Repeat("0", -exp-1) + digits
+	}
+	if len(digits) <= exp+1 {
+		return sign + digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
+	}
+	return sign + digits[:exp+1] + "." + digits[exp+1:]
+}
