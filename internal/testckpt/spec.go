@@ -175,34 +175,37 @@ func writeTensors(spec Spec, dtype safetensors.DType) ([]safetensors.WriteTensor
 	return out, nil
 }
 
-const chunk = 1 << 14 // values per write
+// block is the number of values generated per write.
+const block = 1 << 16
 
 func encode(w io.Writer, t TensorSpec, dtype safetensors.DType) error {
-	vals := make([]float32, chunk)
-	buf := make([]byte, chunk*dtype.Size())
+	size := int64(dtype.Size())
 	n := t.NumElements()
-	for start := int64(0); start < n; start += chunk {
-		m := min(int64(chunk), n-start)
-		v := vals[:m]
-		t.Fill(v, start)
-		b := buf[:m*int64(dtype.Size())]
-		switch dtype {
-		case safetensors.F32:
-			for i, x := range v {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-			}
-		case safetensors.BF16:
-			for i, x := range v {
-				binary.LittleEndian.PutUint16(b[2*i:], safetensors.BFloat16(x))
-			}
-		case safetensors.F16:
-			for i, x := range v {
-				binary.LittleEndian.PutUint16(b[2*i:], safetensors.Float16(x))
-			}
-		}
+	buf := make([]byte, min(block, n)*size)
+	for start := int64(0); start < n; start += block {
+		b := buf[:min(block, n-start)*size]
+		encodeRange(b, t, start, dtype)
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// encodeRange stores elements start .. start+len(b)/size-1 of t into b.
+func encodeRange(b []byte, t TensorSpec, start int64, dtype safetensors.DType) {
+	switch dtype {
+	case safetensors.F32:
+		for i := 0; i < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(t.Value(start+int64(i/4))))
+		}
+	case safetensors.BF16:
+		for i := 0; i < len(b); i += 2 {
+			binary.LittleEndian.PutUint16(b[i:], safetensors.BFloat16(t.Value(start+int64(i/2))))
+		}
+	case safetensors.F16:
+		for i := 0; i < len(b); i += 2 {
+			binary.LittleEndian.PutUint16(b[i:], safetensors.Float16(t.Value(start+int64(i/2))))
+		}
+	}
 }

@@ -347,3 +347,25 @@ func TestReference(t *testing.T) {
 		t.Errorf("Random(unknown) succeeded")
 	}
 }
+
+func TestRandomIsSafeForConcurrentUse(t *testing.T) {
+	const callers = 4
+	results := make(chan []byte, callers)
+	for range callers {
+		go func() {
+			fsys, err := Random("mistral")
+			if err != nil {
+				t.Error(err)
+				results <- nil
+				return
+			}
+			results <- fsys["model.safetensors"].Data
+		}()
+	}
+	first := <-results
+	for range callers - 1 {
+		if got := <-results; len(got) == 0 || &got[0] != &first[0] {
+			t.Errorf("concurrent Random calls returned different weight buffers")
+		}
+	}
+}
