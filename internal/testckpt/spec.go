@@ -84,6 +84,9 @@ func ParseSpec(data []byte) (Spec, error) {
 }
 
 func (s Spec) validate() error {
+	if s.Generator != "" && s.Generator != Generator {
+		return fmt.Errorf("testckpt: weights spec uses generator %q; this package implements only %q", s.Generator, Generator)
+	}
 	if _, err := storedDType(s.DType); err != nil {
 		return err
 	}

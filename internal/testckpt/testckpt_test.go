@@ -369,3 +369,22 @@ func TestRandomIsSafeForConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSpecRejectsBadSpecs(t *testing.T) {
+	tests := []struct{ name, json, want string }{
+		{"other generator", `{"generator":"numpy","safetensors_dtype":"F32","tensors":[{"name":"a","shape":[1]}]}`, "numpy"},
+		{"bad dtype", `{"safetensors_dtype":"I8","tensors":[{"name":"a","shape":[1]}]}`, "I8"},
+		{"no tensors", `{"safetensors_dtype":"F32","tensors":[]}`, "no tensors"},
+		{"repeated name", `{"safetensors_dtype":"F32","tensors":[{"name":"a","shape":[1]},{"name":"a","shape":[1]}]}`, "repeated"},
+		{"zero dimension", `{"safetensors_dtype":"F32","tensors":[{"name":"a","shape":[0]}]}`, "positive"},
+		{"not json", `{`, "weights spec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(tt.json))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
