@@ -19,7 +19,7 @@ const Generator = "value[i] = float32(center + scale*(2*u_i - 1)), u_i = (splitm
 type Spec struct {
 	Generator string       `json:"generator"`
 	ModelSeed uint64       `json:"model_seed"`
-	DType     string       `json:"safetensors_dtype"` // "F32", "BF16" or "F16": the dtype stored
+	DType     string       `json:"safetensors_dtype"` // "F32", "BF16" or "F16": the dtype stored (may be empty: Generate's argument decides)
 	Tensors   []TensorSpec `json:"tensors"`           // in generation order (the file sorts by name)
 }
 
@@ -87,8 +87,10 @@ func (s Spec) validate() error {
 	if s.Generator != "" && s.Generator != Generator {
 		return fmt.Errorf("testckpt: weights spec uses generator %q; this package implements only %q", s.Generator, Generator)
 	}
-	if _, err := storedDType(s.DType); err != nil {
-		return err
+	if s.DType != "" {
+		if _, err := storedDType(s.DType); err != nil {
+			return err
+		}
 	}
 	if len(s.Tensors) == 0 {
 		return fmt.Errorf("testckpt: weights spec has no tensors")
