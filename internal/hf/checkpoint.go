@@ -56,6 +56,10 @@ type shard struct {
 // Open reads the checkpoint folder fsys. Files that implement io.ReaderAt
 // (as mmap.DirFS's do) are read in place, with zero-copy Raw when they also
 // expose Bytes(); other files are read into memory.
+//
+// Weights come from model.safetensors if present, else from the shards named
+// by model.safetensors.index.json; the index's weight_map is authoritative
+// (tensors a shard holds but the index does not list are ignored).
 func Open(fsys fs.FS) (*Checkpoint, error) {
 	c := &Checkpoint{where: make(map[string]int)}
 	cfgData, err := fs.ReadFile(fsys, ConfigName)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -281,5 +282,40 @@ func TestOpenThroughMmapIsZeroCopy(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+func TestFingerprintChangesWithContent(t *testing.T) {
+	fingerprint := func(m fstest.MapFS) string {
+		t.Helper()
+		c, err := Open(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Fingerprint()
+	}
+	base := fingerprint(shardedFS(t))
+	if base != fingerprint(shardedFS(t)) {
+		t.Errorf("same folder, different fingerprints")
+	}
+	if !strings.HasPrefix(base, "sha256:") || len(base) != len("sha256:")+64 {
+		t.Errorf("fingerprint %q is not sha256:<64 hex digits>", base)
+	}
+	edits := map[string]func(fstest.MapFS){
+		"config": func(m fstest.MapFS) {
+			m["config.json"] = &fstest.MapFile{Data: []byte(strings.Replace(llamaConfig, `"hidden_size":4`, `"hidden_size":5`, 1))}
+		},
+		"tokenizer": func(m fstest.MapFS) { m["tokenizer.json"] = &fstest.MapFile{Data: []byte(`{}`)} },
+		"shard shape": func(m fstest.MapFS) {
+			m["model-00002-of-00002.safetensors"] = &fstest.MapFile{Data: safetensorsFile(t, f32Tensor("b.weight", []int{3, 1}, 4, 5, 6))}
+		},
+	}
+	for name, edit := range edits {
+		m := shardedFS(t)
+		edit(m)
+		if fingerprint(m) == base {
+			t.Errorf("changing the %s kept the fingerprint", name)
+		}
 	}
 }

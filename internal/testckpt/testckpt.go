@@ -1,0 +1,179 @@
+// Package testckpt provides checkpoints for tests and benchmarks: the
+// random-weight Hugging Face fixtures (Llama 3, Qwen2, Qwen3, Mistral,
+// Gemma 3; f32 and bf16) regenerated bit-exactly from their embedded
+// weights_spec.json, the llama.cpp reference logits summaries computed on
+// them, and Synthesize/Generate to build random checkpoints of any size of
+// those families.
+//
+// It owns the fixture data and the generator rule. It does not read or
+// interpret checkpoints (see internal/hf) and holds no tokenizers.
+package testckpt
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+	"sync"
+	"testing/fstest"
+
+	"github.com/hfstatic/hfstatic/internal/safetensors"
+)
+
+//go:embed testdata/*/*.json
+var fixtures embed.FS
+
+// Names returns the names of the embedded fixtures, sorted
+// ("gemma3", "gemma3-bf16", "llama", …).
+func Names() []string {
+	entries, _ := fs.ReadDir(fixtures, "testdata") // embedded: cannot fail
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func readFixture(name, file string) ([]byte, error) {
+	b, err := fs.ReadFile(fixtures, "testdata/"+name+"/"+file)
+	if err != nil {
+		return nil, fmt.Errorf("testckpt: unknown fixture %q (have %v): %w", name, Names(), err)
+	}
+	return b, nil
+}
+
+// FixtureSpec returns the parsed weights_spec.json of fixture name.
+func FixtureSpec(name string) (Spec, error) {
+	b, err := readFixture(name, "weights_spec.json")
+	if err != nil {
+		return Spec{}, err
+	}
+	return ParseSpec(b)
+}
+
+// generated caches each fixture's model.safetensors for the process.
+var generated struct {
+	sync.Mutex
+	byName map[string]*generation
+}
+
+type generation struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+func weights(name string) ([]byte, error) {
+	generated.Lock()
+	if generated.byName == nil {
+		generated.byName = make(map[string]*generation)
+	}
+	g, ok := generated.byName[name]
+	if !ok {
+		g = &generation{}
+		generated.byName[name] = g
+	}
+	generated.Unlock()
+	g.once.Do(func() {
+		spec, err := FixtureSpec(name)
+		if err != nil {
+			g.err = err
+			return
+		}
+		dt, _ := safetensors.ParseDType(spec.DType)
+		g.data, g.err = Generate(spec, dt)
+	})
+	return g.data, g.err
+}
+
+// Random returns fixture name as an in-memory Hugging Face folder:
+// config.json, generation_config.json and model.safetensors (generated once
+// per process and shared: do not modify the files' Data). There is no
+// tokenizer.
+func Random(name string) (fstest.MapFS, error) {
+	cfg, err := readFixture(name, "config.json")
+	if err != nil {
+		return nil, err
+	}
+	gen, err := readFixture(name, "generation_config.json")
+	if err != nil {
+		return nil, err
+	}
+	w, err := weights(name)
+	if err != nil {
+		return nil, err
+	}
+	return fstest.MapFS{
+		"config.json":            {Data: cfg, Mode: 0o444},
+		"generation_config.json": {Data: gen, Mode: 0o444},
+		"model.safetensors":      {Data: w, Mode: 0o444},
+	}, nil
+}
+
+// Summary is llama.cpp's reference run on a fixture (reference.summary.json):
+// CPU, f32 KV cache, on llama.cpp's own conversion of the checkpoint.
+type Summary struct {
+	Reference       string     `json:"reference"` // the implementation that produced it
+	Model           string     `json:"model"`
+	NVocab          int        `json:"n_vocab"`
+	NPositions      int        `json:"n_positions"`
+	InputIDs        []int      `json:"input_ids"`         // the prompt, BOS first where the tokenizer adds one
+	GreedyIDs       []int      `json:"greedy_ids"`        // 16 tokens greedily generated after the prompt
+	GreedyMaxLogits []float32  `json:"greedy_max_logits"` // the max logit at each greedy step
+	ProbeIDs        []int      `json:"probe_ids"`         // probe_ids[k] = k * (vocab/64)
+	Positions       []Position `json:"positions"`         // one per prompt position
+}
+
+// Position holds the reference logits summary at one prompt position.
+type Position struct {
+	Pos         int       `json:"pos"`
+	Argmax      int       `json:"argmax"`
+	LogSumExp   float64   `json:"logsumexp"`
+	Top10       []IDLogit `json:"top10"`        // highest first
+	ProbeLogits []float32 `json:"probe_logits"` // the logits at Summary.ProbeIDs
+}
+
+// IDLogit is a token id with its logit, stored as [id, logit] in JSON.
+type IDLogit struct {
+	ID    int
+	Logit float32
+}
+
+// UnmarshalJSON reads [id, logit].
+func (p *IDLogit) UnmarshalJSON(b []byte) error {
+	var pair [2]json.Number
+	if err := json.Unmarshal(b, &pair); err != nil {
+		return fmt.Errorf("want [id, logit]: %w", err)
+	}
+	id, err := pair[0].Int64()
+	if err != nil {
+		return fmt.Errorf("token id %s: %w", pair[0], err)
+	}
+	logit, err := pair[1].Float64()
+	if err != nil {
+		return fmt.Errorf("logit %s: %w", pair[1], err)
+	}
+	*p = IDLogit{ID: int(id), Logit: float32(logit)}
+	return nil
+}
+
+// Reference returns the parsed reference.summary.json of fixture name.
+func Reference(name string) (*Summary, error) {
+	b, err := readFixture(name, "reference.summary.json")
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("testckpt: %s/reference.summary.json: %w", name, err)
+	}
+	if len(s.Positions) != s.NPositions || len(s.InputIDs) != s.NPositions {
+		return nil, fmt.Errorf("testckpt: %s/reference.summary.json: %d positions and %d input ids, header says %d",
+			name, len(s.Positions), len(s.InputIDs), s.NPositions)
+	}
+	return &s, nil
+}

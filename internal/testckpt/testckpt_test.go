@@ -1,0 +1,390 @@
+package testckpt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hfstatic/hfstatic/internal/safetensors"
+)
+
+var allFixtures = []string{"gemma3", "gemma3-bf16", "llama", "llama-bf16", "mistral", "qwen2", "qwen3", "qwen3-bf16"}
+
+func TestNamesListsEveryFixture(t *testing.T) {
+	if diff := cmp.Diff(allFixtures, Names()); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
+	}
+}
+
+func TestSynthesizeReproducesFixtureSpecs(t *testing.T) {
+	for _, name := range allFixtures {
+		t.Run(name, func(t *testing.T) {
+			want, err := FixtureSpec(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgData, err := readFixture(name, "config.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := ParseConfig(cfgData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Synthesize(cfg, want.ModelSeed, want.DType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Synthesize(config.json) differs from weights_spec.json (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Values computed independently of this package (Python integers for splitmix64,
+// Python floats, struct.pack('<f') for the float32 rounding) from the fixture specs.
+func TestRandomMatchesIndependentlyComputedValues(t *testing.T) {
+	tests := []struct {
+		fixture, tensor string
+		index           int64
+		f32Bits         uint32
+		bf16Bits        uint16
+	}{
+		{"llama", "model.embed_tokens.weight", 0, 0xbf039893, 0xbf04},
+		{"llama", "model.embed_tokens.weight", 1, 0xbfc9239e, 0xbfc9},
+		{"llama", "model.embed_tokens.weight", 2, 0x3fbaf0e3, 0x3fbb},
+		{"llama", "model.embed_tokens.weight", 8208383, 0xbec7a550, 0xbec8},
+		{"llama", "model.layers.0.input_layernorm.weight", 0, 0x3f5c9882, 0x3f5d},
+		{"llama", "model.layers.0.input_layernorm.weight", 63, 0x3f89ef29, 0x3f8a},
+		{"llama", "model.norm.weight", 2, 0x3f7081d3, 0x3f71},
+		{"gemma3", "model.embed_tokens.weight", 8390655, 0x3fb02a87, 0x3fb0},
+		{"gemma3", "model.layers.0.input_layernorm.weight", 2, 0xbd483e40, 0xbd48},
+		{"gemma3", "model.norm.weight", 0, 0xbc99f38c, 0xbc9a},
+		{"gemma3", "model.norm.weight", 31, 0xbd81dcdc, 0xbd82},
+	}
+	for _, tt := range tests {
+		for _, variant := range []string{tt.fixture, tt.fixture + "-bf16"} {
+			f := openRandom(t, variant)
+			tensor, ok := f.Lookup(tt.tensor)
+			if !ok {
+				t.Fatalf("%s: no tensor %s", variant, tt.tensor)
+			}
+			raw, err := f.Raw(tensor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tensor.DType {
+			case safetensors.F32:
+				if got := binary.LittleEndian.Uint32(raw[4*tt.index:]); got != tt.f32Bits {
+					t.Errorf("%s %s[%d] = %#08x, want %#08x", variant, tt.tensor, tt.index, got, tt.f32Bits)
+				}
+			case safetensors.BF16:
+				if got := binary.LittleEndian.Uint16(raw[2*tt.index:]); got != tt.bf16Bits {
+					t.Errorf("%s %s[%d] = %#04x, want %#04x", variant, tt.tensor, tt.index, got, tt.bf16Bits)
+				}
+			default:
+				t.Errorf("%s %s: dtype %s", variant, tt.tensor, tensor.DType)
+			}
+		}
+	}
+}
+
+func openRandom(t testing.TB, name string) *safetensors.File {
+	t.Helper()
+	fsys, err := Random(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.FromBytes(fsys["model.safetensors"].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestRandomFilesAreWellFormed(t *testing.T) {
+	for _, name := range allFixtures {
+		t.Run(name, func(t *testing.T) {
+			spec, err := FixtureSpec(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys, err := Random(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, file := range []string{"config.json", "generation_config.json", "model.safetensors"} {
+				if len(fsys[file].Data) == 0 {
+					t.Errorf("%s is missing or empty", file)
+				}
+			}
+			data := fsys["model.safetensors"].Data
+			if !bytes.HasPrefix(data[8:], []byte(`{"__metadata__":{"format":"pt"},"lm_head.weight"`)) &&
+				!bytes.HasPrefix(data[8:], []byte(`{"__metadata__":{"format":"pt"},"model.embed_tokens.weight"`)) {
+				t.Errorf("header starts %q; want metadata then the first tensor by name", data[8:80])
+			}
+			f, err := safetensors.FromBytes(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Tensors()) != len(spec.Tensors) {
+				t.Fatalf("%d tensors, spec has %d", len(f.Tensors()), len(spec.Tensors))
+			}
+			prevEnd := f.Tensors()[0].Offset
+			for _, ts := range spec.Tensors {
+				tensor, ok := f.Lookup(ts.Name)
+				if !ok || !cmp.Equal(tensor.Shape, ts.Shape) || tensor.DType.String() != spec.DType {
+					t.Errorf("tensor %s = %+v, want shape %v dtype %s", ts.Name, tensor, ts.Shape, spec.DType)
+				}
+			}
+			for _, tensor := range f.Tensors() { // sorted by name, contiguous in that order
+				if tensor.Offset != prevEnd {
+					t.Errorf("tensor %s starts at %d, want %d (data in name order, no gaps)", tensor.Name, tensor.Offset, prevEnd)
+				}
+				prevEnd = tensor.Offset + tensor.Length
+			}
+			if prevEnd != int64(len(data)) {
+				t.Errorf("data ends at %d, file is %d bytes", prevEnd, len(data))
+			}
+		})
+	}
+}
+
+// The bf16 fixtures store exactly the f32 fixtures' values rounded to nearest even.
+func TestBF16FixturesAreRoundedF32Fixtures(t *testing.T) {
+	for _, name := range []string{"llama", "qwen3", "gemma3"} {
+		f32, bf16 := openRandom(t, name), openRandom(t, name+"-bf16")
+		ties := 0
+		for _, t32 := range f32.Tensors() {
+			t16, _ := bf16.Lookup(t32.Name)
+			a, _ := f32.Raw(t32)
+			b, _ := bf16.Raw(t16)
+			for i := range t32.NumElements() {
+				bits := binary.LittleEndian.Uint32(a[4*i:])
+				got := binary.LittleEndian.Uint16(b[2*i:])
+				want := uint16(bits >> 16) // truncate, then round
+				if rest := bits & 0xffff; rest > 0x8000 || (rest == 0x8000 && want&1 == 1) {
+					want++
+				}
+				if rest := bits & 0xffff; rest == 0x8000 {
+					ties++
+				}
+				if got != want {
+					t.Fatalf("%s %s[%d]: bf16 %#04x, want %#04x from f32 %#08x", name, t32.Name, i, got, want, bits)
+				}
+			}
+		}
+		t.Logf("%s: %d exact ties rounded to even", name, ties)
+	}
+}
+
+func TestGenerateIsDeterministicAndCached(t *testing.T) {
+	spec, err := FixtureSpec("qwen2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Generate(spec, safetensors.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Generate(spec, safetensors.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("two Generate calls differ")
+	}
+	size, err := FileSize(spec, safetensors.F32)
+	if err != nil || size != int64(len(a)) {
+		t.Errorf("FileSize = %d, %v; Generate wrote %d bytes", size, err, len(a))
+	}
+	r1, _ := Random("qwen2")
+	r2, _ := Random("qwen2")
+	if !bytes.Equal(r1["model.safetensors"].Data, a) {
+		t.Errorf("Random(qwen2) differs from Generate(its spec)")
+	}
+	if &r1["model.safetensors"].Data[0] != &r2["model.safetensors"].Data[0] {
+		t.Errorf("Random regenerated the weights instead of reusing them")
+	}
+}
+
+func TestGenerateF16RoundsValues(t *testing.T) {
+	spec := Spec{ModelSeed: 9, DType: "F16", Tensors: []TensorSpec{{Name: "w", Shape: []int{3, 5}, Seed: 42, Center: 0.5, Scale: 2}}}
+	data, err := Generate(spec, safetensors.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.FromBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := f.Lookup("w")
+	got, err := f.Float32(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		want := spec.Tensors[0].Value(int64(i))
+		if math.Abs(float64(g-want)) > math.Abs(float64(want))/1024 || g < -1.5 || g > 2.5 {
+			t.Errorf("w[%d] = %v, want %v within f16 precision and in [-1.5, 2.5]", i, g, want)
+		}
+	}
+}
+
+func TestSynthesizeOptions(t *testing.T) {
+	yes, no, kv := true, false, 2
+	tests := []struct {
+		name      string
+		cfg       RawConfigFields
+		has, lack []string
+		count     int
+	}{
+		{"llama untied with bias", RawConfigFields{Architectures: []string{"LlamaForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12,
+			NumHiddenLayers: 1, NumAttentionHeads: 2, TieWordEmbeddings: &no, AttentionBias: &yes},
+			[]string{"lm_head.weight", "model.layers.0.self_attn.v_proj.bias"}, []string{"model.layers.0.self_attn.q_norm.weight"}, 15},
+		{"llama defaults untied like transformers", RawConfigFields{Architectures: []string{"LlamaForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12,
+			NumHiddenLayers: 2, NumAttentionHeads: 2, NumKeyValueHeads: &kv},
+			[]string{"lm_head.weight", "model.layers.1.mlp.down_proj.weight"}, []string{"model.layers.0.self_attn.q_proj.bias"}, 21},
+		{"gemma3 defaults tied", RawConfigFields{Architectures: []string{"Gemma3ForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12,
+			NumHiddenLayers: 1, NumAttentionHeads: 2},
+			[]string{"model.layers.0.pre_feedforward_layernorm.weight"}, []string{"lm_head.weight"}, 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Synthesize(tt.cfg, 1, "F32")
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]TensorSpec{}
+			for _, ts := range s.Tensors {
+				names[ts.Name] = ts
+			}
+			for _, n := range tt.has {
+				if _, ok := names[n]; !ok {
+					t.Errorf("missing %s", n)
+				}
+			}
+			for _, n := range tt.lack {
+				if _, ok := names[n]; ok {
+					t.Errorf("unexpected %s", n)
+				}
+			}
+			if len(s.Tensors) != tt.count {
+				t.Errorf("%d tensors, want %d", len(s.Tensors), tt.count)
+			}
+		})
+	}
+	gemma := tests[2].cfg
+	s, _ := Synthesize(gemma, 1, "F32")
+	for _, ts := range s.Tensors {
+		if ts.Name == "model.layers.0.self_attn.q_norm.weight" && (ts.Shape[0] != 256 || ts.Center != 0) {
+			t.Errorf("gemma3 q_norm = %+v, want head_dim default 256 and centre 0", ts)
+		}
+	}
+}
+
+func TestSynthesizeRejectsBadConfigs(t *testing.T) {
+	base := RawConfigFields{Architectures: []string{"LlamaForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12, NumHiddenLayers: 1, NumAttentionHeads: 2}
+	tests := []struct {
+		name, want string
+		edit       func(*RawConfigFields)
+		dtype      string
+	}{
+		{"unknown architecture", "PhiForCausalLM", func(c *RawConfigFields) { c.Architectures = []string{"PhiForCausalLM"} }, "F32"},
+		{"no architectures", "no architectures", func(c *RawConfigFields) { c.Architectures = nil }, "F32"},
+		{"zero hidden", "hidden_size", func(c *RawConfigFields) { c.HiddenSize = 0 }, "F32"},
+		{"bad dtype", "I8", func(c *RawConfigFields) {}, "I8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.edit(&c)
+			_, err := Synthesize(c, 1, tt.dtype)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReference(t *testing.T) {
+	for _, name := range allFixtures {
+		t.Run(name, func(t *testing.T) {
+			s, err := Reference(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.GreedyIDs) != 16 || len(s.ProbeIDs) != 64 || s.NVocab <= 0 {
+				t.Fatalf("summary has %d greedy ids, %d probe ids, vocab %d", len(s.GreedyIDs), len(s.ProbeIDs), s.NVocab)
+			}
+			for k, id := range s.ProbeIDs {
+				if id != k*(s.NVocab/64) {
+					t.Errorf("probe_ids[%d] = %d, want %d", k, id, k*(s.NVocab/64))
+				}
+			}
+			for i, p := range s.Positions {
+				if p.Pos != i || len(p.Top10) != 10 || len(p.ProbeLogits) != 64 {
+					t.Fatalf("position %d: pos %d, %d top, %d probes", i, p.Pos, len(p.Top10), len(p.ProbeLogits))
+				}
+				if p.Top10[0].ID != p.Argmax || float64(p.Top10[0].Logit) > p.LogSumExp+1e-4 { // float32 logit vs float64 logsumexp
+					t.Errorf("position %d: top1 %+v, argmax %d, logsumexp %v", i, p.Top10[0], p.Argmax, p.LogSumExp)
+				}
+			}
+		})
+	}
+	s, _ := Reference("llama")
+	if s.InputIDs[0] != 128000 || s.Positions[0].Top10[0] != (IDLogit{100707, 35.84468}) {
+		t.Errorf("llama: input_ids[0] = %d, top1 at 0 = %+v; want 128000, {100707 35.84468}", s.InputIDs[0], s.Positions[0].Top10[0])
+	}
+	if _, err := Reference("nope"); err == nil {
+		t.Errorf("Reference(unknown) succeeded")
+	}
+	if _, err := Random("nope"); err == nil {
+		t.Errorf("Random(unknown) succeeded")
+	}
+}
+
+func TestRandomIsSafeForConcurrentUse(t *testing.T) {
+	const callers = 4
+	results := make(chan []byte, callers)
+	for range callers {
+		go func() {
+			fsys, err := Random("mistral")
+			if err != nil {
+				t.Error(err)
+				results <- nil
+				return
+			}
+			results <- fsys["model.safetensors"].Data
+		}()
+	}
+	first := <-results
+	for range callers - 1 {
+		if got := <-results; len(got) == 0 || &got[0] != &first[0] {
+			t.Errorf("concurrent Random calls returned different weight buffers")
+		}
+	}
+}
+
+func TestParseSpecRejectsBadSpecs(t *testing.T) {
+	tests := []struct{ name, json, want string }{
+		{"other generator", `{"generator":"numpy","safetensors_dtype":"F32","tensors":[{"name":"a","shape":[1]}]}`, "numpy"},
+		{"bad dtype", `{"safetensors_dtype":"I8","tensors":[{"name":"a","shape":[1]}]}`, "I8"},
+		{"no tensors", `{"safetensors_dtype":"F32","tensors":[]}`, "no tensors"},
+		{"repeated name", `{"safetensors_dtype":"F32","tensors":[{"name":"a","shape":[1]},{"name":"a","shape":[1]}]}`, "repeated"},
+		{"zero dimension", `{"safetensors_dtype":"F32","tensors":[{"name":"a","shape":[0]}]}`, "positive"},
+		{"not json", `{`, "weights spec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(tt.json))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
