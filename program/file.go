@@ -58,7 +58,9 @@ type FormatError struct {
 	Problem string
 }
 
-func (e *FormatError) Error() string { return fmt.Sprintf("invalid program: %s: %s", e.Item, e.Problem) }
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("invalid program: %s: %s", e.Item, e.Problem)
+}
 
 // Writer streams a program file: data first, then the manifest and trailer.
 type Writer struct {

@@ -91,8 +91,8 @@ type Tensor struct {
 	DType DType  `json:"dtype"`
 	Shape Shape  `json:"shape"`
 	// Offset is relative to the start of the file and a multiple of Alignment.
-	Offset int64 `json:"offset"`
-	Size   int64 `json:"size"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
 }
 

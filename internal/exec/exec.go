@@ -244,4 +244,3 @@ func asI64(b []byte) []int64 {
 	}
 	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
-

@@ -50,9 +50,9 @@ type Options struct {
 
 // Progress reports export progress.
 type Progress struct {
-	Tensor           string
-	Done, Total      int
-	BytesWritten     int64
+	Tensor       string
+	Done, Total  int
+	BytesWritten int64
 }
 
 // Summary describes a written program.

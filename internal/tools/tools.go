@@ -13,6 +13,6 @@ import (
 	_ "github.com/schollz/progressbar/v3"
 	_ "github.com/spf13/cobra"
 	_ "github.com/x448/float16"
-	_ "golang.org/x/text/unicode/norm"
 	_ "golang.org/x/sys/unix"
+	_ "golang.org/x/text/unicode/norm"
 )
