@@ -78,6 +78,17 @@ func (p *Program) compile(spec *program.Method) (*Method, error) {
 			m.buffers[b.Name] = b
 		}
 	}
+	used := map[string]bool{}
+	for _, op := range spec.Ops {
+		for _, n := range append(op.In, op.Out...) {
+			used[n] = true
+		}
+	}
+	for _, a := range spec.Activations {
+		if !used[a.Name] {
+			return nil, &program.FormatError{Item: fmt.Sprintf("method %q activation %q", spec.Name, a.Name), Problem: "not used by any op"}
+		}
+	}
 	for i := range spec.Ops {
 		op := &spec.Ops[i]
 		in := make([]operand, len(op.In))
