@@ -257,10 +257,15 @@ func (p *exprParser) leftAssoc(operand func() (string, error), op func() (string
 		if err != nil {
 			return "", err
 		}
-		if strict {
-			left, right = strictOperand(left), strictOperand(right)
+		switch {
+		case o == "*":
+			// __hf_mul caps the size of repeated strings and lists.
+			left = "__hf_mul(" + left + ", " + right + ")"
+		case strict:
+			left = "(" + strictOperand(left) + " " + o + " " + strictOperand(right) + ")"
+		default:
+			left = "(" + left + " " + o + " " + right + ")"
 		}
-		left = "(" + left + " " + o + " " + right + ")"
 	}
 }
 
@@ -399,11 +404,24 @@ func (p *exprParser) postfix(x string) (string, error) {
 			x += "." + t.text
 		case p.isOp("["):
 			p.next()
-			sub, err := p.subscript()
+			parts, err := p.subscript()
 			if err != nil {
 				return "", err
 			}
-			x += "[" + sub + "]"
+			if len(parts) == 1 {
+				x += "[" + parts[0] + "]"
+				break
+			}
+			// Slices follow Python exactly (and cheaply) in __hf_slice.
+			for len(parts) < 3 {
+				parts = append(parts, "")
+			}
+			for i, part := range parts {
+				if part == "" {
+					parts[i] = "none"
+				}
+			}
+			x = "__hf_slice(" + x + ", " + strings.Join(parts, ", ") + ")"
 		case p.isOp("("):
 			args, err := p.callArgs()
 			if err != nil {
@@ -416,8 +434,9 @@ func (p *exprParser) postfix(x string) (string, error) {
 	}
 }
 
-// subscript parses the inside of [...] (an index or a slice) and the "]".
-func (p *exprParser) subscript() (string, error) {
+// subscript parses the inside of [...] and the "]": one index, or two or
+// three slice parts ("" where omitted).
+func (p *exprParser) subscript() ([]string, error) {
 	var parts []string
 	cur := ""
 	for {
@@ -425,18 +444,21 @@ func (p *exprParser) subscript() (string, error) {
 		case p.isOp("]"):
 			p.next()
 			parts = append(parts, cur)
-			return strings.Join(parts, ":"), nil
+			if len(parts) > 3 || (len(parts) == 1 && cur == "") {
+				return nil, fmt.Errorf("%w: bad subscript", errExprSyntax)
+			}
+			return parts, nil
 		case p.isOp(":"):
 			p.next()
 			parts = append(parts, cur)
 			cur = ""
 		default:
 			if cur != "" {
-				return "", fmt.Errorf("%w: bad subscript", errExprSyntax)
+				return nil, fmt.Errorf("%w: bad subscript", errExprSyntax)
 			}
 			x, err := p.cond()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			cur = x
 		}

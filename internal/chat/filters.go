@@ -20,6 +20,8 @@ var errNotIterable = errors.New("value is not iterable")
 func addFilters(data map[string]jinja.Value) {
 	data["__hf_iterable"] = jinja.NewCallable("for", iterable)
 	data["__hf_operand"] = jinja.NewCallable("operand", operand)
+	data["__hf_mul"] = jinja.NewCallable("*", multiply)
+	data["__hf_slice"] = jinja.NewCallable("slice", slice)
 	data["__hf_tojson"] = jinja.NewCallable("tojson", tojson)
 	data["__hf_selectattr"] = jinja.NewCallable("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 		return selectAttr("selectattr", true, args)
@@ -78,6 +80,122 @@ func operand(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) 
 		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), errUndefinedOperand)
 	}
 	return args[0], nil
+}
+
+// multiply is Python's *: numbers multiply, a string or list times an
+// integer repeats (capped at maxSequence), undefined and none fail.
+func multiply(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), fmt.Errorf("*: %d operands", len(args))
+	}
+	a, b := args[0], args[1]
+	for _, v := range args {
+		if v.IsUndefined() || v.IsNone() {
+			return jinja.Undefined(), fmt.Errorf("* on %s: %w", kindName(v), errUndefinedOperand)
+		}
+	}
+	if b.IsString() || b.IsList() {
+		a, b = b, a
+	}
+	switch {
+	case a.IsInt() && b.IsInt():
+		return jinja.NewInt(a.AsInt() * b.AsInt()), nil
+	case a.IsNumber() && b.IsNumber():
+		return jinja.NewFloat(toFloat(a) * toFloat(b)), nil
+	case (a.IsString() || a.IsList()) && b.IsInt():
+		n := max(b.AsInt(), 0)
+		size := int64(0)
+		if a.IsString() {
+			size = int64(len(a.AsString()))
+		} else {
+			size = int64(a.AsList().Len())
+		}
+		if size > 0 && n > maxSequence/size {
+			return jinja.Undefined(), fmt.Errorf("%w: repeating %d items %d times", ErrLimit, size, n)
+		}
+		if a.IsString() {
+			return jinja.NewString(strings.Repeat(a.AsString(), int(n))), nil
+		}
+		var items []jinja.Value
+		for range n {
+			items = append(items, a.AsList().Items...)
+		}
+		return jinja.NewList(items), nil
+	}
+	return jinja.Undefined(), fmt.Errorf("*: cannot multiply %s by %s", kindName(a), kindName(b))
+}
+
+// slice is Python's seq[start:stop:step] for strings (by code point) and
+// lists; none means an omitted part.
+func slice(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 4 {
+		return jinja.Undefined(), fmt.Errorf("slice: %d arguments", len(args))
+	}
+	seq := args[0]
+	var n int
+	var runes []rune
+	switch {
+	case seq.IsString():
+		runes = []rune(seq.AsString())
+		n = len(runes)
+	case seq.IsList():
+		n = seq.AsList().Len()
+	default:
+		return jinja.Undefined(), fmt.Errorf("cannot slice a %s", kindName(seq))
+	}
+	var bound [3]*int64
+	for i, a := range args[1:] {
+		switch {
+		case a.IsNone() || a.IsUndefined():
+		case a.IsInt():
+			v := a.AsInt()
+			bound[i] = &v
+		default:
+			return jinja.Undefined(), fmt.Errorf("slice indices must be integers or none, got a %s", kindName(a))
+		}
+	}
+	step := int64(1)
+	if bound[2] != nil {
+		step = *bound[2]
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("slice step cannot be zero")
+	}
+	start, stop := sliceBounds(bound[0], bound[1], step, int64(n))
+	var idx []int
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		idx = append(idx, int(i))
+	}
+	if seq.IsString() {
+		out := make([]rune, len(idx))
+		for k, i := range idx {
+			out[k] = runes[i]
+		}
+		return jinja.NewString(string(out)), nil
+	}
+	items := make([]jinja.Value, len(idx))
+	for k, i := range idx {
+		items[k] = seq.AsList().Get(i)
+	}
+	return jinja.NewList(items), nil
+}
+
+// sliceBounds resolves start and stop like Python's slice.indices(n).
+func sliceBounds(startP, stopP *int64, step, n int64) (start, stop int64) {
+	clamp := func(v *int64, def, lo, hi int64) int64 {
+		if v == nil {
+			return def
+		}
+		x := *v
+		if x < 0 {
+			x += n
+		}
+		return min(max(x, lo), hi)
+	}
+	if step > 0 {
+		return clamp(startP, 0, 0, n), clamp(stopP, n, 0, n)
+	}
+	return clamp(startP, n-1, -1, n-1), clamp(stopP, -1, -1, n-1)
 }
 
 // selectAttr implements selectattr/rejectattr: keep the mappings whose

@@ -186,6 +186,16 @@ func applyWhitespace(ps []piece) {
 	}
 }
 
+// stmtKeyword returns the first word of a statement tag's body.
+func stmtKeyword(body string) string {
+	body = strings.TrimSpace(body)
+	end := strings.IndexFunc(body, func(r rune) bool { return !unicode.IsLetter(r) && r != '_' })
+	if end < 0 {
+		return body
+	}
+	return body[:end]
+}
+
 func isAllSpace(s string) bool {
 	return strings.TrimFunc(s, unicode.IsSpace) == ""
 }
@@ -221,7 +231,16 @@ func rewriteSource(src string) (string, error) {
 			if err != nil {
 				return "", err
 			}
+			// Count macro depth so runaway recursion is an error, not a
+			// stack overflow that would kill the process.
+			kw := stmtKeyword(p.body)
+			if kw == "endmacro" {
+				b.WriteString("{{ __hf_leave_macro() }}")
+			}
 			b.WriteString("{% " + body + " %}")
+			if kw == "macro" {
+				b.WriteString("{{ __hf_enter_macro() }}")
+			}
 		}
 	}
 	return b.String(), nil
