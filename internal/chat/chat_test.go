@@ -310,3 +310,18 @@ func TestSlicesArePython(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkRender(b *testing.B) {
+	ce := loadChatExpected(b)
+	tmpl, err := FromTokenizerConfig(readTestdata(b, "tokenizer_config.qwen3.json.gz"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := scenarioInput(b, ce.Scenarios[3]) // tools
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tmpl.Render(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
