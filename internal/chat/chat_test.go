@@ -325,3 +325,32 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+func TestFiltersFollowJinja2(t *testing.T) {
+	vars := map[string]any{
+		"blocks": json.RawMessage(`[{"type": "text", "v": 1}, {"type": "image", "v": 2}, {"type": "audio", "v": 3}]`),
+		"d":      json.RawMessage(`{"b": 1, "A": 2, "C": 0}`),
+		"words":  json.RawMessage(`["b", "A", "a", "C"]`),
+	}
+	tests := []struct{ name, src, want string }{
+		{"sort by attribute", "{{ blocks|sort(attribute='type')|map(attribute='v')|join(',') }}", "3,2,1"},
+		{"sort ignores case by default", "{{ words|sort|join(',') }}", "A,a,b,C"},
+		{"sort case-sensitive, reversed", "{{ words|sort(reverse=true, case_sensitive=true)|join(',') }}", "b,a,C,A"},
+		{"dictsort ignores case by default", "{% for k, v in d|dictsort %}{{ k }}{% endfor %}", "AbC"},
+		{"dictsort case-sensitive", "{% for k, v in d|dictsort(case_sensitive=true) %}{{ k }}{% endfor %}", "ACb"},
+		{"dictsort by value", "{% for k, v in d|dictsort(by='value') %}{{ k }}{% endfor %}", "CbA"},
+		{"unique ignores case", "{{ words|unique|join(',') }}", "b,A,C"},
+		{"int with base 16", "{{ 'ff'|int(base=16) }} {{ '0x1F'|int(base=16) }}", "255 31"},
+		{"int of a decimal string", "{{ '42.9'|int }} {{ 'x'|int }} {{ 'x'|int(7) }}", "42 0 7"},
+		{"float", "{{ ' 2.5 '|float }} {{ 'x'|float(1.5) }}", "2.5 1.5"},
+		{"map a filter", "{{ ['a', 'b']|map('upper')|join }}", "AB"},
+		{"map attribute with default", "{{ blocks|map(attribute='w', default='-')|join }}", "---"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mustRender(t, tc.src, Input{Vars: vars}); got != tc.want {
+				t.Errorf("render(%q) = %q, want %q", tc.src, got, tc.want)
+			}
+		})
+	}
+}

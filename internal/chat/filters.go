@@ -22,6 +22,12 @@ func addFilters(data map[string]jinja.Value) {
 	data["__hf_operand"] = jinja.NewCallable("operand", operand)
 	data["__hf_mul"] = jinja.NewCallable("*", multiply)
 	data["__hf_slice"] = jinja.NewCallable("slice", slice)
+	for name, fn := range map[string]filterFunc{
+		"sort": sortFilter, "dictsort": dictsortFilter, "unique": uniqueFilter,
+		"int": intFilter, "float": floatFilter, "map": mapFilter,
+	} {
+		data["__hf_"+name] = jinja.NewCallable(name, fn)
+	}
 	data["__hf_tojson"] = jinja.NewCallable("tojson", tojson)
 	data["__hf_selectattr"] = jinja.NewCallable("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 		return selectAttr("selectattr", true, args)

@@ -47,6 +47,12 @@ var hfFilters = map[string]string{
 	"tojson":     "__hf_tojson",
 	"selectattr": "__hf_selectattr",
 	"rejectattr": "__hf_rejectattr",
+	"sort":       "__hf_sort",
+	"dictsort":   "__hf_dictsort",
+	"unique":     "__hf_unique",
+	"int":        "__hf_int",
+	"float":      "__hf_float",
+	"map":        "__hf_map",
 }
 
 var endRawRe = regexp.MustCompile(`\{%([-+]?)\s*endraw\s*([-+]?)%\}`)
