@@ -354,3 +354,18 @@ func TestFiltersFollowJinja2(t *testing.T) {
 		})
 	}
 }
+
+func TestValuesPrintLikePython(t *testing.T) {
+	vars := map[string]any{"f": json.RawMessage(`{"x": 3.0, "y": 0.1, "l": ["it's", 1, 2.5, true, null, {"k": "v"}]}`)}
+	tests := []struct{ src, want string }{
+		{"{{ f.x }} {{ f.y }}", "3.0 0.1"},
+		{"{{ f.l }}", `["it's", 1, 2.5, True, None, {'k': 'v'}]`},
+		{"{{ 'x' ~ f.x }}", "x3.0"},
+		{"{{ f.x|string }} {{ none|string }} {{ [1]|string }}", "3.0 None [1]"},
+	}
+	for _, tc := range tests {
+		if got := mustRender(t, tc.src, Input{Vars: vars}); got != tc.want {
+			t.Errorf("render(%q) = %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}

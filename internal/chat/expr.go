@@ -214,12 +214,20 @@ func (p *exprParser) math1() (string, error) {
 }
 
 func (p *exprParser) concat() (string, error) {
-	return p.leftAssoc(p.math2, func() (string, bool) {
-		if p.isOp("~") {
-			return "~", true
+	left, err := p.math2()
+	if err != nil {
+		return "", err
+	}
+	for p.isOp("~") {
+		p.next()
+		right, err := p.math2()
+		if err != nil {
+			return "", err
 		}
-		return "", false
-	}, false)
+		// The engine prints floats and containers unlike Python.
+		left = "(__hf_str(" + left + ") ~ __hf_str(" + right + "))"
+	}
+	return left, nil
 }
 
 func (p *exprParser) math2() (string, error) {

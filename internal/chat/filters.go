@@ -22,9 +22,10 @@ func addFilters(data map[string]jinja.Value) {
 	data["__hf_operand"] = jinja.NewCallable("operand", operand)
 	data["__hf_mul"] = jinja.NewCallable("*", multiply)
 	data["__hf_slice"] = jinja.NewCallable("slice", slice)
+	data["__hf_str"] = jinja.NewCallable("str", pyStr)
 	for name, fn := range map[string]filterFunc{
 		"sort": sortFilter, "dictsort": dictsortFilter, "unique": uniqueFilter,
-		"int": intFilter, "float": floatFilter, "map": mapFilter,
+		"int": intFilter, "float": floatFilter, "map": mapFilter, "string": stringFilterPy,
 	} {
 		data["__hf_"+name] = jinja.NewCallable(name, fn)
 	}

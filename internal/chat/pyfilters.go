@@ -330,7 +330,7 @@ var mappableFilters = map[string]filterFunc{
 	"upper":  stringFilter(strings.ToUpper),
 	"lower":  stringFilter(strings.ToLower),
 	"trim":   stringFilter(strings.TrimSpace),
-	"string": stringFilter(func(s string) string { return s }),
+	"string": stringFilterPy,
 	"int":    intFilter,
 	"float":  floatFilter,
 	"tojson": tojson,

@@ -53,6 +53,7 @@ var hfFilters = map[string]string{
 	"int":        "__hf_int",
 	"float":      "__hf_float",
 	"map":        "__hf_map",
+	"string":     "__hf_string",
 }
 
 var endRawRe = regexp.MustCompile(`\{%([-+]?)\s*endraw\s*([-+]?)%\}`)
@@ -231,7 +232,8 @@ func rewriteSource(src string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			b.WriteString("{{ " + body + " }}")
+			// Print floats, lists and dicts as Python does.
+			b.WriteString("{{ __hf_str(" + body + ") }}")
 		case pieceStmt:
 			body, err := rewriteCode(p.body, true)
 			if err != nil {
