@@ -13,7 +13,7 @@ func ExampleSampler() {
 		return
 	}
 	logits := []float32{0.1, 9, 0.3, 8.9} // one row, read only
-	history := []int{1}                  // token 1 was already generated
+	history := []int{1}                   // token 1 was already generated
 	fmt.Println(s.Sample(logits, history) < len(logits))
 	// Output: true
 }
