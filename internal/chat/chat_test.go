@@ -369,3 +369,10 @@ func TestValuesPrintLikePython(t *testing.T) {
 		}
 	}
 }
+
+func TestTestsTheEngineLacks(t *testing.T) {
+	src := "{{ 9 is divisibleby 3 }} {{ 10 is divisibleby(3) }} {{ 10 is not divisibleby 3 }} {{ 'x' is escaped }}"
+	if got, want := mustRender(t, src, Input{}), "True False True False"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -554,6 +554,15 @@ func (p *exprParser) filters(x string) (string, error) {
 				}
 				args = "(" + arg + ")"
 			}
+			if _, ok := extraTests[name]; ok {
+				// A Jinja2 test the engine lacks: evaluate it here.
+				call := "__hf_test(" + quoteLiteral(name) + ", " + x
+				if args != "" {
+					call += ", " + args[1:len(args)-1]
+				}
+				x = "(" + strings.TrimSuffix(neg, " ") + " " + call + "))"
+				break
+			}
 			x = "(" + x + " is " + neg + name + args + ")"
 		case p.isOp("("):
 			args, err := p.callArgs()

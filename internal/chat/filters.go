@@ -23,6 +23,7 @@ func addFilters(data map[string]jinja.Value) {
 	data["__hf_mul"] = jinja.NewCallable("*", multiply)
 	data["__hf_slice"] = jinja.NewCallable("slice", slice)
 	data["__hf_str"] = jinja.NewCallable("str", pyStr)
+	data["__hf_test"] = jinja.NewCallable("test", extraTest)
 	for name, fn := range map[string]filterFunc{
 		"sort": sortFilter, "dictsort": dictsortFilter, "unique": uniqueFilter,
 		"int": intFilter, "float": floatFilter, "map": mapFilter, "string": stringFilterPy,
@@ -203,6 +204,37 @@ func sliceBounds(startP, stopP *int64, step, n int64) (start, stop int64) {
 		return clamp(startP, 0, 0, n), clamp(stopP, n, 0, n)
 	}
 	return clamp(startP, n-1, -1, n-1), clamp(stopP, -1, -1, n-1)
+}
+
+// extraTests are the Jinja2 tests the engine lacks; the translator turns
+// "x is name(args)" for these into __hf_test("name", x, args...).
+var extraTests = map[string]func(v jinja.Value, args []jinja.Value) (bool, error){
+	"divisibleby": func(v jinja.Value, args []jinja.Value) (bool, error) {
+		if len(args) != 1 || !args[0].IsInt() || !v.IsInt() {
+			return false, errors.New("divisibleby: want an integer tested against an integer")
+		}
+		if args[0].AsInt() == 0 {
+			return false, errors.New("divisibleby: division by zero")
+		}
+		return v.AsInt()%args[0].AsInt() == 0, nil
+	},
+	// No value is markup-escaped in a chat template environment.
+	"escaped": func(jinja.Value, []jinja.Value) (bool, error) { return false, nil },
+}
+
+func extraTest(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 2 || !args[0].IsString() {
+		return jinja.Undefined(), errors.New("test: want a test name and a value")
+	}
+	fn, ok := extraTests[args[0].AsString()]
+	if !ok {
+		return jinja.Undefined(), fmt.Errorf("unknown test %q", args[0].AsString())
+	}
+	r, err := fn(args[1], args[2:])
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewBool(r), nil
 }
 
 // selectAttr implements selectattr/rejectattr: keep the mappings whose
