@@ -94,12 +94,12 @@ func TestRenderErrors(t *testing.T) {
 		name, src string
 		target    error
 	}{
-		{"arithmetic on undefined", "{{ missing + 'x' }}", errUndefinedOperand},
-		{"arithmetic on none", "{{ n + 1 }}", errUndefinedOperand},
-		{"ordering with undefined", "{{ missing < 1 }}", errUndefinedOperand},
-		{"for over undefined", "{% for t in tools %}{% endfor %}", errNotIterable},
-		{"for over none", "{% for t in n %}{% endfor %}", errNotIterable},
-		{"selectattr on none", "{{ n|selectattr('type')|list }}", errNotIterable},
+		{"arithmetic on undefined", "{{ missing + 'x' }}", ErrUndefinedOperand},
+		{"arithmetic on none", "{{ n + 1 }}", ErrUndefinedOperand},
+		{"ordering with undefined", "{{ missing < 1 }}", ErrUndefinedOperand},
+		{"for over undefined", "{% for t in tools %}{% endfor %}", ErrNotIterable},
+		{"for over none", "{% for t in n %}{% endfor %}", ErrNotIterable},
+		{"selectattr on none", "{{ n|selectattr('type')|list }}", ErrNotIterable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

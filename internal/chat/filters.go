@@ -12,9 +12,10 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// errNotIterable is returned when a for loop or a filter meets a value that
-// Hugging Face's renderers refuse to iterate (undefined or none).
-var errNotIterable = errors.New("value is not iterable")
+// ErrNotIterable is returned when a for loop or a filter meets a value that
+// Hugging Face's renderers refuse to iterate (undefined or none), typically
+// a variable the template needs and the caller did not pass (tools, documents).
+var ErrNotIterable = errors.New("chat: template iterates a value that is undefined or none")
 
 // addFilters adds the replacements named in hfFilters, plus __hf_iterable.
 func addFilters(data map[string]jinja.Value) {
@@ -72,20 +73,21 @@ func iterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 	if v.IsList() || v.IsDict() || v.IsString() {
 		return v, nil
 	}
-	return jinja.Undefined(), fmt.Errorf("for loop over %s: %w", kindName(v), errNotIterable)
+	return jinja.Undefined(), fmt.Errorf("for loop over %s: %w", kindName(v), ErrNotIterable)
 }
 
-// errUndefinedOperand is returned when arithmetic or an ordering
+// ErrUndefinedOperand is returned when arithmetic or an ordering
 // comparison meets an undefined or none value, as in Hugging Face's
-// renderers (the engine alone would treat it as "" or 0).
-var errUndefinedOperand = errors.New("operand is undefined or none")
+// renderers (the engine alone would treat it as "" or 0): the template needs
+// a variable or message field the input lacks.
+var ErrUndefinedOperand = errors.New("chat: template computes with a value that is undefined or none")
 
 func operand(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) != 1 {
 		return jinja.Undefined(), fmt.Errorf("operand: %d values", len(args))
 	}
 	if v := args[0]; v.IsUndefined() || v.IsNone() {
-		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), errUndefinedOperand)
+		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), ErrUndefinedOperand)
 	}
 	return args[0], nil
 }
@@ -99,7 +101,7 @@ func multiply(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 	a, b := args[0], args[1]
 	for _, v := range args {
 		if v.IsUndefined() || v.IsNone() {
-			return jinja.Undefined(), fmt.Errorf("* on %s: %w", kindName(v), errUndefinedOperand)
+			return jinja.Undefined(), fmt.Errorf("* on %s: %w", kindName(v), ErrUndefinedOperand)
 		}
 	}
 	if b.IsString() || b.IsList() {
@@ -245,7 +247,7 @@ func selectAttr(name string, keep bool, args []jinja.Value) (jinja.Value, error)
 	}
 	seq := args[0]
 	if !seq.IsList() {
-		return jinja.Undefined(), fmt.Errorf("%s on %s: %w", name, kindName(seq), errNotIterable)
+		return jinja.Undefined(), fmt.Errorf("%s on %s: %w", name, kindName(seq), ErrNotIterable)
 	}
 	if !args[1].IsString() {
 		return jinja.Undefined(), fmt.Errorf("%s: attribute name must be a string, got %s", name, kindName(args[1]))

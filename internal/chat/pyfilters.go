@@ -50,7 +50,7 @@ func sequenceItems(filter string, v jinja.Value) ([]jinja.Value, error) {
 		}
 		return chars, nil
 	}
-	return nil, fmt.Errorf("%s on %s: %w", filter, kindName(v), errNotIterable)
+	return nil, fmt.Errorf("%s on %s: %w", filter, kindName(v), ErrNotIterable)
 }
 
 // sortKey applies Jinja2's ignore_case: strings compare lower-cased unless
