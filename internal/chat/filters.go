@@ -15,7 +15,7 @@ import (
 // ErrNotIterable is returned when a for loop or a filter meets a value that
 // Hugging Face's renderers refuse to iterate (undefined or none), typically
 // a variable the template needs and the caller did not pass (tools, documents).
-var ErrNotIterable = errors.New("chat: template iterates a value that is undefined or none")
+var ErrNotIterable = errors.New("template iterates a value that is undefined or none")
 
 // addFilters adds the replacements named in hfFilters, plus __hf_iterable.
 func addFilters(data map[string]jinja.Value) {
@@ -80,7 +80,7 @@ func iterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 // comparison meets an undefined or none value, as in Hugging Face's
 // renderers (the engine alone would treat it as "" or 0): the template needs
 // a variable or message field the input lacks.
-var ErrUndefinedOperand = errors.New("chat: template computes with a value that is undefined or none")
+var ErrUndefinedOperand = errors.New("template computes with a value that is undefined or none")
 
 func operand(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) != 1 {
