@@ -3,7 +3,9 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -136,6 +138,23 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 		t.bos, t.hasBOS = t.post.firstSpecial()
 	}
 	return t, nil
+}
+
+// LoadFS loads tokenizer.json and, if present, tokenizer_config.json from
+// the root of fsys (for example os.DirFS of a Hugging Face model folder).
+func LoadFS(fsys fs.FS) (*Tokenizer, error) {
+	data, err := fs.ReadFile(fsys, "tokenizer.json")
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: reading tokenizer.json: %w", err)
+	}
+	config, err := fs.ReadFile(fsys, "tokenizer_config.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		config, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: reading tokenizer_config.json: %w", err)
+	}
+	return Load(data, config)
 }
 
 // parseMerges accepts both merge formats: "a b" strings and ["a", "b"] pairs.

@@ -3,9 +3,11 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -294,5 +296,59 @@ func TestEncodeConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestConfigAddsEOS checks that tokenizer_config.json's add_bos_token and
+// add_eos_token rebuild the template of Llama-class tokenizers, as
+// transformers does.
+func TestConfigAddsEOS(t *testing.T) {
+	data := readTestdata(t, fixtureTokenizers["mistral"].tokenizer)
+	tests := []struct {
+		config string
+		want   []int
+	}{
+		{`{"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "add_eos_token": true}`, []int{1, 22557, 2}},
+		{`{"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "add_bos_token": false}`, []int{22557}},
+		{`{"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "add_bos_token": false}`, []int{1, 22557}},
+		{`{"bos_token": {"content": "<s>", "special": true}}`, []int{1, 22557}},
+	}
+	for _, tt := range tests {
+		tok, err := Load(data, []byte(tt.config))
+		if err != nil {
+			t.Fatalf("Load with %s: %v", tt.config, err)
+		}
+		got, err := tok.Encode("Hello", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("config %s: Encode(Hello, true) (-want +got):\n%s", tt.config, diff)
+		}
+	}
+	if _, err := Load(data, []byte(`{"bos_token": "<nope>"}`)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown bos_token: error = %v, want ErrInvalid", err)
+	}
+}
+
+func TestLoadFS(t *testing.T) {
+	data := readTestdata(t, fixtureTokenizers["stories260K"].tokenizer)
+	config := readTestdata(t, fixtureTokenizers["stories260K"].config)
+	withConfig, err := LoadFS(fstest.MapFS{"tokenizer.json": {Data: data}, "tokenizer_config.json": {Data: config}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{2}, withConfig.EOS()); diff != "" {
+		t.Errorf("EOS with config (-want +got):\n%s", diff)
+	}
+	withoutConfig, err := LoadFS(fstest.MapFS{"tokenizer.json": {Data: data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bos, ok := withoutConfig.BOS(); !ok || bos != 1 {
+		t.Errorf("BOS without config = %d, %v; want 1 from the post-processor", bos, ok)
+	}
+	if _, err := LoadFS(fstest.MapFS{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("empty FS: error = %v, want fs.ErrNotExist", err)
 	}
 }
