@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // byteToChar is GPT-2's reversible byte → printable character map used by
 // byte-level vocabularies; charToByte is its inverse.
@@ -19,6 +22,16 @@ var byteToChar, charToByte = func() (b2c [256]string, c2b map[rune]byte) {
 	}
 	return b2c, c2b
 }()
+
+// byteLevelEncode maps every byte of s to its GPT-2 character.
+func byteLevelEncode(s string) string {
+	var b strings.Builder
+	b.Grow(2 * len(s))
+	for i := 0; i < len(s); i++ {
+		b.WriteString(byteToChar[s[i]])
+	}
+	return b.String()
+}
 
 // byteLevelDecode maps a byte-level token back to its bytes; ok is false if
 // some character is outside the byte alphabet.

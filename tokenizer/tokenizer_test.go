@@ -1,9 +1,11 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -350,5 +352,64 @@ func TestLoadFS(t *testing.T) {
 	}
 	if _, err := LoadFS(fstest.MapFS{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("empty FS: error = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// withComponents returns a fixture tokenizer.json with some top-level
+// components replaced by raw JSON.
+func withComponents(t *testing.T, name string, replace map[string]string) []byte {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(readTestdata(t, fixtureTokenizers[name].tokenizer), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range replace {
+		doc[k] = json.RawMessage(v)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestByteLevelBeforeAnotherPreTokenizer runs Llama 3 with a Split on tab
+// after ByteLevel: bytes are mapped to characters before it (a tab becomes
+// "ĉ" and no longer splits) and the model works on characters, so the ids
+// must not change.
+func TestByteLevelBeforeAnotherPreTokenizer(t *testing.T) {
+	pre := `{"type": "Sequence", "pretokenizers": [
+	  {"type": "Split", "pattern": {"Regex": ` + strconv.Quote(llama3Regex) + `}, "behavior": "Isolated", "invert": false},
+	  {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false},
+	  {"type": "Split", "pattern": {"String": "\t"}, "behavior": "Removed", "invert": false}]}`
+	tok := mustLoad(t, withComponents(t, "llama3", map[string]string{"pre_tokenizer": pre}))
+	if tok.byteLevel {
+		t.Fatal("model works on raw bytes although ByteLevel is not the last pre-tokenizer")
+	}
+	for _, v := range fixtureVectors(t, "llama3") {
+		got, err := tok.Encode(v.Text, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(nonNil(v.IDs), nonNil(got)); diff != "" {
+			t.Errorf("Encode(%q) (-want +got):\n%s", v.Text, diff)
+		}
+	}
+}
+
+// TestByteLevelNormalizerRoundTrips uses the ByteLevel normalizer instead
+// of the pre-tokenizer: the whole text is one word of GPT-2 characters and
+// must decode back to itself.
+func TestByteLevelNormalizerRoundTrips(t *testing.T) {
+	tok := mustLoad(t, withComponents(t, "llama3", map[string]string{
+		"normalizer": `{"type": "ByteLevel"}`, "pre_tokenizer": "null"}))
+	for _, v := range fixtureVectors(t, "llama3") {
+		ids, err := tok.Encode(v.Text, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tok.Decode(ids, false); err != nil || got != v.Text {
+			t.Errorf("Decode(Encode(%q)) = %q, %v", v.Text, got, err)
+		}
 	}
 }
