@@ -6,9 +6,12 @@ import (
 )
 
 // byteToChar is GPT-2's reversible byte → printable character map used by
-// byte-level vocabularies; charToByte is its inverse.
-var byteToChar, charToByte = func() (b2c [256]string, c2b map[rune]byte) {
-	c2b = make(map[rune]byte, 256)
+// byte-level vocabularies; charToByte is its inverse (-1: not a byte
+// character). All the characters are below U+0144.
+var byteToChar, charToByte = func() (b2c [256]string, c2b [0x200]int16) {
+	for i := range c2b {
+		c2b[i] = -1
+	}
 	n := 0
 	for b := 0; b < 256; b++ {
 		r := rune(b)
@@ -18,7 +21,7 @@ var byteToChar, charToByte = func() (b2c [256]string, c2b map[rune]byte) {
 			n++
 		}
 		b2c[b] = string(r)
-		c2b[r] = byte(b)
+		c2b[r] = int16(b)
 	}
 	return b2c, c2b
 }()
@@ -38,11 +41,10 @@ func byteLevelEncode(s string) string {
 func byteLevelDecode(tok string) (raw []byte, ok bool) {
 	raw = make([]byte, 0, len(tok))
 	for _, r := range tok {
-		b, found := charToByte[r]
-		if !found {
+		if r >= rune(len(charToByte)) || charToByte[r] < 0 {
 			return nil, false
 		}
-		raw = append(raw, b)
+		raw = append(raw, byte(charToByte[r]))
 	}
 	return raw, true
 }
