@@ -63,8 +63,8 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 	}
 	n := 0
 	for tok, id := range m.vocab {
-		if id < 0 || id > 1<<30 {
-			return nil, invalidf("model vocab token %q has id %d out of range", tok, id)
+		if id < 0 || id > maxTokenID {
+			return nil, invalidf("model vocab token %q has id %d outside 0..%d", tok, id, maxTokenID)
 		}
 		n = max(n, id+1)
 	}

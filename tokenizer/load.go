@@ -92,8 +92,13 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if err := t.buildVocab(f.AddedTokens); err != nil {
 		return nil, err
 	}
-	if t.post, err = parsePostProcessor(f.PostProcessor, t.tokenID); err != nil {
+	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
 		return nil, err
+	}
+	for _, id := range t.post.added() {
+		if _, ok := t.Token(id); !ok {
+			return nil, invalidf("post_processor adds token id %d, which is not in the vocabulary", id)
+		}
 	}
 	if t.added, err = newAddedVocab(f.AddedTokens, t.normalizer); err != nil {
 		return nil, err
@@ -217,8 +222,8 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 	n := len(t.model.idToToken)
 	for _, a := range added {
-		if a.ID < 0 {
-			return invalidf("added token %q has negative id %d", a.Content, a.ID)
+		if a.ID < 0 || a.ID > maxTokenID {
+			return invalidf("added token %q has id %d outside 0..%d", a.Content, a.ID, maxTokenID)
 		}
 		n = max(n, a.ID+1)
 	}
@@ -238,6 +243,10 @@ func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 	}
 	return nil
 }
+
+// maxTokenID bounds token ids so that a corrupt file cannot make Load
+// allocate gigabytes (real vocabularies are below 2^20).
+const maxTokenID = 1 << 24
 
 // tokenID finds the id of a token string: added tokens first, then the model.
 func (t *Tokenizer) tokenID(tok string) (int, bool) {

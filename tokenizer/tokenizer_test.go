@@ -180,6 +180,11 @@ func TestLoadRejectsMalformedFiles(t *testing.T) {
 		"unk not in vocab":      `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"}}`,
 		"template without A":    `{"post_processor": {"type": "TemplateProcessing", "single": []}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`,
 		"dropout is not stable": `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": 0.1}}`,
+		"huge vocab id":         `{"model": {"type": "BPE", "vocab": {"a": 1099511627776}, "merges": []}}`,
+		"huge added id":         `{"added_tokens": [{"id": 1099511627776, "content": "x"}], "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`,
+		"template adds unknown id": `{"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}],
+		                          "special_tokens": {"<s>": {"ids": [7]}}}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`,
+		"trailing garbage": `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}} x`,
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
