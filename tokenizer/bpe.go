@@ -43,11 +43,15 @@ type bpeMerge struct{ rank, id int32 }
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
-	m := &bpe{vocab: mj.Vocab, unk: -1, fuseUnk: mj.FuseUnk, fallback: mj.ByteFallback,
-		ignore: mj.IgnoreMerges, byteLevel: byteLevel}
-	if m.vocab == nil {
+	if isNull(mj.Vocab) {
 		return nil, invalidf("model has no vocab")
 	}
+	vocab, err := parseVocab(mj.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	m := &bpe{vocab: vocab, unk: -1, fuseUnk: mj.FuseUnk, fallback: mj.ByteFallback,
+		ignore: mj.IgnoreMerges, byteLevel: byteLevel}
 	if mj.ContinuingSubwordPrefix != nil {
 		m.prefix = *mj.ContinuingSubwordPrefix
 	}
@@ -59,8 +63,8 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 	}
 	n := 0
 	for tok, id := range m.vocab {
-		if id < 0 || id > 1<<30 {
-			return nil, invalidf("model vocab token %q has id %d out of range", tok, id)
+		if id < 0 || id > maxTokenID {
+			return nil, invalidf("model vocab token %q has id %d outside 0..%d", tok, id, maxTokenID)
 		}
 		n = max(n, id+1)
 	}
