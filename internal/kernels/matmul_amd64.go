@@ -9,15 +9,16 @@ import (
 )
 
 // Blocking of the float matrix product (m > 1): a thread takes panelRows
-// weight rows at a time and walks K in kcBlock steps, so a 4-row slice of x
-// (4×kcBlock floats) and the weight panel slice stay in L1/L2 while register
+// weight rows at a time and walks K in steps of kcBytes of weights, so a 4-row slice of x
+// (4×kc floats) and the weight panel slice stay in L1/L2 while register
 // tiles of 4 inputs × 5 weight rows sweep over them.
 const (
 	panelRows = 40
-	kcBlock   = 512
+	kcBytes   = 1024 // per weight row: a 40-row panel slice stays in L1
 	tileM     = 4
 	tileN     = 5
-	quantRows = 4 // weight rows per quantized matrix-vector kernel call
+	quantRows = 4  // weight rows per quantized matrix-vector kernel call
+	packPad   = 64 // bytes added to packed panel rows to break 4 KiB strides
 )
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
@@ -103,7 +104,11 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	initRows(j.y, m, w.Rows, j.bias, lo, hi)
 	rb := w.Type.RowBytes(w.Cols)
-	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
+	var pack []byte
+	if m >= tileM {
+		pack = p.growPack(id, panelRows*(kcBytes+packPad))
+	}
+	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo, pack)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
@@ -119,8 +124,11 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 }
 
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
-// (ldw bytes apart, type t in {F32, F16, BF16}).
-func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+// (ldw bytes apart, type t in {F32, F16, BF16}). With a pack buffer, each
+// panel slice is first copied there with a row stride that is not a multiple
+// of 4 KiB, so that power-of-two column counts do not make all rows of the
+// panel compete for the same L1 sets.
+func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int, pack []byte) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -130,7 +138,7 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 		ti, esize = 2, 2
 	}
 	k16 := cols &^ 15
-	kc := kcBlock
+	kc := kcBytes / esize
 	if m == 1 {
 		kc = k16
 	}
@@ -138,11 +146,19 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 		jn := min(panelRows, n-jb)
 		for kb := 0; kb < k16; kb += kc {
 			kl := min(kc, k16-kb)
+			pw, pld, poff := w[jb*ldw+kb*esize:], ldw, 0
+			if pack != nil {
+				pld = kl*esize + packPad
+				for r := range jn {
+					copy(pack[r*pld:r*pld+kl*esize], w[(jb+r)*ldw+kb*esize:])
+				}
+				pw = pack
+			}
 			for i := 0; i < m; i += tileM {
 				mr := min(tileM, m-i)
-				for jj := jb; jj < jb+jn; jj += tileN {
-					nr := min(tileN, jb+jn-jj)
-					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &w[jj*ldw+kb*esize], ldw, kl, &y[i*ldy+jj], ldy)
+				for jj := 0; jj < jn; jj += tileN {
+					nr := min(tileN, jn-jj)
+					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &pw[jj*pld+poff], pld, kl, &y[i*ldy+jb+jj], ldy)
 				}
 			}
 		}
@@ -207,7 +223,7 @@ func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
 	w := j.w
 	cols := w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
-	ld := nb * BlockSize
+	ld := nb*BlockSize + packPad/4
 	rb := w.Type.RowBytes(cols)
 	panel := p.grow(id, panelRows*ld)
 	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
@@ -215,9 +231,9 @@ func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
 		n := min(panelRows, hi-r)
 		for k := range n {
 			row := w.Data[(r+k)*rb : (r+k+1)*rb]
-			dequantHead(w.Type, panel[k*ld:(k+1)*ld], row, nb, nb)
+			dequantHead(w.Type, panel[k*ld:k*ld+nb*BlockSize], row, nb, nb)
 		}
 		pb := unsafe.Slice((*byte)(unsafe.Pointer(&panel[0])), 4*n*ld)
-		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n)
+		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n, nil)
 	}
 }

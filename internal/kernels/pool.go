@@ -41,8 +41,9 @@ type Pool struct {
 // workerScratch is per-thread scratch memory, padded to keep threads off
 // each other's cache lines.
 type workerScratch struct {
-	buf []float32
-	_   [64 - 24]byte
+	buf  []float32
+	pack []byte
+	_    [64 - 48]byte
 }
 
 // NewPool starts a pool of threads threads (the caller counts as one);
@@ -159,4 +160,13 @@ func (p *Pool) grow(id, n int) []float32 {
 		s.buf = make([]float32, n)
 	}
 	return s.buf[:n]
+}
+
+// growPack returns thread id's packing buffer with at least n bytes.
+func (p *Pool) growPack(id, n int) []byte {
+	s := &p.scratch[id]
+	if len(s.pack) < n {
+		s.pack = make([]byte, n)
+	}
+	return s.pack[:n]
 }
