@@ -44,12 +44,17 @@ var tiles = [3][tileM][tileN]tileFunc{
 	},
 }
 
+var vnniRowsQ8 = [quantRows]func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32){vnniRowsQ8_1, vnniRowsQ8_2, vnniRowsQ8_3, vnniRowsQ8_4}
+
+var vnniRowsQ4 = [quantRows]func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32){vnniRowsQ4_1, vnniRowsQ4_2, vnniRowsQ4_3, vnniRowsQ4_4}
+
 var rowsQ8 = [quantRows]func(x *float32, w *byte, ldw int, nb int, y *float32){rowsQ8_1, rowsQ8_2, rowsQ8_3, rowsQ8_4}
 
 var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32){rowsQ4_1, rowsQ4_2, rowsQ4_3, rowsQ4_4}
 
-// prepare readies per-call inputs shared by all threads: for the quantized
-// matrix-vector path, x padded with zeros to whole blocks and (q4) the
+// prepare readies per-call inputs shared by all threads for the quantized
+// matrix-vector path: with VNNI, x quantized to int8 per block (see
+// prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
 	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) || j.m >= tileM {
@@ -57,6 +62,10 @@ func (p *Pool) prepare(j *matmulJob) {
 	}
 	cols := j.w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
+	if useVNNI {
+		p.prepareVNNI(j, nb)
+		return
+	}
 	j.xq = j.x
 	if cols%BlockSize != 0 {
 		if cap(p.xpad) < j.m*nb*BlockSize {
@@ -86,6 +95,45 @@ func (p *Pool) prepare(j *matmulJob) {
 			j.xs[b] = (s0 + s1) + (s2 + s3)
 		}
 	}
+}
+
+// prepareVNNI quantizes each input row to int8 blocks of 32 with a float32
+// scale per block, padded with zero blocks to a multiple of 16, in the
+// layout the VNNI kernel of the weight type expects.
+func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
+	cols := j.w.Cols
+	nbp := (nb + 15) &^ 15
+	ld := nbp * BlockSize
+	x := j.x
+	if cols != ld {
+		p.xpad = growFloats(p.xpad, j.m*ld)
+		for i := range j.m {
+			row := p.xpad[i*ld : (i+1)*ld]
+			copy(row, j.x[i*cols:(i+1)*cols])
+			clear(row[cols:])
+		}
+		x = p.xpad
+	}
+	if cap(p.xq8) < j.m*ld {
+		p.xq8 = make([]byte, j.m*ld)
+	}
+	p.dx = growFloats(p.dx, j.m*nbp)
+	p.xsum = growFloats(p.xsum, j.m*nbp)
+	j.xq8, j.dx, j.xs, j.nbp = p.xq8[:j.m*ld], p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
+	for i := range j.m {
+		if j.w.Type == Q8 {
+			quantizeXQ8(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+		} else {
+			quantizeXQ4(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+		}
+	}
+}
+
+func growFloats(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
 }
 
 func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
@@ -200,12 +248,17 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 		nr := min(quantRows, hi-r)
 		wp := &w.Data[r*rb]
 		for i := range j.m {
-			xp := &j.xq[i*nb*BlockSize]
 			y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
-			if w.Type == Q8 {
+			switch {
+			case j.nbp > 0 && w.Type == Q8:
+				vnniRowsQ8[nr-1](&j.xq8[i*j.nbp*BlockSize], &j.dx[i*j.nbp], &j.xs[i*j.nbp], wp, rb, nb, &y[0])
+			case j.nbp > 0:
+				vnniRowsQ4[nr-1](&j.xq8[i*j.nbp*BlockSize], &j.dx[i*j.nbp], &j.xs[i*j.nbp], wp, rb, nb, &y[0])
+			case w.Type == Q8:
+				xp := &j.xq[i*nb*BlockSize]
 				rowsQ8[nr-1](xp, wp, rb, nb, &y[0])
-			} else {
-				rowsQ4[nr-1](xp, &j.xs[i*nb], wp, rb, nb, &y[0])
+			default:
+				rowsQ4[nr-1](&j.xq[i*nb*BlockSize], &j.xs[i*nb], wp, rb, nb, &y[0])
 			}
 			if j.bias != nil {
 				for k := range y {

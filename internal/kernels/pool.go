@@ -22,7 +22,9 @@ type Pool struct {
 	call    sync.Mutex // serializes MatMul calls
 	scratch []workerScratch
 	xpad    []float32 // x padded to whole blocks, shared by all threads
-	xsum    []float32 // per-block sums of xpad
+	xsum    []float32 // per-block sums of xpad (or of xq8)
+	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
+	dx      []float32 // scales of the xq8 blocks
 
 	// The current job, written by the caller before gen is bumped.
 	job    matmulJob
