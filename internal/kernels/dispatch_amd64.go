@@ -16,6 +16,10 @@ import (
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 	cpu.X86.HasAVX512DQ && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// useVNNI selects the int8 dot-product kernels (VPDPBUSD) for the q8/q4
+// matrix-vector product.
+var useVNNI = useAVX512 && cpu.X86.HasAVX512VNNI
+
 func dot(a, b []float32) float32 {
 	n16 := len(a) &^ 15
 	if !useAVX512 || n16 == 0 {

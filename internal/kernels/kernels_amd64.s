@@ -11515,3 +11515,2893 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·quantizeXQ8(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), AX
+	MOVQ         nb+8(FP), CX
+	MOVQ         xq+16(FP), DX
+	MOVQ         dx+24(FP), BX
+	MOVQ         xqs+32(FP), SI
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z15
+	MOVL         $0x3c010204, DI
+	VMOVD        DI, X14
+	MOVL         $0x42fe0000, DI
+	VMOVD        DI, X13
+	MOVL         $0x0da24260, DI
+	VMOVD        DI, X12
+
+loop:
+	TESTQ         CX, CX
+	JZ            done
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, (DX)
+	VPMOVSDB      Z1, 16(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 32(DX)
+	VPMOVSDB      Z1, 48(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 64(DX)
+	VPMOVSDB      Z1, 80(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 96(DX)
+	VPMOVSDB      Z1, 112(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	ADDQ          $0x00000080, DX
+	SUBQ          $0x04, CX
+	JMP           loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·quantizeXQ4(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), AX
+	MOVQ         nb+8(FP), CX
+	MOVQ         xq+16(FP), DX
+	MOVQ         dx+24(FP), BX
+	MOVQ         xqs+32(FP), SI
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z15
+	MOVL         $0x3c010204, DI
+	VMOVD        DI, X14
+	MOVL         $0x42fe0000, DI
+	VMOVD        DI, X13
+	MOVL         $0x0da24260, DI
+	VMOVD        DI, X12
+
+loop:
+	TESTQ         CX, CX
+	JZ            done
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, (DX)
+	VPMOVSDB      Z1, 64(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 16(DX)
+	VPMOVSDB      Z1, 80(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 32(DX)
+	VPMOVSDB      Z1, 96(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 48(DX)
+	VPMOVSDB      Z1, 112(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	ADDQ          $0x00000080, DX
+	SUBQ          $0x04, CX
+	JMP           loop
+
+done:
+	VZEROUPPER
+	RET
+
+DATA vnniPairIdx<>+0(SB)/4, $0x00000000
+DATA vnniPairIdx<>+4(SB)/4, $0x00000000
+DATA vnniPairIdx<>+8(SB)/4, $0x00000000
+DATA vnniPairIdx<>+12(SB)/4, $0x00000000
+DATA vnniPairIdx<>+16(SB)/4, $0x00000000
+DATA vnniPairIdx<>+20(SB)/4, $0x00000000
+DATA vnniPairIdx<>+24(SB)/4, $0x00000000
+DATA vnniPairIdx<>+28(SB)/4, $0x00000000
+DATA vnniPairIdx<>+32(SB)/4, $0x00000001
+DATA vnniPairIdx<>+36(SB)/4, $0x00000001
+DATA vnniPairIdx<>+40(SB)/4, $0x00000001
+DATA vnniPairIdx<>+44(SB)/4, $0x00000001
+DATA vnniPairIdx<>+48(SB)/4, $0x00000001
+DATA vnniPairIdx<>+52(SB)/4, $0x00000001
+DATA vnniPairIdx<>+56(SB)/4, $0x00000001
+DATA vnniPairIdx<>+60(SB)/4, $0x00000001
+DATA vnniPairIdx<>+64(SB)/4, $0x00000002
+DATA vnniPairIdx<>+68(SB)/4, $0x00000002
+DATA vnniPairIdx<>+72(SB)/4, $0x00000002
+DATA vnniPairIdx<>+76(SB)/4, $0x00000002
+DATA vnniPairIdx<>+80(SB)/4, $0x00000002
+DATA vnniPairIdx<>+84(SB)/4, $0x00000002
+DATA vnniPairIdx<>+88(SB)/4, $0x00000002
+DATA vnniPairIdx<>+92(SB)/4, $0x00000002
+DATA vnniPairIdx<>+96(SB)/4, $0x00000003
+DATA vnniPairIdx<>+100(SB)/4, $0x00000003
+DATA vnniPairIdx<>+104(SB)/4, $0x00000003
+DATA vnniPairIdx<>+108(SB)/4, $0x00000003
+DATA vnniPairIdx<>+112(SB)/4, $0x00000003
+DATA vnniPairIdx<>+116(SB)/4, $0x00000003
+DATA vnniPairIdx<>+120(SB)/4, $0x00000003
+DATA vnniPairIdx<>+124(SB)/4, $0x00000003
+DATA vnniPairIdx<>+128(SB)/4, $0x00000004
+DATA vnniPairIdx<>+132(SB)/4, $0x00000004
+DATA vnniPairIdx<>+136(SB)/4, $0x00000004
+DATA vnniPairIdx<>+140(SB)/4, $0x00000004
+DATA vnniPairIdx<>+144(SB)/4, $0x00000004
+DATA vnniPairIdx<>+148(SB)/4, $0x00000004
+DATA vnniPairIdx<>+152(SB)/4, $0x00000004
+DATA vnniPairIdx<>+156(SB)/4, $0x00000004
+DATA vnniPairIdx<>+160(SB)/4, $0x00000005
+DATA vnniPairIdx<>+164(SB)/4, $0x00000005
+DATA vnniPairIdx<>+168(SB)/4, $0x00000005
+DATA vnniPairIdx<>+172(SB)/4, $0x00000005
+DATA vnniPairIdx<>+176(SB)/4, $0x00000005
+DATA vnniPairIdx<>+180(SB)/4, $0x00000005
+DATA vnniPairIdx<>+184(SB)/4, $0x00000005
+DATA vnniPairIdx<>+188(SB)/4, $0x00000005
+DATA vnniPairIdx<>+192(SB)/4, $0x00000006
+DATA vnniPairIdx<>+196(SB)/4, $0x00000006
+DATA vnniPairIdx<>+200(SB)/4, $0x00000006
+DATA vnniPairIdx<>+204(SB)/4, $0x00000006
+DATA vnniPairIdx<>+208(SB)/4, $0x00000006
+DATA vnniPairIdx<>+212(SB)/4, $0x00000006
+DATA vnniPairIdx<>+216(SB)/4, $0x00000006
+DATA vnniPairIdx<>+220(SB)/4, $0x00000006
+DATA vnniPairIdx<>+224(SB)/4, $0x00000007
+DATA vnniPairIdx<>+228(SB)/4, $0x00000007
+DATA vnniPairIdx<>+232(SB)/4, $0x00000007
+DATA vnniPairIdx<>+236(SB)/4, $0x00000007
+DATA vnniPairIdx<>+240(SB)/4, $0x00000007
+DATA vnniPairIdx<>+244(SB)/4, $0x00000007
+DATA vnniPairIdx<>+248(SB)/4, $0x00000007
+DATA vnniPairIdx<>+252(SB)/4, $0x00000007
+DATA vnniPairIdx<>+256(SB)/4, $0x00000008
+DATA vnniPairIdx<>+260(SB)/4, $0x00000008
+DATA vnniPairIdx<>+264(SB)/4, $0x00000008
+DATA vnniPairIdx<>+268(SB)/4, $0x00000008
+DATA vnniPairIdx<>+272(SB)/4, $0x00000008
+DATA vnniPairIdx<>+276(SB)/4, $0x00000008
+DATA vnniPairIdx<>+280(SB)/4, $0x00000008
+DATA vnniPairIdx<>+284(SB)/4, $0x00000008
+DATA vnniPairIdx<>+288(SB)/4, $0x00000009
+DATA vnniPairIdx<>+292(SB)/4, $0x00000009
+DATA vnniPairIdx<>+296(SB)/4, $0x00000009
+DATA vnniPairIdx<>+300(SB)/4, $0x00000009
+DATA vnniPairIdx<>+304(SB)/4, $0x00000009
+DATA vnniPairIdx<>+308(SB)/4, $0x00000009
+DATA vnniPairIdx<>+312(SB)/4, $0x00000009
+DATA vnniPairIdx<>+316(SB)/4, $0x00000009
+DATA vnniPairIdx<>+320(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+324(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+328(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+332(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+336(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+340(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+344(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+348(SB)/4, $0x0000000a
+DATA vnniPairIdx<>+352(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+356(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+360(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+364(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+368(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+372(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+376(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+380(SB)/4, $0x0000000b
+DATA vnniPairIdx<>+384(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+388(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+392(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+396(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+400(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+404(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+408(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+412(SB)/4, $0x0000000c
+DATA vnniPairIdx<>+416(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+420(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+424(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+428(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+432(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+436(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+440(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+444(SB)/4, $0x0000000d
+DATA vnniPairIdx<>+448(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+452(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+456(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+460(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+464(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+468(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+472(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+476(SB)/4, $0x0000000e
+DATA vnniPairIdx<>+480(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+484(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+488(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+492(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+496(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+500(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+504(SB)/4, $0x0000000f
+DATA vnniPairIdx<>+508(SB)/4, $0x0000000f
+GLOBL vnniPairIdx<>(SB), RODATA|NOPTR, $512
+
+DATA vnniQuadIdx<>+0(SB)/4, $0x00000000
+DATA vnniQuadIdx<>+4(SB)/4, $0x00000000
+DATA vnniQuadIdx<>+8(SB)/4, $0x00000000
+DATA vnniQuadIdx<>+12(SB)/4, $0x00000000
+DATA vnniQuadIdx<>+16(SB)/4, $0x00000001
+DATA vnniQuadIdx<>+20(SB)/4, $0x00000001
+DATA vnniQuadIdx<>+24(SB)/4, $0x00000001
+DATA vnniQuadIdx<>+28(SB)/4, $0x00000001
+DATA vnniQuadIdx<>+32(SB)/4, $0x00000002
+DATA vnniQuadIdx<>+36(SB)/4, $0x00000002
+DATA vnniQuadIdx<>+40(SB)/4, $0x00000002
+DATA vnniQuadIdx<>+44(SB)/4, $0x00000002
+DATA vnniQuadIdx<>+48(SB)/4, $0x00000003
+DATA vnniQuadIdx<>+52(SB)/4, $0x00000003
+DATA vnniQuadIdx<>+56(SB)/4, $0x00000003
+DATA vnniQuadIdx<>+60(SB)/4, $0x00000003
+DATA vnniQuadIdx<>+64(SB)/4, $0x00000004
+DATA vnniQuadIdx<>+68(SB)/4, $0x00000004
+DATA vnniQuadIdx<>+72(SB)/4, $0x00000004
+DATA vnniQuadIdx<>+76(SB)/4, $0x00000004
+DATA vnniQuadIdx<>+80(SB)/4, $0x00000005
+DATA vnniQuadIdx<>+84(SB)/4, $0x00000005
+DATA vnniQuadIdx<>+88(SB)/4, $0x00000005
+DATA vnniQuadIdx<>+92(SB)/4, $0x00000005
+DATA vnniQuadIdx<>+96(SB)/4, $0x00000006
+DATA vnniQuadIdx<>+100(SB)/4, $0x00000006
+DATA vnniQuadIdx<>+104(SB)/4, $0x00000006
+DATA vnniQuadIdx<>+108(SB)/4, $0x00000006
+DATA vnniQuadIdx<>+112(SB)/4, $0x00000007
+DATA vnniQuadIdx<>+116(SB)/4, $0x00000007
+DATA vnniQuadIdx<>+120(SB)/4, $0x00000007
+DATA vnniQuadIdx<>+124(SB)/4, $0x00000007
+DATA vnniQuadIdx<>+128(SB)/4, $0x00000008
+DATA vnniQuadIdx<>+132(SB)/4, $0x00000008
+DATA vnniQuadIdx<>+136(SB)/4, $0x00000008
+DATA vnniQuadIdx<>+140(SB)/4, $0x00000008
+DATA vnniQuadIdx<>+144(SB)/4, $0x00000009
+DATA vnniQuadIdx<>+148(SB)/4, $0x00000009
+DATA vnniQuadIdx<>+152(SB)/4, $0x00000009
+DATA vnniQuadIdx<>+156(SB)/4, $0x00000009
+DATA vnniQuadIdx<>+160(SB)/4, $0x0000000a
+DATA vnniQuadIdx<>+164(SB)/4, $0x0000000a
+DATA vnniQuadIdx<>+168(SB)/4, $0x0000000a
+DATA vnniQuadIdx<>+172(SB)/4, $0x0000000a
+DATA vnniQuadIdx<>+176(SB)/4, $0x0000000b
+DATA vnniQuadIdx<>+180(SB)/4, $0x0000000b
+DATA vnniQuadIdx<>+184(SB)/4, $0x0000000b
+DATA vnniQuadIdx<>+188(SB)/4, $0x0000000b
+DATA vnniQuadIdx<>+192(SB)/4, $0x0000000c
+DATA vnniQuadIdx<>+196(SB)/4, $0x0000000c
+DATA vnniQuadIdx<>+200(SB)/4, $0x0000000c
+DATA vnniQuadIdx<>+204(SB)/4, $0x0000000c
+DATA vnniQuadIdx<>+208(SB)/4, $0x0000000d
+DATA vnniQuadIdx<>+212(SB)/4, $0x0000000d
+DATA vnniQuadIdx<>+216(SB)/4, $0x0000000d
+DATA vnniQuadIdx<>+220(SB)/4, $0x0000000d
+DATA vnniQuadIdx<>+224(SB)/4, $0x0000000e
+DATA vnniQuadIdx<>+228(SB)/4, $0x0000000e
+DATA vnniQuadIdx<>+232(SB)/4, $0x0000000e
+DATA vnniQuadIdx<>+236(SB)/4, $0x0000000e
+DATA vnniQuadIdx<>+240(SB)/4, $0x0000000f
+DATA vnniQuadIdx<>+244(SB)/4, $0x0000000f
+DATA vnniQuadIdx<>+248(SB)/4, $0x0000000f
+DATA vnniQuadIdx<>+252(SB)/4, $0x0000000f
+GLOBL vnniQuadIdx<>(SB), RODATA|NOPTR, $256
+
+// func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ8_1(SB), NOSPLIT, $128-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), SI
+	XORQ         DI, DI
+	LEAQ         (BX)(BX*1), R8
+	MOVL         $0x80808080, R9
+	VPBROADCASTD R9, Z10
+	VMOVDQU32    vnniPairIdx<>+0(SB), Z24
+	VMOVDQU32    vnniPairIdx<>+64(SB), Z25
+	VMOVDQU32    vnniPairIdx<>+128(SB), Z26
+	VMOVDQU32    vnniPairIdx<>+192(SB), Z27
+	VMOVDQU32    vnniPairIdx<>+256(SB), Z28
+	VMOVDQU32    vnniPairIdx<>+320(SB), Z29
+	VMOVDQU32    vnniPairIdx<>+384(SB), Z30
+	VMOVDQU32    vnniPairIdx<>+448(SB), Z31
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (SI)(DI*2), Z20
+	VMULPS      (CX)(DI*4), Z20, Z20
+	VFMADD231PS (DX)(DI*4), Z20, Z4
+	VMOVDQU64   (AX), Z8
+	VPXORD      (SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   64(AX), Z8
+	VPXORD      64(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   128(AX), Z8
+	VPXORD      128(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   192(AX), Z8
+	VPXORD      192(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   256(AX), Z8
+	VPXORD      256(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z28, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   320(AX), Z8
+	VPXORD      320(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z29, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   384(AX), Z8
+	VPXORD      384(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z30, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU64   448(AX), Z8
+	VPXORD      448(SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z31, Z11
+	VFMADD231PS Z11, Z12, Z0
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, DI
+	ADDQ        $0x00000200, R8
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R9
+	SHLXQ       BX, R9, R9
+	DECQ        R9
+	KMOVW       R9, K1
+	VCVTPH2PS.Z (SI)(DI*2), K1, Z20
+	VMULPS      (CX)(DI*4), Z20, Z20
+	VFMADD231PS (DX)(DI*4), Z20, Z4
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+
+tailunit:
+	CMPQ        BX, $0x02
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VPXORD      (SI)(R8*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	ADDQ        $0x40, AX
+	ADDQ        $0x08, CX
+	ADDQ        $0x40, R8
+	SUBQ        $0x02, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU64   (AX), Z8
+	VMOVDQU32   (SI)(R8*1), Y11
+	VPXORD      Z10, Z11, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x43000000, R9
+	VMOVD         R9, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ4_1(SB), NOSPLIT, $128-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), SI
+	XORQ         DI, DI
+	LEAQ         (BX)(BX*1), R8
+	MOVL         $0x0f0f0f0f, R9
+	VPBROADCASTD R9, Z10
+	VMOVDQU32    vnniQuadIdx<>+0(SB), Z24
+	VMOVDQU32    vnniQuadIdx<>+64(SB), Z25
+	VMOVDQU32    vnniQuadIdx<>+128(SB), Z26
+	VMOVDQU32    vnniQuadIdx<>+192(SB), Z27
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (SI)(DI*2), Z20
+	VMULPS      (CX)(DI*4), Z20, Z20
+	VFMADD231PS (DX)(DI*4), Z20, Z4
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (SI)(R8*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   128(AX), Z8
+	VMOVDQU64   192(AX), Z9
+	VMOVDQU64   64(SI)(R8*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   256(AX), Z8
+	VMOVDQU64   320(AX), Z9
+	VMOVDQU64   128(SI)(R8*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   384(AX), Z8
+	VMOVDQU64   448(AX), Z9
+	VMOVDQU64   192(SI)(R8*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z13, Z0
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, DI
+	ADDQ        $0x00000100, R8
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R9
+	SHLXQ       BX, R9, R9
+	DECQ        R9
+	KMOVW       R9, K1
+	VCVTPH2PS.Z (SI)(DI*2), K1, Z20
+	VMULPS      (CX)(DI*4), Z20, Z20
+	VFMADD231PS (DX)(DI*4), Z20, Z4
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+
+tailunit:
+	CMPQ        BX, $0x04
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (SI)(R8*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	ADDQ        $0x80, AX
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, R8
+	SUBQ        $0x04, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	SHLQ        $0x04, BX
+	MOVQ        $0x00000001, R9
+	SHLXQ       BX, R9, R9
+	DECQ        R9
+	KMOVQ       R9, K2
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU8.Z  (SI)(R8*1), K2, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x41000000, R9
+	VMOVD         R9, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ8_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ8_2(SB), NOSPLIT, $256-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), DI
+	LEAQ         (DI)(SI*1), SI
+	XORQ         R8, R8
+	LEAQ         (BX)(BX*1), R9
+	MOVL         $0x80808080, R10
+	VPBROADCASTD R10, Z10
+	VMOVDQU32    vnniPairIdx<>+0(SB), Z24
+	VMOVDQU32    vnniPairIdx<>+64(SB), Z25
+	VMOVDQU32    vnniPairIdx<>+128(SB), Z26
+	VMOVDQU32    vnniPairIdx<>+192(SB), Z27
+	VMOVDQU32    vnniPairIdx<>+256(SB), Z28
+	VMOVDQU32    vnniPairIdx<>+320(SB), Z29
+	VMOVDQU32    vnniPairIdx<>+384(SB), Z30
+	VMOVDQU32    vnniPairIdx<>+448(SB), Z31
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z1, Z1, Z1
+	VXORPS       Z5, Z5, Z5
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (DI)(R8*2), Z20
+	VMULPS      (CX)(R8*4), Z20, Z20
+	VFMADD231PS (DX)(R8*4), Z20, Z4
+	VCVTPH2PS   (SI)(R8*2), Z21
+	VMULPS      (CX)(R8*4), Z21, Z21
+	VFMADD231PS (DX)(R8*4), Z21, Z5
+	VMOVDQU64   (AX), Z8
+	VPXORD      (DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      (SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   64(AX), Z8
+	VPXORD      64(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      64(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z25, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   128(AX), Z8
+	VPXORD      128(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      128(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z26, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   192(AX), Z8
+	VPXORD      192(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      192(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z27, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   256(AX), Z8
+	VPXORD      256(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z28, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      256(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z28, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   320(AX), Z8
+	VPXORD      320(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z29, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      320(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z29, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   384(AX), Z8
+	VPXORD      384(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z30, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      384(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z30, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU64   448(AX), Z8
+	VPXORD      448(DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z31, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      448(SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z31, Z13
+	VFMADD231PS Z13, Z14, Z1
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R8
+	ADDQ        $0x00000200, R9
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R10
+	SHLXQ       BX, R10, R10
+	DECQ        R10
+	KMOVW       R10, K1
+	VCVTPH2PS.Z (DI)(R8*2), K1, Z20
+	VMULPS      (CX)(R8*4), Z20, Z20
+	VFMADD231PS (DX)(R8*4), Z20, Z4
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z21
+	VMULPS      (CX)(R8*4), Z21, Z21
+	VFMADD231PS (DX)(R8*4), Z21, Z5
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+	VMOVUPS     Z21, 128(CX)
+
+tailunit:
+	CMPQ        BX, $0x02
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VPXORD      (DI)(R9*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      (SI)(R9*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     128(CX), Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	ADDQ        $0x40, AX
+	ADDQ        $0x08, CX
+	ADDQ        $0x40, R9
+	SUBQ        $0x02, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU64   (AX), Z8
+	VMOVDQU32   (DI)(R9*1), Y11
+	VPXORD      Z10, Z11, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU32   (SI)(R9*1), Y13
+	VPXORD      Z10, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     128(CX), Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x43000000, R10
+	VMOVD         R10, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X8 $0x01, Z1, Y31
+	VADDPS        Y31, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X31
+	VADDPS        X31, X1, X1
+	VPERMILPD     $0x01, X1, X31
+	VADDPS        X31, X1, X1
+	VMOVSHDUP     X1, X31
+	VADDSS        X31, X1, X1
+	VEXTRACTF32X8 $0x01, Z5, Y31
+	VADDPS        Y31, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X31
+	VADDPS        X31, X5, X5
+	VPERMILPD     $0x01, X5, X31
+	VADDPS        X31, X5, X5
+	VMOVSHDUP     X5, X31
+	VADDSS        X31, X5, X5
+	VFNMADD231SS  X30, X5, X1
+	VMOVSS        X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ4_2(SB), NOSPLIT, $256-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), DI
+	LEAQ         (DI)(SI*1), SI
+	XORQ         R8, R8
+	LEAQ         (BX)(BX*1), R9
+	MOVL         $0x0f0f0f0f, R10
+	VPBROADCASTD R10, Z10
+	VMOVDQU32    vnniQuadIdx<>+0(SB), Z24
+	VMOVDQU32    vnniQuadIdx<>+64(SB), Z25
+	VMOVDQU32    vnniQuadIdx<>+128(SB), Z26
+	VMOVDQU32    vnniQuadIdx<>+192(SB), Z27
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z1, Z1, Z1
+	VXORPS       Z5, Z5, Z5
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (DI)(R8*2), Z20
+	VMULPS      (CX)(R8*4), Z20, Z20
+	VFMADD231PS (DX)(R8*4), Z20, Z4
+	VCVTPH2PS   (SI)(R8*2), Z21
+	VMULPS      (CX)(R8*4), Z21, Z21
+	VFMADD231PS (DX)(R8*4), Z21, Z5
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (DI)(R9*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   (SI)(R9*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   128(AX), Z8
+	VMOVDQU64   192(AX), Z9
+	VMOVDQU64   64(DI)(R9*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   64(SI)(R9*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z25, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   256(AX), Z8
+	VMOVDQU64   320(AX), Z9
+	VMOVDQU64   128(DI)(R9*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   128(SI)(R9*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z26, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   384(AX), Z8
+	VMOVDQU64   448(AX), Z9
+	VMOVDQU64   192(DI)(R9*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   192(SI)(R9*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z27, Z14
+	VFMADD231PS Z14, Z16, Z1
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R8
+	ADDQ        $0x00000100, R9
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R10
+	SHLXQ       BX, R10, R10
+	DECQ        R10
+	KMOVW       R10, K1
+	VCVTPH2PS.Z (DI)(R8*2), K1, Z20
+	VMULPS      (CX)(R8*4), Z20, Z20
+	VFMADD231PS (DX)(R8*4), Z20, Z4
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z21
+	VMULPS      (CX)(R8*4), Z21, Z21
+	VFMADD231PS (DX)(R8*4), Z21, Z5
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+	VMOVUPS     Z21, 128(CX)
+
+tailunit:
+	CMPQ        BX, $0x04
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (DI)(R9*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   (SI)(R9*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     128(CX), Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, R9
+	SUBQ        $0x04, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	SHLQ        $0x04, BX
+	MOVQ        $0x00000001, R10
+	SHLXQ       BX, R10, R10
+	DECQ        R10
+	KMOVQ       R10, K2
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU8.Z  (DI)(R9*1), K2, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU8.Z  (SI)(R9*1), K2, Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     128(CX), Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x41000000, R10
+	VMOVD         R10, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X8 $0x01, Z1, Y31
+	VADDPS        Y31, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X31
+	VADDPS        X31, X1, X1
+	VPERMILPD     $0x01, X1, X31
+	VADDPS        X31, X1, X1
+	VMOVSHDUP     X1, X31
+	VADDSS        X31, X1, X1
+	VEXTRACTF32X8 $0x01, Z5, Y31
+	VADDPS        Y31, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X31
+	VADDPS        X31, X5, X5
+	VPERMILPD     $0x01, X5, X31
+	VADDPS        X31, X5, X5
+	VMOVSHDUP     X5, X31
+	VADDSS        X31, X5, X5
+	VFNMADD231SS  X30, X5, X1
+	VMOVSS        X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ8_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ8_3(SB), NOSPLIT, $384-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), DI
+	LEAQ         (DI)(SI*1), R8
+	LEAQ         (R8)(SI*1), SI
+	XORQ         R9, R9
+	LEAQ         (BX)(BX*1), R10
+	MOVL         $0x80808080, R11
+	VPBROADCASTD R11, Z10
+	VMOVDQU32    vnniPairIdx<>+0(SB), Z24
+	VMOVDQU32    vnniPairIdx<>+64(SB), Z25
+	VMOVDQU32    vnniPairIdx<>+128(SB), Z26
+	VMOVDQU32    vnniPairIdx<>+192(SB), Z27
+	VMOVDQU32    vnniPairIdx<>+256(SB), Z28
+	VMOVDQU32    vnniPairIdx<>+320(SB), Z29
+	VMOVDQU32    vnniPairIdx<>+384(SB), Z30
+	VMOVDQU32    vnniPairIdx<>+448(SB), Z31
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z1, Z1, Z1
+	VXORPS       Z5, Z5, Z5
+	VXORPS       Z2, Z2, Z2
+	VXORPS       Z6, Z6, Z6
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (DI)(R9*2), Z20
+	VMULPS      (CX)(R9*4), Z20, Z20
+	VFMADD231PS (DX)(R9*4), Z20, Z4
+	VCVTPH2PS   (R8)(R9*2), Z21
+	VMULPS      (CX)(R9*4), Z21, Z21
+	VFMADD231PS (DX)(R9*4), Z21, Z5
+	VCVTPH2PS   (SI)(R9*2), Z22
+	VMULPS      (CX)(R9*4), Z22, Z22
+	VFMADD231PS (DX)(R9*4), Z22, Z6
+	VMOVDQU64   (AX), Z8
+	VPXORD      (DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      (R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      (SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z24, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   64(AX), Z8
+	VPXORD      64(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      64(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z25, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      64(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z25, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   128(AX), Z8
+	VPXORD      128(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      128(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z26, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      128(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z26, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   192(AX), Z8
+	VPXORD      192(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      192(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z27, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      192(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z27, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   256(AX), Z8
+	VPXORD      256(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z28, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      256(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z28, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      256(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z28, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   320(AX), Z8
+	VPXORD      320(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z29, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      320(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z29, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      320(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z29, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   384(AX), Z8
+	VPXORD      384(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z30, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      384(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z30, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      384(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z30, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU64   448(AX), Z8
+	VPXORD      448(DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z31, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      448(R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z31, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      448(SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z31, Z15
+	VFMADD231PS Z15, Z16, Z2
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R9
+	ADDQ        $0x00000200, R10
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R11
+	SHLXQ       BX, R11, R11
+	DECQ        R11
+	KMOVW       R11, K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z20
+	VMULPS      (CX)(R9*4), Z20, Z20
+	VFMADD231PS (DX)(R9*4), Z20, Z4
+	VCVTPH2PS.Z (R8)(R9*2), K1, Z21
+	VMULPS      (CX)(R9*4), Z21, Z21
+	VFMADD231PS (DX)(R9*4), Z21, Z5
+	VCVTPH2PS.Z (SI)(R9*2), K1, Z22
+	VMULPS      (CX)(R9*4), Z22, Z22
+	VFMADD231PS (DX)(R9*4), Z22, Z6
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+	VMOVUPS     Z21, 128(CX)
+	VMOVUPS     Z22, 256(CX)
+
+tailunit:
+	CMPQ        BX, $0x02
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VPXORD      (DI)(R10*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      (R8)(R10*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     128(CX), Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      (SI)(R10*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     256(CX), Z24, Z15
+	VFMADD231PS Z15, Z16, Z2
+	ADDQ        $0x40, AX
+	ADDQ        $0x08, CX
+	ADDQ        $0x40, R10
+	SUBQ        $0x02, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU64   (AX), Z8
+	VMOVDQU32   (DI)(R10*1), Y11
+	VPXORD      Z10, Z11, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU32   (R8)(R10*1), Y13
+	VPXORD      Z10, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     128(CX), Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU32   (SI)(R10*1), Y15
+	VPXORD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     256(CX), Z24, Z15
+	VFMADD231PS Z15, Z16, Z2
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x43000000, R11
+	VMOVD         R11, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X8 $0x01, Z1, Y31
+	VADDPS        Y31, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X31
+	VADDPS        X31, X1, X1
+	VPERMILPD     $0x01, X1, X31
+	VADDPS        X31, X1, X1
+	VMOVSHDUP     X1, X31
+	VADDSS        X31, X1, X1
+	VEXTRACTF32X8 $0x01, Z5, Y31
+	VADDPS        Y31, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X31
+	VADDPS        X31, X5, X5
+	VPERMILPD     $0x01, X5, X31
+	VADDPS        X31, X5, X5
+	VMOVSHDUP     X5, X31
+	VADDSS        X31, X5, X5
+	VFNMADD231SS  X30, X5, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF32X8 $0x01, Z2, Y31
+	VADDPS        Y31, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X31
+	VADDPS        X31, X2, X2
+	VPERMILPD     $0x01, X2, X31
+	VADDPS        X31, X2, X2
+	VMOVSHDUP     X2, X31
+	VADDSS        X31, X2, X2
+	VEXTRACTF32X8 $0x01, Z6, Y31
+	VADDPS        Y31, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X31
+	VADDPS        X31, X6, X6
+	VPERMILPD     $0x01, X6, X31
+	VADDPS        X31, X6, X6
+	VMOVSHDUP     X6, X31
+	VADDSS        X31, X6, X6
+	VFNMADD231SS  X30, X6, X2
+	VMOVSS        X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ4_3(SB), NOSPLIT, $384-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), DI
+	LEAQ         (DI)(SI*1), R8
+	LEAQ         (R8)(SI*1), SI
+	XORQ         R9, R9
+	LEAQ         (BX)(BX*1), R10
+	MOVL         $0x0f0f0f0f, R11
+	VPBROADCASTD R11, Z10
+	VMOVDQU32    vnniQuadIdx<>+0(SB), Z24
+	VMOVDQU32    vnniQuadIdx<>+64(SB), Z25
+	VMOVDQU32    vnniQuadIdx<>+128(SB), Z26
+	VMOVDQU32    vnniQuadIdx<>+192(SB), Z27
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z1, Z1, Z1
+	VXORPS       Z5, Z5, Z5
+	VXORPS       Z2, Z2, Z2
+	VXORPS       Z6, Z6, Z6
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (DI)(R9*2), Z20
+	VMULPS      (CX)(R9*4), Z20, Z20
+	VFMADD231PS (DX)(R9*4), Z20, Z4
+	VCVTPH2PS   (R8)(R9*2), Z21
+	VMULPS      (CX)(R9*4), Z21, Z21
+	VFMADD231PS (DX)(R9*4), Z21, Z5
+	VCVTPH2PS   (SI)(R9*2), Z22
+	VMULPS      (CX)(R9*4), Z22, Z22
+	VFMADD231PS (DX)(R9*4), Z22, Z6
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (DI)(R10*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   (R8)(R10*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   (SI)(R10*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z24, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   128(AX), Z8
+	VMOVDQU64   192(AX), Z9
+	VMOVDQU64   64(DI)(R10*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   64(R8)(R10*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z25, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   64(SI)(R10*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z25, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   256(AX), Z8
+	VMOVDQU64   320(AX), Z9
+	VMOVDQU64   128(DI)(R10*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   128(R8)(R10*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z26, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   128(SI)(R10*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z26, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   384(AX), Z8
+	VMOVDQU64   448(AX), Z9
+	VMOVDQU64   192(DI)(R10*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   192(R8)(R10*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z27, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   192(SI)(R10*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z27, Z17
+	VFMADD231PS Z17, Z19, Z2
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R9
+	ADDQ        $0x00000100, R10
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R11
+	SHLXQ       BX, R11, R11
+	DECQ        R11
+	KMOVW       R11, K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z20
+	VMULPS      (CX)(R9*4), Z20, Z20
+	VFMADD231PS (DX)(R9*4), Z20, Z4
+	VCVTPH2PS.Z (R8)(R9*2), K1, Z21
+	VMULPS      (CX)(R9*4), Z21, Z21
+	VFMADD231PS (DX)(R9*4), Z21, Z5
+	VCVTPH2PS.Z (SI)(R9*2), K1, Z22
+	VMULPS      (CX)(R9*4), Z22, Z22
+	VFMADD231PS (DX)(R9*4), Z22, Z6
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+	VMOVUPS     Z21, 128(CX)
+	VMOVUPS     Z22, 256(CX)
+
+tailunit:
+	CMPQ        BX, $0x04
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (DI)(R10*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   (R8)(R10*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     128(CX), Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   (SI)(R10*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     256(CX), Z24, Z17
+	VFMADD231PS Z17, Z19, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, R10
+	SUBQ        $0x04, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	SHLQ        $0x04, BX
+	MOVQ        $0x00000001, R11
+	SHLXQ       BX, R11, R11
+	DECQ        R11
+	KMOVQ       R11, K2
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU8.Z  (DI)(R10*1), K2, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU8.Z  (R8)(R10*1), K2, Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     128(CX), Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU8.Z  (SI)(R10*1), K2, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     256(CX), Z24, Z17
+	VFMADD231PS Z17, Z19, Z2
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x41000000, R11
+	VMOVD         R11, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X8 $0x01, Z1, Y31
+	VADDPS        Y31, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X31
+	VADDPS        X31, X1, X1
+	VPERMILPD     $0x01, X1, X31
+	VADDPS        X31, X1, X1
+	VMOVSHDUP     X1, X31
+	VADDSS        X31, X1, X1
+	VEXTRACTF32X8 $0x01, Z5, Y31
+	VADDPS        Y31, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X31
+	VADDPS        X31, X5, X5
+	VPERMILPD     $0x01, X5, X31
+	VADDPS        X31, X5, X5
+	VMOVSHDUP     X5, X31
+	VADDSS        X31, X5, X5
+	VFNMADD231SS  X30, X5, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF32X8 $0x01, Z2, Y31
+	VADDPS        Y31, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X31
+	VADDPS        X31, X2, X2
+	VPERMILPD     $0x01, X2, X31
+	VADDPS        X31, X2, X2
+	VMOVSHDUP     X2, X31
+	VADDSS        X31, X2, X2
+	VEXTRACTF32X8 $0x01, Z6, Y31
+	VADDPS        Y31, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X31
+	VADDPS        X31, X6, X6
+	VPERMILPD     $0x01, X6, X31
+	VADDPS        X31, X6, X6
+	VMOVSHDUP     X6, X31
+	VADDSS        X31, X6, X6
+	VFNMADD231SS  X30, X6, X2
+	VMOVSS        X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ8_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ8_4(SB), NOSPLIT, $512-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), DI
+	LEAQ         (DI)(SI*1), R8
+	LEAQ         (R8)(SI*1), R9
+	LEAQ         (R9)(SI*1), SI
+	XORQ         R10, R10
+	LEAQ         (BX)(BX*1), R11
+	MOVL         $0x80808080, R12
+	VPBROADCASTD R12, Z10
+	VMOVDQU32    vnniPairIdx<>+0(SB), Z24
+	VMOVDQU32    vnniPairIdx<>+64(SB), Z25
+	VMOVDQU32    vnniPairIdx<>+128(SB), Z26
+	VMOVDQU32    vnniPairIdx<>+192(SB), Z27
+	VMOVDQU32    vnniPairIdx<>+256(SB), Z28
+	VMOVDQU32    vnniPairIdx<>+320(SB), Z29
+	VMOVDQU32    vnniPairIdx<>+384(SB), Z30
+	VMOVDQU32    vnniPairIdx<>+448(SB), Z31
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z1, Z1, Z1
+	VXORPS       Z5, Z5, Z5
+	VXORPS       Z2, Z2, Z2
+	VXORPS       Z6, Z6, Z6
+	VXORPS       Z3, Z3, Z3
+	VXORPS       Z7, Z7, Z7
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (DI)(R10*2), Z20
+	VMULPS      (CX)(R10*4), Z20, Z20
+	VFMADD231PS (DX)(R10*4), Z20, Z4
+	VCVTPH2PS   (R8)(R10*2), Z21
+	VMULPS      (CX)(R10*4), Z21, Z21
+	VFMADD231PS (DX)(R10*4), Z21, Z5
+	VCVTPH2PS   (R9)(R10*2), Z22
+	VMULPS      (CX)(R10*4), Z22, Z22
+	VFMADD231PS (DX)(R10*4), Z22, Z6
+	VCVTPH2PS   (SI)(R10*2), Z23
+	VMULPS      (CX)(R10*4), Z23, Z23
+	VFMADD231PS (DX)(R10*4), Z23, Z7
+	VMOVDQU64   (AX), Z8
+	VPXORD      (DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      (R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      (R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z24, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      (SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z24, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   64(AX), Z8
+	VPXORD      64(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      64(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z25, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      64(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z25, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      64(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z25, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   128(AX), Z8
+	VPXORD      128(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      128(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z26, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      128(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z26, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      128(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z26, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   192(AX), Z8
+	VPXORD      192(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      192(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z27, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      192(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z27, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      192(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z27, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   256(AX), Z8
+	VPXORD      256(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z28, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      256(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z28, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      256(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z28, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      256(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z28, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   320(AX), Z8
+	VPXORD      320(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z29, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      320(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z29, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      320(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z29, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      320(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z29, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   384(AX), Z8
+	VPXORD      384(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z30, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      384(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z30, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      384(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z30, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      384(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z30, Z17
+	VFMADD231PS Z17, Z18, Z3
+	VMOVDQU64   448(AX), Z8
+	VPXORD      448(DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     Z20, Z31, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      448(R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     Z21, Z31, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      448(R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z22, Z31, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      448(SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     Z23, Z31, Z17
+	VFMADD231PS Z17, Z18, Z3
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R10
+	ADDQ        $0x00000200, R11
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R12
+	SHLXQ       BX, R12, R12
+	DECQ        R12
+	KMOVW       R12, K1
+	VCVTPH2PS.Z (DI)(R10*2), K1, Z20
+	VMULPS      (CX)(R10*4), Z20, Z20
+	VFMADD231PS (DX)(R10*4), Z20, Z4
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z21
+	VMULPS      (CX)(R10*4), Z21, Z21
+	VFMADD231PS (DX)(R10*4), Z21, Z5
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z22
+	VMULPS      (CX)(R10*4), Z22, Z22
+	VFMADD231PS (DX)(R10*4), Z22, Z6
+	VCVTPH2PS.Z (SI)(R10*2), K1, Z23
+	VMULPS      (CX)(R10*4), Z23, Z23
+	VFMADD231PS (DX)(R10*4), Z23, Z7
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+	VMOVUPS     Z21, 128(CX)
+	VMOVUPS     Z22, 256(CX)
+	VMOVUPS     Z23, 384(CX)
+
+tailunit:
+	CMPQ        BX, $0x02
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VPXORD      (DI)(R11*1), Z10, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VPXORD      (R8)(R11*1), Z10, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     128(CX), Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VPXORD      (R9)(R11*1), Z10, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     256(CX), Z24, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VPXORD      (SI)(R11*1), Z10, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     384(CX), Z24, Z17
+	VFMADD231PS Z17, Z18, Z3
+	ADDQ        $0x40, AX
+	ADDQ        $0x08, CX
+	ADDQ        $0x40, R11
+	SUBQ        $0x02, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU64   (AX), Z8
+	VMOVDQU32   (DI)(R11*1), Y11
+	VPXORD      Z10, Z11, Z11
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    Z8, Z11, Z12
+	VCVTDQ2PS   Z12, Z12
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z12, Z0
+	VMOVDQU32   (R8)(R11*1), Y13
+	VPXORD      Z10, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    Z8, Z13, Z14
+	VCVTDQ2PS   Z14, Z14
+	VPERMPS     128(CX), Z24, Z13
+	VFMADD231PS Z13, Z14, Z1
+	VMOVDQU32   (R9)(R11*1), Y15
+	VPXORD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     256(CX), Z24, Z15
+	VFMADD231PS Z15, Z16, Z2
+	VMOVDQU32   (SI)(R11*1), Y17
+	VPXORD      Z10, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    Z8, Z17, Z18
+	VCVTDQ2PS   Z18, Z18
+	VPERMPS     384(CX), Z24, Z17
+	VFMADD231PS Z17, Z18, Z3
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x43000000, R12
+	VMOVD         R12, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X8 $0x01, Z1, Y31
+	VADDPS        Y31, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X31
+	VADDPS        X31, X1, X1
+	VPERMILPD     $0x01, X1, X31
+	VADDPS        X31, X1, X1
+	VMOVSHDUP     X1, X31
+	VADDSS        X31, X1, X1
+	VEXTRACTF32X8 $0x01, Z5, Y31
+	VADDPS        Y31, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X31
+	VADDPS        X31, X5, X5
+	VPERMILPD     $0x01, X5, X31
+	VADDPS        X31, X5, X5
+	VMOVSHDUP     X5, X31
+	VADDSS        X31, X5, X5
+	VFNMADD231SS  X30, X5, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF32X8 $0x01, Z2, Y31
+	VADDPS        Y31, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X31
+	VADDPS        X31, X2, X2
+	VPERMILPD     $0x01, X2, X31
+	VADDPS        X31, X2, X2
+	VMOVSHDUP     X2, X31
+	VADDSS        X31, X2, X2
+	VEXTRACTF32X8 $0x01, Z6, Y31
+	VADDPS        Y31, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X31
+	VADDPS        X31, X6, X6
+	VPERMILPD     $0x01, X6, X31
+	VADDPS        X31, X6, X6
+	VMOVSHDUP     X6, X31
+	VADDSS        X31, X6, X6
+	VFNMADD231SS  X30, X6, X2
+	VMOVSS        X2, 8(AX)
+	VEXTRACTF32X8 $0x01, Z3, Y31
+	VADDPS        Y31, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X31
+	VADDPS        X31, X3, X3
+	VPERMILPD     $0x01, X3, X31
+	VADDPS        X31, X3, X3
+	VMOVSHDUP     X3, X31
+	VADDSS        X31, X3, X3
+	VEXTRACTF32X8 $0x01, Z7, Y31
+	VADDPS        Y31, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X31
+	VADDPS        X31, X7, X7
+	VPERMILPD     $0x01, X7, X31
+	VADDPS        X31, X7, X7
+	VMOVSHDUP     X7, X31
+	VADDSS        X31, X7, X7
+	VFNMADD231SS  X30, X7, X3
+	VMOVSS        X3, 12(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, FMA3
+TEXT ·vnniRowsQ4_4(SB), NOSPLIT, $512-56
+	MOVQ         xq+0(FP), AX
+	MOVQ         dx+8(FP), CX
+	MOVQ         xqs+16(FP), DX
+	MOVQ         nb+40(FP), BX
+	MOVQ         ldw+32(FP), SI
+	MOVQ         w+24(FP), DI
+	LEAQ         (DI)(SI*1), R8
+	LEAQ         (R8)(SI*1), R9
+	LEAQ         (R9)(SI*1), SI
+	XORQ         R10, R10
+	LEAQ         (BX)(BX*1), R11
+	MOVL         $0x0f0f0f0f, R12
+	VPBROADCASTD R12, Z10
+	VMOVDQU32    vnniQuadIdx<>+0(SB), Z24
+	VMOVDQU32    vnniQuadIdx<>+64(SB), Z25
+	VMOVDQU32    vnniQuadIdx<>+128(SB), Z26
+	VMOVDQU32    vnniQuadIdx<>+192(SB), Z27
+	VXORPS       Z0, Z0, Z0
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z1, Z1, Z1
+	VXORPS       Z5, Z5, Z5
+	VXORPS       Z2, Z2, Z2
+	VXORPS       Z6, Z6, Z6
+	VXORPS       Z3, Z3, Z3
+	VXORPS       Z7, Z7, Z7
+
+group:
+	CMPQ        BX, $0x10
+	JL          tail
+	VCVTPH2PS   (DI)(R10*2), Z20
+	VMULPS      (CX)(R10*4), Z20, Z20
+	VFMADD231PS (DX)(R10*4), Z20, Z4
+	VCVTPH2PS   (R8)(R10*2), Z21
+	VMULPS      (CX)(R10*4), Z21, Z21
+	VFMADD231PS (DX)(R10*4), Z21, Z5
+	VCVTPH2PS   (R9)(R10*2), Z22
+	VMULPS      (CX)(R10*4), Z22, Z22
+	VFMADD231PS (DX)(R10*4), Z22, Z6
+	VCVTPH2PS   (SI)(R10*2), Z23
+	VMULPS      (CX)(R10*4), Z23, Z23
+	VFMADD231PS (DX)(R10*4), Z23, Z7
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (DI)(R11*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   (R8)(R11*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   (R9)(R11*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z24, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   (SI)(R11*1), Z28
+	VPSRLW      $0x04, Z28, Z29
+	VPANDD      Z10, Z28, Z28
+	VPANDD      Z10, Z29, Z29
+	VPXORD      Z30, Z30, Z30
+	VPDPBUSD    Z8, Z28, Z30
+	VPDPBUSD    Z9, Z29, Z30
+	VCVTDQ2PS   Z30, Z30
+	VPERMPS     Z23, Z24, Z28
+	VFMADD231PS Z28, Z30, Z3
+	VMOVDQU64   128(AX), Z8
+	VMOVDQU64   192(AX), Z9
+	VMOVDQU64   64(DI)(R11*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z25, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   64(R8)(R11*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z25, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   64(R9)(R11*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z25, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   64(SI)(R11*1), Z28
+	VPSRLW      $0x04, Z28, Z29
+	VPANDD      Z10, Z28, Z28
+	VPANDD      Z10, Z29, Z29
+	VPXORD      Z30, Z30, Z30
+	VPDPBUSD    Z8, Z28, Z30
+	VPDPBUSD    Z9, Z29, Z30
+	VCVTDQ2PS   Z30, Z30
+	VPERMPS     Z23, Z25, Z28
+	VFMADD231PS Z28, Z30, Z3
+	VMOVDQU64   256(AX), Z8
+	VMOVDQU64   320(AX), Z9
+	VMOVDQU64   128(DI)(R11*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z26, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   128(R8)(R11*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z26, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   128(R9)(R11*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z26, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   128(SI)(R11*1), Z28
+	VPSRLW      $0x04, Z28, Z29
+	VPANDD      Z10, Z28, Z28
+	VPANDD      Z10, Z29, Z29
+	VPXORD      Z30, Z30, Z30
+	VPDPBUSD    Z8, Z28, Z30
+	VPDPBUSD    Z9, Z29, Z30
+	VCVTDQ2PS   Z30, Z30
+	VPERMPS     Z23, Z26, Z28
+	VFMADD231PS Z28, Z30, Z3
+	VMOVDQU64   384(AX), Z8
+	VMOVDQU64   448(AX), Z9
+	VMOVDQU64   192(DI)(R11*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     Z20, Z27, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   192(R8)(R11*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     Z21, Z27, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   192(R9)(R11*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     Z22, Z27, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   192(SI)(R11*1), Z28
+	VPSRLW      $0x04, Z28, Z29
+	VPANDD      Z10, Z28, Z28
+	VPANDD      Z10, Z29, Z29
+	VPXORD      Z30, Z30, Z30
+	VPDPBUSD    Z8, Z28, Z30
+	VPDPBUSD    Z9, Z29, Z30
+	VCVTDQ2PS   Z30, Z30
+	VPERMPS     Z23, Z27, Z28
+	VFMADD231PS Z28, Z30, Z3
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R10
+	ADDQ        $0x00000100, R11
+	SUBQ        $0x10, BX
+	JMP         group
+
+tail:
+	TESTQ       BX, BX
+	JZ          reduce
+	MOVQ        $0x00000001, R12
+	SHLXQ       BX, R12, R12
+	DECQ        R12
+	KMOVW       R12, K1
+	VCVTPH2PS.Z (DI)(R10*2), K1, Z20
+	VMULPS      (CX)(R10*4), Z20, Z20
+	VFMADD231PS (DX)(R10*4), Z20, Z4
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z21
+	VMULPS      (CX)(R10*4), Z21, Z21
+	VFMADD231PS (DX)(R10*4), Z21, Z5
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z22
+	VMULPS      (CX)(R10*4), Z22, Z22
+	VFMADD231PS (DX)(R10*4), Z22, Z6
+	VCVTPH2PS.Z (SI)(R10*2), K1, Z23
+	VMULPS      (CX)(R10*4), Z23, Z23
+	VFMADD231PS (DX)(R10*4), Z23, Z7
+	LEAQ        (SP), CX
+	VMOVUPS     Z20, (CX)
+	VMOVUPS     Z21, 128(CX)
+	VMOVUPS     Z22, 256(CX)
+	VMOVUPS     Z23, 384(CX)
+
+tailunit:
+	CMPQ        BX, $0x04
+	JL          partial
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU64   (DI)(R11*1), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU64   (R8)(R11*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     128(CX), Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU64   (R9)(R11*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     256(CX), Z24, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU64   (SI)(R11*1), Z28
+	VPSRLW      $0x04, Z28, Z29
+	VPANDD      Z10, Z28, Z28
+	VPANDD      Z10, Z29, Z29
+	VPXORD      Z30, Z30, Z30
+	VPDPBUSD    Z8, Z28, Z30
+	VPDPBUSD    Z9, Z29, Z30
+	VCVTDQ2PS   Z30, Z30
+	VPERMPS     384(CX), Z24, Z28
+	VFMADD231PS Z28, Z30, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x10, CX
+	ADDQ        $0x40, R11
+	SUBQ        $0x04, BX
+	JMP         tailunit
+
+partial:
+	TESTQ       BX, BX
+	JZ          reduce
+	SHLQ        $0x04, BX
+	MOVQ        $0x00000001, R12
+	SHLXQ       BX, R12, R12
+	DECQ        R12
+	KMOVQ       R12, K2
+	VMOVDQU64   (AX), Z8
+	VMOVDQU64   64(AX), Z9
+	VMOVDQU8.Z  (DI)(R11*1), K2, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z10, Z11, Z11
+	VPANDD      Z10, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    Z8, Z11, Z13
+	VPDPBUSD    Z9, Z12, Z13
+	VCVTDQ2PS   Z13, Z13
+	VPERMPS     (CX), Z24, Z11
+	VFMADD231PS Z11, Z13, Z0
+	VMOVDQU8.Z  (R8)(R11*1), K2, Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z10, Z14, Z14
+	VPANDD      Z10, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    Z8, Z14, Z16
+	VPDPBUSD    Z9, Z15, Z16
+	VCVTDQ2PS   Z16, Z16
+	VPERMPS     128(CX), Z24, Z14
+	VFMADD231PS Z14, Z16, Z1
+	VMOVDQU8.Z  (R9)(R11*1), K2, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z19, Z19, Z19
+	VPDPBUSD    Z8, Z17, Z19
+	VPDPBUSD    Z9, Z18, Z19
+	VCVTDQ2PS   Z19, Z19
+	VPERMPS     256(CX), Z24, Z17
+	VFMADD231PS Z17, Z19, Z2
+	VMOVDQU8.Z  (SI)(R11*1), K2, Z28
+	VPSRLW      $0x04, Z28, Z29
+	VPANDD      Z10, Z28, Z28
+	VPANDD      Z10, Z29, Z29
+	VPXORD      Z30, Z30, Z30
+	VPDPBUSD    Z8, Z28, Z30
+	VPDPBUSD    Z9, Z29, Z30
+	VCVTDQ2PS   Z30, Z30
+	VPERMPS     384(CX), Z24, Z28
+	VFMADD231PS Z28, Z30, Z3
+
+reduce:
+	MOVQ          y+48(FP), AX
+	MOVL          $0x41000000, R12
+	VMOVD         R12, X30
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z4, Y31
+	VADDPS        Y31, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X31
+	VADDPS        X31, X4, X4
+	VPERMILPD     $0x01, X4, X31
+	VADDPS        X31, X4, X4
+	VMOVSHDUP     X4, X31
+	VADDSS        X31, X4, X4
+	VFNMADD231SS  X30, X4, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X8 $0x01, Z1, Y31
+	VADDPS        Y31, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X31
+	VADDPS        X31, X1, X1
+	VPERMILPD     $0x01, X1, X31
+	VADDPS        X31, X1, X1
+	VMOVSHDUP     X1, X31
+	VADDSS        X31, X1, X1
+	VEXTRACTF32X8 $0x01, Z5, Y31
+	VADDPS        Y31, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X31
+	VADDPS        X31, X5, X5
+	VPERMILPD     $0x01, X5, X31
+	VADDPS        X31, X5, X5
+	VMOVSHDUP     X5, X31
+	VADDSS        X31, X5, X5
+	VFNMADD231SS  X30, X5, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF32X8 $0x01, Z2, Y31
+	VADDPS        Y31, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X31
+	VADDPS        X31, X2, X2
+	VPERMILPD     $0x01, X2, X31
+	VADDPS        X31, X2, X2
+	VMOVSHDUP     X2, X31
+	VADDSS        X31, X2, X2
+	VEXTRACTF32X8 $0x01, Z6, Y31
+	VADDPS        Y31, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X31
+	VADDPS        X31, X6, X6
+	VPERMILPD     $0x01, X6, X31
+	VADDPS        X31, X6, X6
+	VMOVSHDUP     X6, X31
+	VADDSS        X31, X6, X6
+	VFNMADD231SS  X30, X6, X2
+	VMOVSS        X2, 8(AX)
+	VEXTRACTF32X8 $0x01, Z3, Y31
+	VADDPS        Y31, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X31
+	VADDPS        X31, X3, X3
+	VPERMILPD     $0x01, X3, X31
+	VADDPS        X31, X3, X3
+	VMOVSHDUP     X3, X31
+	VADDSS        X31, X3, X3
+	VEXTRACTF32X8 $0x01, Z7, Y31
+	VADDPS        Y31, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X31
+	VADDPS        X31, X7, X7
+	VPERMILPD     $0x01, X7, X31
+	VADDPS        X31, X7, X7
+	VMOVSHDUP     X7, X31
+	VADDSS        X31, X7, X7
+	VFNMADD231SS  X30, X7, X3
+	VMOVSS        X3, 12(AX)
+	VZEROUPPER
+	RET

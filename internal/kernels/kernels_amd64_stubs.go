@@ -231,3 +231,33 @@ func dequantQ8(dst *float32, scales *byte, quants *byte, nb int)
 
 // dequantQ4 dequantizes nb whole blocks (binary16 scales, quants) into dst.
 func dequantQ4(dst *float32, scales *byte, quants *byte, nb int)
+
+// quantizeXQ8 quantizes activations per block for the VNNI kernels (see genQuantizeX).
+func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+
+// quantizeXQ4 quantizes activations per block for the VNNI kernels (see genQuantizeX).
+func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+
+// vnniRowsQ8_1 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_1 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ8_2 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ8_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_2 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ8_3 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ8_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_3 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ8_4 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ8_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_4 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)

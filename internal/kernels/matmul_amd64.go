@@ -9,15 +9,16 @@ import (
 )
 
 // Blocking of the float matrix product (m > 1): a thread takes panelRows
-// weight rows at a time and walks K in kcBlock steps, so a 4-row slice of x
-// (4×kcBlock floats) and the weight panel slice stay in L1/L2 while register
+// weight rows at a time and walks K in steps of kcBytes of weights, so a 4-row slice of x
+// (4×kc floats) and the weight panel slice stay in L1/L2 while register
 // tiles of 4 inputs × 5 weight rows sweep over them.
 const (
 	panelRows = 40
-	kcBlock   = 512
+	kcBytes   = 1024 // per weight row: a 40-row panel slice stays in L1
 	tileM     = 4
 	tileN     = 5
-	quantRows = 4 // weight rows per quantized matrix-vector kernel call
+	quantRows = 4  // weight rows per quantized matrix-vector kernel call
+	packPad   = 64 // bytes added to packed panel rows to break 4 KiB strides
 )
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
@@ -43,12 +44,17 @@ var tiles = [3][tileM][tileN]tileFunc{
 	},
 }
 
+var vnniRowsQ8 = [quantRows]func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32){vnniRowsQ8_1, vnniRowsQ8_2, vnniRowsQ8_3, vnniRowsQ8_4}
+
+var vnniRowsQ4 = [quantRows]func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32){vnniRowsQ4_1, vnniRowsQ4_2, vnniRowsQ4_3, vnniRowsQ4_4}
+
 var rowsQ8 = [quantRows]func(x *float32, w *byte, ldw int, nb int, y *float32){rowsQ8_1, rowsQ8_2, rowsQ8_3, rowsQ8_4}
 
 var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32){rowsQ4_1, rowsQ4_2, rowsQ4_3, rowsQ4_4}
 
-// prepare readies per-call inputs shared by all threads: for the quantized
-// matrix-vector path, x padded with zeros to whole blocks and (q4) the
+// prepare readies per-call inputs shared by all threads for the quantized
+// matrix-vector path: with VNNI, x quantized to int8 per block (see
+// prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
 	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) || j.m >= tileM {
@@ -56,6 +62,10 @@ func (p *Pool) prepare(j *matmulJob) {
 	}
 	cols := j.w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
+	if useVNNI {
+		p.prepareVNNI(j, nb)
+		return
+	}
 	j.xq = j.x
 	if cols%BlockSize != 0 {
 		if cap(p.xpad) < j.m*nb*BlockSize {
@@ -87,6 +97,45 @@ func (p *Pool) prepare(j *matmulJob) {
 	}
 }
 
+// prepareVNNI quantizes each input row to int8 blocks of 32 with a float32
+// scale per block, padded with zero blocks to a multiple of 16, in the
+// layout the VNNI kernel of the weight type expects.
+func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
+	cols := j.w.Cols
+	nbp := (nb + 15) &^ 15
+	ld := nbp * BlockSize
+	x := j.x
+	if cols != ld {
+		p.xpad = growFloats(p.xpad, j.m*ld)
+		for i := range j.m {
+			row := p.xpad[i*ld : (i+1)*ld]
+			copy(row, j.x[i*cols:(i+1)*cols])
+			clear(row[cols:])
+		}
+		x = p.xpad
+	}
+	if cap(p.xq8) < j.m*ld {
+		p.xq8 = make([]byte, j.m*ld)
+	}
+	p.dx = growFloats(p.dx, j.m*nbp)
+	p.xsum = growFloats(p.xsum, j.m*nbp)
+	j.xq8, j.dx, j.xs, j.nbp = p.xq8[:j.m*ld], p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
+	for i := range j.m {
+		if j.w.Type == Q8 {
+			quantizeXQ8(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+		} else {
+			quantizeXQ4(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+		}
+	}
+}
+
+func growFloats(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
 func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	if !useAVX512 {
 		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
@@ -103,7 +152,11 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	initRows(j.y, m, w.Rows, j.bias, lo, hi)
 	rb := w.Type.RowBytes(w.Cols)
-	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
+	var pack []byte
+	if m >= tileM {
+		pack = p.growPack(id, panelRows*(kcBytes+packPad))
+	}
+	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo, pack)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
@@ -119,8 +172,11 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 }
 
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
-// (ldw bytes apart, type t in {F32, F16, BF16}).
-func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+// (ldw bytes apart, type t in {F32, F16, BF16}). With a pack buffer, each
+// panel slice is first copied there with a row stride that is not a multiple
+// of 4 KiB, so that power-of-two column counts do not make all rows of the
+// panel compete for the same L1 sets.
+func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int, pack []byte) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -130,7 +186,7 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 		ti, esize = 2, 2
 	}
 	k16 := cols &^ 15
-	kc := kcBlock
+	kc := kcBytes / esize
 	if m == 1 {
 		kc = k16
 	}
@@ -138,11 +194,19 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 		jn := min(panelRows, n-jb)
 		for kb := 0; kb < k16; kb += kc {
 			kl := min(kc, k16-kb)
+			pw, pld, poff := w[jb*ldw+kb*esize:], ldw, 0
+			if pack != nil {
+				pld = kl*esize + packPad
+				for r := range jn {
+					copy(pack[r*pld:r*pld+kl*esize], w[(jb+r)*ldw+kb*esize:])
+				}
+				pw = pack
+			}
 			for i := 0; i < m; i += tileM {
 				mr := min(tileM, m-i)
-				for jj := jb; jj < jb+jn; jj += tileN {
-					nr := min(tileN, jb+jn-jj)
-					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &w[jj*ldw+kb*esize], ldw, kl, &y[i*ldy+jj], ldy)
+				for jj := 0; jj < jn; jj += tileN {
+					nr := min(tileN, jn-jj)
+					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &pw[jj*pld+poff], pld, kl, &y[i*ldy+jb+jj], ldy)
 				}
 			}
 		}
@@ -184,12 +248,17 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 		nr := min(quantRows, hi-r)
 		wp := &w.Data[r*rb]
 		for i := range j.m {
-			xp := &j.xq[i*nb*BlockSize]
 			y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
-			if w.Type == Q8 {
+			switch {
+			case j.nbp > 0 && w.Type == Q8:
+				vnniRowsQ8[nr-1](&j.xq8[i*j.nbp*BlockSize], &j.dx[i*j.nbp], &j.xs[i*j.nbp], wp, rb, nb, &y[0])
+			case j.nbp > 0:
+				vnniRowsQ4[nr-1](&j.xq8[i*j.nbp*BlockSize], &j.dx[i*j.nbp], &j.xs[i*j.nbp], wp, rb, nb, &y[0])
+			case w.Type == Q8:
+				xp := &j.xq[i*nb*BlockSize]
 				rowsQ8[nr-1](xp, wp, rb, nb, &y[0])
-			} else {
-				rowsQ4[nr-1](xp, &j.xs[i*nb], wp, rb, nb, &y[0])
+			default:
+				rowsQ4[nr-1](&j.xq[i*nb*BlockSize], &j.xs[i*nb], wp, rb, nb, &y[0])
 			}
 			if j.bias != nil {
 				for k := range y {
@@ -207,7 +276,7 @@ func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
 	w := j.w
 	cols := w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
-	ld := nb * BlockSize
+	ld := nb*BlockSize + packPad/4
 	rb := w.Type.RowBytes(cols)
 	panel := p.grow(id, panelRows*ld)
 	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
@@ -215,9 +284,9 @@ func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
 		n := min(panelRows, hi-r)
 		for k := range n {
 			row := w.Data[(r+k)*rb : (r+k+1)*rb]
-			dequantHead(w.Type, panel[k*ld:(k+1)*ld], row, nb, nb)
+			dequantHead(w.Type, panel[k*ld:k*ld+nb*BlockSize], row, nb, nb)
 		}
 		pb := unsafe.Slice((*byte)(unsafe.Pointer(&panel[0])), 4*n*ld)
-		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n)
+		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n, nil)
 	}
 }

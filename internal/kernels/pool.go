@@ -22,7 +22,9 @@ type Pool struct {
 	call    sync.Mutex // serializes MatMul calls
 	scratch []workerScratch
 	xpad    []float32 // x padded to whole blocks, shared by all threads
-	xsum    []float32 // per-block sums of xpad
+	xsum    []float32 // per-block sums of xpad (or of xq8)
+	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
+	dx      []float32 // scales of the xq8 blocks
 
 	// The current job, written by the caller before gen is bumped.
 	job    matmulJob
@@ -41,8 +43,9 @@ type Pool struct {
 // workerScratch is per-thread scratch memory, padded to keep threads off
 // each other's cache lines.
 type workerScratch struct {
-	buf []float32
-	_   [64 - 24]byte
+	buf  []float32
+	pack []byte
+	_    [64 - 48]byte
 }
 
 // NewPool starts a pool of threads threads (the caller counts as one);
@@ -159,4 +162,13 @@ func (p *Pool) grow(id, n int) []float32 {
 		s.buf = make([]float32, n)
 	}
 	return s.buf[:n]
+}
+
+// growPack returns thread id's packing buffer with at least n bytes.
+func (p *Pool) growPack(id, n int) []byte {
+	s := &p.scratch[id]
+	if len(s.pack) < n {
+		s.pack = make([]byte, n)
+	}
+	return s.pack[:n]
 }
