@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"testing"
+
+	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/testckpt"
+	"github.com/hfstatic/hfstatic/models"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// Any prefill size, including ones that do not divide the prompt, gives the decode-only
+// program's logits; repeated runs are bit-identical.
+func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
+	ref, _ := readRunc(t)
+	qwen, err := testckpt.Random("qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qref, err := testckpt.Reference("qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		fsys   fs.FS
+		tokens []int
+	}{
+		{"stories260K", models.Stories260K(), ref.InputIDs},
+		{"qwen3", qwen, qref.InputIDs},
+	}
+	for _, m := range cases {
+		for _, cache := range []program.DType{program.F32, program.F16} {
+			opts := export.Options{Context: 80, CacheDType: cache, PrefillLogits: program.LogitsAll}
+			fsys := exportFS(t, m.fsys, opts)
+			want := allLogits(t, loadModel(t, fsys, 1), m.tokens)
+			again := allLogits(t, loadModel(t, fsys, 2), m.tokens)
+			if d, at := maxAbsDiff(want, again); d != 0 {
+				t.Errorf("%s/%s: two decode-only runs differ by %g at position %d", m.name, cache, d, at)
+			}
+			for _, p := range []int{2, 3, 5, 7, 16, 64, 80} {
+				t.Run(fmt.Sprintf("%s/cache=%s/prefill=%d", m.name, cache, p), func(t *testing.T) {
+					o := opts
+					o.Prefill = p
+					got := allLogits(t, loadModel(t, exportFS(t, m.fsys, o), 2), m.tokens)
+					if d, at := maxAbsDiff(want, got); !(d <= 1e-5) {
+						t.Errorf("max |prefill - decode-only| = %g at position %d, want ≤ 1e-5", d, at)
+					}
+				})
+			}
+		}
+	}
+}
