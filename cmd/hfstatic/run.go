@@ -178,7 +178,9 @@ Without PROGRAM it runs the embedded stories260K model.`,
 				MaxTokens: maxTokens, Sampler: sampler, EOS: eos, OnToken: onToken})
 			if emit != nil {
 				emit.finish(res.Reason == generate.StopCondition)
-				fmt.Fprintln(out)
+				if len(res.Tokens) > 0 {
+					fmt.Fprintln(out)
+				}
 			}
 			if err != nil {
 				return err
