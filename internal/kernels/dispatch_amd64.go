@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -76,14 +77,93 @@ func f16ToF32Slice(dst []float32, src []uint16) {
 	f16ToF32SliceGeneric(dst[n16:], src[n16:])
 }
 
-func rmsNorm(dst, x, w []float32, eps float32) { rmsNormGeneric(dst, x, w, eps) }
-func softmax(x []float32)                      { softmaxGeneric(x) }
-func siluMul(dst, gate, up []float32)          { siluMulGeneric(dst, gate, up) }
-func geluTanhMul(dst, gate, up []float32)      { geluTanhMulGeneric(dst, gate, up) }
-func add(dst, a, b []float32)                  { addGeneric(dst, a, b) }
-func scale(x []float32, s float32)             { scaleGeneric(x, s) }
-func softCap(x []float32, cap float32)         { softCapGeneric(x, cap) }
-func rope(x1, x2, cos, sin []float32)          { ropeGeneric(x1, x2, cos, sin) }
+func rmsNorm(dst, x, w []float32, eps float32) {
+	n16 := len(x) &^ 15
+	if !useAVX512 || n16 == 0 {
+		rmsNormGeneric(dst, x, w, eps)
+		return
+	}
+	ss := dot(x, x)
+	inv := float32(1 / math.Sqrt(float64(ss/float32(len(x))+eps)))
+	var wp *float32
+	if w != nil {
+		wp = &w[0]
+	}
+	mulScaleAVX512(&dst[0], &x[0], wp, n16, inv)
+	for i := n16; i < len(x); i++ {
+		v := x[i] * inv
+		if w != nil {
+			v *= w[i]
+		}
+		dst[i] = v
+	}
+}
+
+func softmax(x []float32) {
+	n16 := len(x) &^ 15
+	if !useAVX512 || n16 == 0 {
+		softmaxGeneric(x)
+		return
+	}
+	mx := maxAVX512(&x[0], n16)
+	for _, v := range x[n16:] {
+		mx = max(mx, v)
+	}
+	if math.IsInf(float64(mx), -1) {
+		clear(x)
+		return
+	}
+	sum := expSumAVX512(&x[0], n16, mx)
+	for i := n16; i < len(x); i++ {
+		x[i] = expf(x[i] - mx)
+		sum += x[i]
+	}
+	scale(x, 1/sum)
+}
+
+// vecLen is how many leading values the AVX-512 routines take: whole
+// vectors, or none without AVX-512.
+func vecLen(n int) int {
+	if !useAVX512 {
+		return 0
+	}
+	return n &^ 15
+}
+
+func siluMul(dst, gate, up []float32) {
+	n16 := vecLen(len(gate))
+	if n16 > 0 {
+		siluMulAVX512(&dst[0], &gate[0], &up[0], n16)
+	}
+	siluMulGeneric(dst[n16:], gate[n16:], up[n16:])
+}
+
+func geluTanhMul(dst, gate, up []float32) {
+	n16 := vecLen(len(gate))
+	if n16 > 0 {
+		geluTanhMulAVX512(&dst[0], &gate[0], &up[0], n16)
+	}
+	geluTanhMulGeneric(dst[n16:], gate[n16:], up[n16:])
+}
+
+func add(dst, a, b []float32) {
+	n16 := vecLen(len(a))
+	if n16 > 0 {
+		addAVX512(&dst[0], &a[0], &b[0], n16)
+	}
+	addGeneric(dst[n16:], a[n16:], b[n16:])
+}
+
+func scale(x []float32, s float32) {
+	n16 := vecLen(len(x))
+	if n16 > 0 {
+		mulScaleAVX512(&x[0], &x[0], nil, n16, s)
+	}
+	scaleGeneric(x[n16:], s)
+}
+
+func softCap(x []float32, cap float32) { softCapGeneric(x, cap) }
+func rope(x1, x2, cos, sin []float32)  { ropeGeneric(x1, x2, cos, sin) }
 
 func dequantizeRow(t WeightType, row []byte, dst []float32) {
 	if !useAVX512 {

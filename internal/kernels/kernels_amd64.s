@@ -13643,6 +13643,272 @@ done:
 	VZEROUPPER
 	RET
 
+DATA expConsts<>+0(SB)/4, $(1.442695)
+DATA expConsts<>+4(SB)/4, $(0.6933594)
+DATA expConsts<>+8(SB)/4, $(-0.00021219444)
+DATA expConsts<>+12(SB)/4, $(0.0013888889)
+DATA expConsts<>+16(SB)/4, $(0.008333334)
+DATA expConsts<>+20(SB)/4, $(0.041666668)
+DATA expConsts<>+24(SB)/4, $(0.16666667)
+DATA expConsts<>+28(SB)/4, $(0.5)
+DATA expConsts<>+32(SB)/4, $(1.0)
+DATA expConsts<>+36(SB)/4, $(-104.0)
+DATA expConsts<>+40(SB)/4, $(88.7)
+DATA expConsts<>+44(SB)/4, $(0.7978846)
+DATA expConsts<>+48(SB)/4, $(0.044715)
+GLOBL expConsts<>(SB), RODATA|NOPTR, $52
+
+// func maxAVX512(x *float32, n16 int) float32
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·maxAVX512(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), AX
+	MOVQ    n16+8(FP), CX
+	VMOVUPS (AX), Z0
+
+loop:
+	VMAXPS        (AX), Z0, Z0
+	ADDQ          $0x40, AX
+	SUBQ          $0x10, CX
+	JNZ           loop
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPD     $0x01, X0, X1
+	VMAXPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VMAXSS        X1, X0, X0
+	VZEROUPPER
+	MOVSS         X0, ret+16(FP)
+	RET
+
+// func expSumAVX512(x *float32, n16 int, sub float32) float32
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n16+8(FP), CX
+	VBROADCASTSS sub+16(FP), Z8
+	VBROADCASTSS expConsts<>+0(SB), Z16
+	VBROADCASTSS expConsts<>+4(SB), Z17
+	VBROADCASTSS expConsts<>+8(SB), Z18
+	VBROADCASTSS expConsts<>+12(SB), Z19
+	VBROADCASTSS expConsts<>+16(SB), Z20
+	VBROADCASTSS expConsts<>+20(SB), Z21
+	VBROADCASTSS expConsts<>+24(SB), Z22
+	VBROADCASTSS expConsts<>+28(SB), Z23
+	VBROADCASTSS expConsts<>+32(SB), Z24
+	VBROADCASTSS expConsts<>+36(SB), Z25
+	VBROADCASTSS expConsts<>+40(SB), Z26
+	VBROADCASTSS expConsts<>+44(SB), Z27
+	VBROADCASTSS expConsts<>+48(SB), Z28
+	VXORPS       Z9, Z9, Z9
+
+loop:
+	TESTQ        CX, CX
+	JZ           done
+	VMOVUPS      (AX), Z0
+	VSUBPS       Z8, Z0, Z0
+	VMAXPS       Z25, Z0, Z0
+	VMINPS       Z26, Z0, Z0
+	VMULPS       Z16, Z0, Z1
+	VRNDSCALEPS  $0x00, Z1, Z1
+	VFNMADD231PS Z17, Z1, Z0
+	VFNMADD231PS Z18, Z1, Z0
+	VMOVAPS      Z19, Z2
+	VFMADD213PS  Z20, Z0, Z2
+	VFMADD213PS  Z21, Z0, Z2
+	VFMADD213PS  Z22, Z0, Z2
+	VFMADD213PS  Z23, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VSCALEFPS    Z1, Z2, Z0
+	VMOVUPS      Z0, (AX)
+	VADDPS       Z0, Z9, Z9
+	ADDQ         $0x40, AX
+	SUBQ         $0x10, CX
+	JMP          loop
+
+done:
+	VEXTRACTF32X8 $0x01, Z9, Y1
+	VADDPS        Y1, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X1
+	VADDPS        X1, X9, X9
+	VPERMILPD     $0x01, X9, X1
+	VADDPS        X1, X9, X9
+	VMOVSHDUP     X9, X1
+	VADDSS        X1, X9, X9
+	VZEROUPPER
+	MOVSS         X9, ret+24(FP)
+	RET
+
+// func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·siluMulAVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         gate+8(FP), CX
+	MOVQ         up+16(FP), DX
+	MOVQ         n16+24(FP), BX
+	VBROADCASTSS expConsts<>+0(SB), Z16
+	VBROADCASTSS expConsts<>+4(SB), Z17
+	VBROADCASTSS expConsts<>+8(SB), Z18
+	VBROADCASTSS expConsts<>+12(SB), Z19
+	VBROADCASTSS expConsts<>+16(SB), Z20
+	VBROADCASTSS expConsts<>+20(SB), Z21
+	VBROADCASTSS expConsts<>+24(SB), Z22
+	VBROADCASTSS expConsts<>+28(SB), Z23
+	VBROADCASTSS expConsts<>+32(SB), Z24
+	VBROADCASTSS expConsts<>+36(SB), Z25
+	VBROADCASTSS expConsts<>+40(SB), Z26
+	VBROADCASTSS expConsts<>+44(SB), Z27
+	VBROADCASTSS expConsts<>+48(SB), Z28
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Z0
+	VXORPS       Z3, Z3, Z3
+	VSUBPS       Z0, Z3, Z3
+	VMAXPS       Z25, Z3, Z3
+	VMINPS       Z26, Z3, Z3
+	VMULPS       Z16, Z3, Z1
+	VRNDSCALEPS  $0x00, Z1, Z1
+	VFNMADD231PS Z17, Z1, Z3
+	VFNMADD231PS Z18, Z1, Z3
+	VMOVAPS      Z19, Z2
+	VFMADD213PS  Z20, Z3, Z2
+	VFMADD213PS  Z21, Z3, Z2
+	VFMADD213PS  Z22, Z3, Z2
+	VFMADD213PS  Z23, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VSCALEFPS    Z1, Z2, Z3
+	VADDPS       Z24, Z3, Z3
+	VDIVPS       Z3, Z0, Z0
+	VMULPS       (DX), Z0, Z0
+	VMOVUPS      Z0, (AX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x10, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·geluTanhMulAVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         gate+8(FP), CX
+	MOVQ         up+16(FP), DX
+	MOVQ         n16+24(FP), BX
+	VBROADCASTSS expConsts<>+0(SB), Z16
+	VBROADCASTSS expConsts<>+4(SB), Z17
+	VBROADCASTSS expConsts<>+8(SB), Z18
+	VBROADCASTSS expConsts<>+12(SB), Z19
+	VBROADCASTSS expConsts<>+16(SB), Z20
+	VBROADCASTSS expConsts<>+20(SB), Z21
+	VBROADCASTSS expConsts<>+24(SB), Z22
+	VBROADCASTSS expConsts<>+28(SB), Z23
+	VBROADCASTSS expConsts<>+32(SB), Z24
+	VBROADCASTSS expConsts<>+36(SB), Z25
+	VBROADCASTSS expConsts<>+40(SB), Z26
+	VBROADCASTSS expConsts<>+44(SB), Z27
+	VBROADCASTSS expConsts<>+48(SB), Z28
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Z0
+	VMULPS       Z0, Z0, Z1
+	VMULPS       Z28, Z1, Z1
+	VFMADD213PS  Z0, Z0, Z1
+	VMULPS       Z27, Z1, Z1
+	VADDPS       Z1, Z1, Z1
+	VXORPS       Z3, Z3, Z3
+	VSUBPS       Z1, Z3, Z3
+	VMAXPS       Z25, Z3, Z3
+	VMINPS       Z26, Z3, Z3
+	VMULPS       Z16, Z3, Z1
+	VRNDSCALEPS  $0x00, Z1, Z1
+	VFNMADD231PS Z17, Z1, Z3
+	VFNMADD231PS Z18, Z1, Z3
+	VMOVAPS      Z19, Z2
+	VFMADD213PS  Z20, Z3, Z2
+	VFMADD213PS  Z21, Z3, Z2
+	VFMADD213PS  Z22, Z3, Z2
+	VFMADD213PS  Z23, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VSCALEFPS    Z1, Z2, Z3
+	VADDPS       Z24, Z3, Z3
+	VDIVPS       Z3, Z0, Z0
+	VMULPS       (DX), Z0, Z0
+	VMOVUPS      Z0, (AX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x10, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
+// Requires: AVX, AVX512F
+TEXT ·mulScaleAVX512(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         n16+24(FP), BX
+	VBROADCASTSS s+32(FP), Z8
+
+loop:
+	TESTQ  BX, BX
+	JZ     done
+	VMULPS (CX), Z8, Z0
+	TESTQ  DX, DX
+	JZ     store
+	VMULPS (DX), Z0, Z0
+	ADDQ   $0x40, DX
+
+store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func addAVX512(dst *float32, a *float32, b *float32, n16 int)
+// Requires: AVX, AVX512F
+TEXT ·addAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ n16+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Z0
+	VADDPS  (DX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	SUBQ    $0x10, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
 // Requires: AVX, AVX512F
 TEXT ·bf16ToF32AVX512(SB), NOSPLIT, $0-24

@@ -469,6 +469,36 @@ func packX(dst *float32, src *byte, idx *int32, mr int, kl int)
 //go:noescape
 func packW32T(dst *float32, src *byte, rowoff *int64, kl int)
 
+// maxAVX512 returns the largest of n16 values (n16 >= 16, a multiple of 16).
+//
+//go:noescape
+func maxAVX512(x *float32, n16 int) float32
+
+// expSumAVX512 replaces x[i] with exp(x[i]-sub) and returns their sum.
+//
+//go:noescape
+func expSumAVX512(x *float32, n16 int, sub float32) float32
+
+// siluMulAVX512 computes dst = gate*sigmoid(gate)*up.
+//
+//go:noescape
+func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+
+// geluTanhMulAVX512 computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.
+//
+//go:noescape
+func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+
+// mulScaleAVX512 computes dst = x*s*w (w may be nil: dst = x*s).
+//
+//go:noescape
+func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
+
+// addAVX512 computes dst = a + b.
+//
+//go:noescape
+func addAVX512(dst *float32, a *float32, b *float32, n16 int)
+
 // bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
 //
 //go:noescape
