@@ -2,14 +2,18 @@
 
 package kernels
 
-import "testing"
+import (
+	"testing"
 
-// The pure-Go fallback must stay correct on amd64 machines without AVX-512:
-// run the equivalence tests with the assembly switched off.
-func TestFallbackWithoutAVX512(t *testing.T) {
-	avx, vnni := useAVX512, useVNNI
-	useAVX512, useVNNI = false, false
-	defer func() { useAVX512, useVNNI = avx, vnni }()
+	"golang.org/x/sys/cpu"
+)
+
+// withPaths runs the equivalence tests with the given assembly paths
+// switched on or off, restoring the CPU-detected choice afterwards.
+func withPaths(t *testing.T, avx512, avx2, vnni bool) {
+	saved := [3]bool{useAVX512, useAVX2, useVNNI}
+	useAVX512, useAVX2, useVNNI = avx512, avx2, vnni
+	defer func() { useAVX512, useAVX2, useVNNI = saved[0], saved[1], saved[2] }()
 	t.Run("rows", TestElementwiseKernelsMatchReference)
 	t.Run("dot", TestDotAndAxpyMatchReference)
 	t.Run("f16", TestF16SliceConversionsMatchScalar)
@@ -17,12 +21,25 @@ func TestFallbackWithoutAVX512(t *testing.T) {
 	t.Run("softmax", TestSoftmaxMatchesReference)
 	t.Run("matmul", TestMatMulMatchesReference)
 	t.Run("dequant", TestQuantizeDequantizeErrorWithinFormatBound)
+	t.Run("gather", TestGatherRowsScalesSelectedRows)
 }
 
-// Without VNNI the q8/q4 matrix-vector path dequantizes in float32.
-func TestFloatQuantPathWithoutVNNI(t *testing.T) {
-	vnni := useVNNI
-	useVNNI = false
-	defer func() { useVNNI = vnni }()
-	t.Run("matmul", TestMatMulMatchesReference)
+// The pure-Go fallback must stay correct on amd64 machines without SIMD.
+func TestPureGoPathOnAMD64(t *testing.T) { withPaths(t, false, false, false) }
+
+func TestAVX2Path(t *testing.T) {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		t.Log("CPU lacks AVX2/FMA/F16C: the AVX2 path cannot run here")
+		return
+	}
+	withPaths(t, false, true, false)
+}
+
+// Without VNNI the AVX-512 q8/q4 matrix-vector path dequantizes in float32.
+func TestAVX512PathWithoutVNNI(t *testing.T) {
+	if !useAVX512 {
+		t.Log("CPU lacks AVX-512: the AVX-512 path cannot run here")
+		return
+	}
+	withPaths(t, true, false, false)
 }

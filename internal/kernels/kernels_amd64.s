@@ -13909,6 +13909,2233 @@ done:
 	VZEROUPPER
 	RET
 
+// func dotAVX2(a *float32, b *float32, n8 int) float32
+// Requires: AVX, FMA3, SSE
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), CX
+	MOVQ   n8+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop32:
+	CMPQ        DX, $0x20
+	JL          loop8
+	VMOVUPS     (AX), Y4
+	VFMADD231PS (CX), Y4, Y0
+	VMOVUPS     32(AX), Y5
+	VFMADD231PS 32(CX), Y5, Y1
+	VMOVUPS     64(AX), Y6
+	VFMADD231PS 64(CX), Y6, Y2
+	VMOVUPS     96(AX), Y7
+	VFMADD231PS 96(CX), Y7, Y3
+	ADDQ        $0x00000080, AX
+	ADDQ        $0x00000080, CX
+	SUBQ        $0x20, DX
+	JMP         loop32
+
+loop8:
+	CMPQ        DX, $0x08
+	JL          done
+	VMOVUPS     (AX), Y4
+	VFMADD231PS (CX), Y4, Y0
+	ADDQ        $0x20, AX
+	ADDQ        $0x20, CX
+	SUBQ        $0x08, DX
+	JMP         loop8
+
+done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func axpyAVX2(alpha float32, x *float32, y *float32, n8 int)
+// Requires: AVX, FMA3
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS alpha+0(FP), Y0
+	MOVQ         x+8(FP), AX
+	MOVQ         y+16(FP), CX
+	MOVQ         n8+24(FP), DX
+
+loop:
+	CMPQ        DX, $0x08
+	JL          done
+	VMOVUPS     (CX), Y1
+	VFMADD231PS (AX), Y0, Y1
+	VMOVUPS     Y1, (CX)
+	ADDQ        $0x20, AX
+	ADDQ        $0x20, CX
+	SUBQ        $0x08, DX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotF16AVX2(a *float32, b *uint16, n8 int) float32
+// Requires: AVX, F16C, FMA3, SSE
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), CX
+	MOVQ   n8+16(FP), DX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        DX, $0x08
+	JL          done
+	VCVTPH2PS   (CX), Y2
+	VFMADD231PS (AX), Y2, Y0
+	ADDQ        $0x20, AX
+	ADDQ        $0x10, CX
+	SUBQ        $0x08, DX
+	JMP         loop
+
+done:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func axpyF16AVX2(alpha float32, x *uint16, y *float32, n8 int)
+// Requires: AVX, F16C, FMA3
+TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS alpha+0(FP), Y0
+	MOVQ         x+8(FP), AX
+	MOVQ         y+16(FP), CX
+	MOVQ         n8+24(FP), DX
+
+loop:
+	CMPQ        DX, $0x08
+	JL          done
+	VCVTPH2PS   (AX), Y2
+	VMOVUPS     (CX), Y1
+	VFMADD231PS Y2, Y0, Y1
+	VMOVUPS     Y1, (CX)
+	ADDQ        $0x10, AX
+	ADDQ        $0x20, CX
+	SUBQ        $0x08, DX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func f32ToF16AVX2(dst *uint16, src *float32, n8 int)
+// Requires: AVX, F16C
+TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n8+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x08
+	JL        done
+	VMOVUPS   (CX), Y0
+	VCVTPS2PH $0x00, Y0, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x10, AX
+	SUBQ      $0x08, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func f16ToF32AVX2(dst *float32, src *uint16, n8 int)
+// Requires: AVX, F16C
+TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n8+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x08
+	JL        done
+	VCVTPH2PS (CX), Y0
+	VMOVUPS   Y0, (AX)
+	ADDQ      $0x10, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_1x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	MOVQ   k8+32(FP), DX
+	SHLQ   $0x02, DX
+	XORQ   BX, BX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VMOVUPS     (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x20, BX
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_1x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), DX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x02, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (CX)(SI*1), Y12
+	VMOVUPS     (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_1x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), BX
+	LEAQ   (BX)(DX*1), DX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x02, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (CX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_2x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x02, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_2x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x02, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (DX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_2x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x02, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (DX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_3x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x02, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*1), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_3x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), SI
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x02, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (BX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*1), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_3x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), DI
+	LEAQ   (DI)(SI*1), SI
+	MOVQ   k8+32(FP), R8
+	SHLQ   $0x02, R8
+	XORQ   R9, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VMOVUPS     (BX)(R9*1), Y12
+	VMOVUPS     (DI)(R9*1), Y13
+	VMOVUPS     (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*1), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x20, R9
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_1x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	MOVQ   k8+32(FP), DX
+	SHLQ   $0x01, DX
+	XORQ   BX, BX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VCVTPH2PS   (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_1x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), DX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(SI*1), Y12
+	VCVTPH2PS   (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_1x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), BX
+	LEAQ   (BX)(DX*1), DX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (CX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VCVTPH2PS   (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_2x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_2x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (DX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_2x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (DX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VCVTPH2PS   (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_3x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_3x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), SI
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (BX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_3x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), DI
+	LEAQ   (DI)(SI*1), SI
+	MOVQ   k8+32(FP), R8
+	SHLQ   $0x01, R8
+	XORQ   R9, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VCVTPH2PS   (BX)(R9*1), Y12
+	VCVTPH2PS   (DI)(R9*1), Y13
+	VCVTPH2PS   (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_1x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	MOVQ   k8+32(FP), DX
+	SHLQ   $0x01, DX
+	XORQ   BX, BX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VPMOVZXWD   (CX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_1x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), DX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (CX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DX)(SI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_1x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), BX
+	LEAQ   (BX)(DX*1), DX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (CX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (DX)(DI*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_2x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (DX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_2x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (DX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_2x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (DX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (BX)(R8*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_3x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (BX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_3x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), SI
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (BX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_3x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), DI
+	LEAQ   (DI)(SI*1), SI
+	MOVQ   k8+32(FP), R8
+	SHLQ   $0x01, R8
+	XORQ   R9, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VPMOVZXWD   (BX)(R9*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DI)(R9*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (SI)(R9*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
+// Requires: AVX, AVX2, F16C
+TEXT ·dequantQ8AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ quants+16(FP), DX
+	MOVQ nb+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	MOVWLZX      (CX), SI
+	VMOVD        SI, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD    (DX), Y0
+	VPMOVSXBD    8(DX), Y1
+	VPMOVSXBD    16(DX), Y2
+	VPMOVSXBD    24(DX), Y3
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y8, Y0, Y0
+	VMOVUPS      Y0, (AX)
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y8, Y1, Y1
+	VMOVUPS      Y1, 32(AX)
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y8, Y2, Y2
+	VMOVUPS      Y2, 64(AX)
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y8, Y3, Y3
+	VMOVUPS      Y3, 96(AX)
+	ADDQ         $0x02, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x00000080, AX
+	DECQ         BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
+// Requires: AVX, AVX2, F16C
+TEXT ·dequantQ4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         scales+8(FP), CX
+	MOVQ         quants+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	MOVL         $0x0000000f, SI
+	VMOVD        SI, X10
+	VPBROADCASTD X10, Y10
+	MOVL         $0x00000008, SI
+	VMOVD        SI, X11
+	VPBROADCASTD X11, Y11
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	MOVWLZX      (CX), SI
+	VMOVD        SI, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVZXBD    (DX), Y0
+	VPMOVZXBD    8(DX), Y1
+	VPSRLD       $0x04, Y0, Y2
+	VPSRLD       $0x04, Y1, Y3
+	VPAND        Y10, Y0, Y0
+	VPSUBD       Y11, Y0, Y0
+	VPAND        Y10, Y1, Y1
+	VPSUBD       Y11, Y1, Y1
+	VPAND        Y10, Y2, Y2
+	VPSUBD       Y11, Y2, Y2
+	VPAND        Y10, Y3, Y3
+	VPSUBD       Y11, Y3, Y3
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y8, Y0, Y0
+	VMOVUPS      Y0, (AX)
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y8, Y1, Y1
+	VMOVUPS      Y1, 32(AX)
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y8, Y2, Y2
+	VMOVUPS      Y2, 64(AX)
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y8, Y3, Y3
+	VMOVUPS      Y3, 96(AX)
+	ADDQ         $0x02, CX
+	ADDQ         $0x10, DX
+	ADDQ         $0x00000080, AX
+	DECQ         BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
 // Requires: AVX, AVX512F
 TEXT ·bf16ToF32AVX512(SB), NOSPLIT, $0-24

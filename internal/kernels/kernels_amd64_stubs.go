@@ -499,6 +499,181 @@ func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
 //go:noescape
 func addAVX512(dst *float32, a *float32, b *float32, n16 int)
 
+// dotAVX2 returns the dot product of the first n8 values (a multiple of 8).
+//
+//go:noescape
+func dotAVX2(a *float32, b *float32, n8 int) float32
+
+// axpyAVX2 computes y += alpha*x over the first n8 values (a multiple of 8).
+//
+//go:noescape
+func axpyAVX2(alpha float32, x *float32, y *float32, n8 int)
+
+// dotF16AVX2 returns sum a[i]*f16(b[i]) over the first n8 values (a multiple of 8).
+//
+//go:noescape
+func dotF16AVX2(a *float32, b *uint16, n8 int) float32
+
+// axpyF16AVX2 computes y += alpha*f16(x) over the first n8 values (a multiple of 8).
+//
+//go:noescape
+func axpyF16AVX2(alpha float32, x *uint16, y *float32, n8 int)
+
+// f32ToF16AVX2 converts n8 values (a multiple of 8), rounding to nearest even.
+//
+//go:noescape
+func f32ToF16AVX2(dst *uint16, src *float32, n8 int)
+
+// f16ToF32AVX2 converts n8 values (a multiple of 8).
+//
+//go:noescape
+func f16ToF32AVX2(dst *float32, src *uint16, n8 int)
+
+// tileF32AVX2_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// dequantQ8AVX2 dequantizes nb whole blocks (binary16 scales, quants) into dst.
+//
+//go:noescape
+func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
+
+// dequantQ4AVX2 dequantizes nb whole blocks (binary16 scales, quants) into dst.
+//
+//go:noescape
+func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
+
 // bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
 //
 //go:noescape

@@ -20,6 +20,34 @@ const (
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
+// tileSet is a family of register-tile kernels: up to m inputs × n weight
+// rows, taking a multiple of lanes columns.
+type tileSet struct {
+	m, n, lanes int
+	f           *[3][tileM][tileN]tileFunc
+}
+
+var (
+	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles}
+	tilesAVX2   = tileSet{m: 3, n: 3, lanes: 8, f: &[3][tileM][tileN]tileFunc{
+		{
+			{tileF32AVX2_1x1, tileF32AVX2_1x2, tileF32AVX2_1x3},
+			{tileF32AVX2_2x1, tileF32AVX2_2x2, tileF32AVX2_2x3},
+			{tileF32AVX2_3x1, tileF32AVX2_3x2, tileF32AVX2_3x3},
+		},
+		{
+			{tileF16AVX2_1x1, tileF16AVX2_1x2, tileF16AVX2_1x3},
+			{tileF16AVX2_2x1, tileF16AVX2_2x2, tileF16AVX2_2x3},
+			{tileF16AVX2_3x1, tileF16AVX2_3x2, tileF16AVX2_3x3},
+		},
+		{
+			{tileBF16AVX2_1x1, tileBF16AVX2_1x2, tileBF16AVX2_1x3},
+			{tileBF16AVX2_2x1, tileBF16AVX2_2x2, tileBF16AVX2_2x3},
+			{tileBF16AVX2_3x1, tileBF16AVX2_3x2, tileBF16AVX2_3x3},
+		},
+	}}
+)
+
 var tiles = [3][tileM][tileN]tileFunc{
 	{
 		{tileF32_1x1, tileF32_1x2, tileF32_1x3, tileF32_1x4, tileF32_1x5},
@@ -135,6 +163,12 @@ func growFloats(s []float32, n int) []float32 {
 
 func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	if !useAVX512 {
+		if useAVX2 && j.w.Type != Q8 && j.w.Type != Q4 {
+			initRows(j.y, j.m, j.w.Rows, j.bias, lo, hi)
+			rb := j.w.Type.RowBytes(j.w.Cols)
+			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
+			return
+		}
 		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
 		return
 	}
@@ -147,7 +181,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	default:
 		initRows(j.y, m, w.Rows, j.bias, lo, hi)
 		rb := w.Type.RowBytes(w.Cols)
-		floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
+		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 	}
 }
 
@@ -166,7 +200,7 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
 // (ldw bytes apart, type t in {F32, F16, BF16}), for m < tileM input rows:
 // register tiles of dot products, each weight byte read once per tile.
-func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -175,15 +209,15 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 	case BF16:
 		ti, esize = 2, 2
 	}
-	k16 := cols &^ 15
+	k16 := cols / ts.lanes * ts.lanes
 	for jb := 0; jb < n; jb += panelRows {
 		jn := min(panelRows, n-jb)
 		if k16 > 0 {
-			for i := 0; i < m; i += tileM {
-				mr := min(tileM, m-i)
-				for jj := 0; jj < jn; jj += tileN {
-					nr := min(tileN, jn-jj)
-					tiles[ti][mr-1][nr-1](&x[i*cols], cols, &w[(jb+jj)*ldw], ldw, k16, &y[i*ldy+jb+jj], ldy)
+			for i := 0; i < m; i += ts.m {
+				mr := min(ts.m, m-i)
+				for jj := 0; jj < jn; jj += ts.n {
+					nr := min(ts.n, jn-jj)
+					ts.f[ti][mr-1][nr-1](&x[i*cols], cols, &w[(jb+jj)*ldw], ldw, k16, &y[i*ldy+jb+jj], ldy)
 				}
 			}
 		}

@@ -1,4 +1,8 @@
-//go:build perf
+//go:build perf && linux
+
+// Run with: go test -tags perf -run Perf -v .
+// Times kernels by thread CPU time (steadier than wall time on a shared
+// machine) and prints medians over repetitions.
 
 package kernels
 
