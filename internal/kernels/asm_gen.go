@@ -11,6 +11,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/mmcloughlin/avo/attr"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -18,6 +20,13 @@ import (
 
 var zr = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 	Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
+
+// text starts a function; none of the routines retain their pointer
+// arguments, so they are marked noescape.
+func text(name string, a attr.Attribute, sig string) {
+	TEXT(name, a, sig)
+	Pragma("noescape")
+}
 
 func main() {
 	ConstraintExpr("amd64,!purego")
@@ -53,6 +62,14 @@ func main() {
 			DATA(64*g+4*l, U32(4*g+l/4))
 		}
 	}
+	for mr := 1; mr <= bgemmMR; mr++ {
+		genBGEMM(mr)
+	}
+	genPackGather()
+	genPackTranspose()
+	genElementwise()
+	genAVX2()
+	genBF16ToF32()
 	for nr := 1; nr <= 4; nr++ {
 		genVNNIRows("Q8", nr, idx8)
 		genVNNIRows("Q4", nr, idx4)
@@ -75,7 +92,7 @@ func hsum(z, t VecPhysical) {
 }
 
 func genDot() {
-	TEXT("dotAVX512", NOSPLIT, "func(a, b *float32, n16 int) float32")
+	text("dotAVX512", NOSPLIT, "func(a, b *float32, n16 int) float32")
 	Doc("dotAVX512 returns the dot product of the first n16 values (a multiple of 16).")
 	a := Load(Param("a"), GP64())
 	b := Load(Param("b"), GP64())
@@ -114,7 +131,7 @@ func genDot() {
 }
 
 func genAxpy() {
-	TEXT("axpyAVX512", NOSPLIT, "func(alpha float32, x, y *float32, n16 int)")
+	text("axpyAVX512", NOSPLIT, "func(alpha float32, x, y *float32, n16 int)")
 	Doc("axpyAVX512 computes y += alpha*x over the first n16 values (a multiple of 16).")
 	VBROADCASTSS(NewParamAddr("alpha", 0), Z0)
 	x := Load(Param("x"), GP64())
@@ -136,7 +153,7 @@ func genAxpy() {
 }
 
 func genDotF16() {
-	TEXT("dotF16AVX512", NOSPLIT, "func(a *float32, b *uint16, n16 int) float32")
+	text("dotF16AVX512", NOSPLIT, "func(a *float32, b *uint16, n16 int) float32")
 	Doc("dotF16AVX512 returns sum a[i]*f16(b[i]) over the first n16 values (a multiple of 16).")
 	a := Load(Param("a"), GP64())
 	b := Load(Param("b"), GP64())
@@ -168,7 +185,7 @@ func genDotF16() {
 }
 
 func genAxpyF16() {
-	TEXT("axpyF16AVX512", NOSPLIT, "func(alpha float32, x *uint16, y *float32, n16 int)")
+	text("axpyF16AVX512", NOSPLIT, "func(alpha float32, x *uint16, y *float32, n16 int)")
 	Doc("axpyF16AVX512 computes y += alpha*f16(x) over the first n16 values (a multiple of 16).")
 	VBROADCASTSS(NewParamAddr("alpha", 0), Z0)
 	x := Load(Param("x"), GP64())
@@ -191,7 +208,7 @@ func genAxpyF16() {
 }
 
 func genCvt() {
-	TEXT("f32ToF16AVX512", NOSPLIT, "func(dst *uint16, src *float32, n16 int)")
+	text("f32ToF16AVX512", NOSPLIT, "func(dst *uint16, src *float32, n16 int)")
 	Doc("f32ToF16AVX512 converts n16 values (a multiple of 16), rounding to nearest even.")
 	d := Load(Param("dst"), GP64())
 	s := Load(Param("src"), GP64())
@@ -209,7 +226,7 @@ func genCvt() {
 	VZEROUPPER()
 	RET()
 
-	TEXT("f16ToF32AVX512", NOSPLIT, "func(dst *float32, src *uint16, n16 int)")
+	text("f16ToF32AVX512", NOSPLIT, "func(dst *float32, src *uint16, n16 int)")
 	Doc("f16ToF32AVX512 converts n16 values (a multiple of 16).")
 	d = Load(Param("dst"), GP64())
 	s = Load(Param("src"), GP64())
@@ -233,7 +250,7 @@ func genCvt() {
 // after w_{j-1} and holds float32, binary16 or bfloat16 values.
 func genTile(wt string, mr, nr int) {
 	name := fmt.Sprintf("tile%s_%dx%d", wt, mr, nr)
-	TEXT(name, NOSPLIT, "func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)")
+	text(name, NOSPLIT, "func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)")
 	Doc(name + " accumulates a register tile of dot products (see genTile).")
 	wsize := 4
 	if wt != "F32" {
@@ -330,7 +347,7 @@ func genQRows(q string, nr int) {
 	if q == "Q4" {
 		sig = "func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)"
 	}
-	TEXT(name, NOSPLIT, sig)
+	text(name, NOSPLIT, sig)
 	Doc(name + " computes block-quantized dot products (see genQRows).")
 	qbytes := 32
 	if q == "Q4" {
@@ -474,7 +491,7 @@ func genQRows(q string, nr int) {
 // of a block-quantized row.
 func genDequant(q string) {
 	name := "dequant" + q
-	TEXT(name, NOSPLIT, "func(dst *float32, scales *byte, quants *byte, nb int)")
+	text(name, NOSPLIT, "func(dst *float32, scales *byte, quants *byte, nb int)")
 	Doc(name + " dequantizes nb whole blocks (binary16 scales, quants) into dst.")
 	d := Load(Param("dst"), GP64())
 	s := Load(Param("scales"), GP64())
@@ -532,7 +549,7 @@ func genDequant(q string) {
 // matching the nibble order of q4 weights.
 func genQuantizeX(q string) {
 	name := "quantizeX" + q
-	TEXT(name, NOSPLIT, "func(x *float32, nb int, xq *byte, dx *float32, xqs *float32)")
+	text(name, NOSPLIT, "func(x *float32, nb int, xq *byte, dx *float32, xqs *float32)")
 	Doc(name + " quantizes activations per block for the VNNI kernels (see genQuantizeX).")
 	x := Load(Param("x"), GP64())
 	nb := Load(Param("nb"), GP64())
@@ -614,7 +631,7 @@ func genQuantizeX(q string) {
 // with the per-block sums of xq: y = sum_b dw*dx*(isum_b - off*xqs_b).
 func genVNNIRows(q string, nr int, idxTable Mem) {
 	name := fmt.Sprintf("vnniRows%s_%d", q, nr)
-	TEXT(name, NOSPLIT, "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)")
+	text(name, NOSPLIT, "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)")
 	Doc(name + " computes block-quantized dot products with VPDPBUSD (see genVNNIRows).")
 	qbytes, unitBlocks, units := 32, 2, 8
 	if q == "Q4" {
@@ -781,6 +798,703 @@ func genVNNIRows(q string, nr int, idxTable Mem) {
 		hsum(corr[j], Z31)
 		VFNMADD231SS(X30, corr[j].AsX(), facc[j].AsX())
 		VMOVSS(facc[j].AsX(), Mem{Base: y, Disp: 4 * j})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// bgemmMR is the most x rows a broadcast GEMM tile covers (2 vectors of
+// weight rows each: 24 accumulators).
+const bgemmMR = 12
+
+// genBGEMM emits bgemm_<mr>(xp, wp, kc, y, ldy, mask): the outer-product
+// GEMM micro-kernel. xp holds kc groups of mr floats (x rows interleaved,
+// k-major), wp holds kc groups of 32 floats (32 weight rows, k-major).
+// For i < mr and lanes l < 32 enabled in mask (bit l),
+// y[i*ldy+l] += sum_k xp[k*mr+i] * wp[k*32+l].
+func genBGEMM(mr int) {
+	name := fmt.Sprintf("bgemm_%d", mr)
+	text(name, NOSPLIT, "func(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)")
+	Doc(name + " is the broadcast GEMM micro-kernel (see genBGEMM).")
+	xp := Load(Param("xp"), GP64())
+	wp := Load(Param("wp"), GP64())
+	kc := Load(Param("kc"), GP64())
+	for i := 0; i < 2*mr; i++ {
+		VXORPS(zr[i], zr[i], zr[i])
+	}
+	bt := []VecPhysical{Z26, Z27, Z28, Z29, Z30, Z31}
+	TESTQ(kc, kc)
+	JZ(LabelRef("store"))
+	Label("loop")
+	VMOVUPS(Mem{Base: wp}, Z24)
+	VMOVUPS(Mem{Base: wp, Disp: 64}, Z25)
+	for i := 0; i < mr; i++ {
+		b := bt[i%len(bt)]
+		VBROADCASTSS(Mem{Base: xp, Disp: 4 * i}, b)
+		VFMADD231PS(Z24, b, zr[2*i])
+		VFMADD231PS(Z25, b, zr[2*i+1])
+	}
+	ADDQ(U32(128), wp)
+	ADDQ(U32(4*mr), xp)
+	DECQ(kc)
+	JNZ(LabelRef("loop"))
+	Label("store")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	m := Load(Param("mask"), GP32())
+	KMOVW(m, K1)
+	SHRL(U8(16), m)
+	KMOVW(m, K2)
+	for i := 0; i < mr; i++ {
+		VMOVUPS_Z(Mem{Base: y}, K1, Z24)
+		VADDPS(zr[2*i], Z24, Z24)
+		VMOVUPS(Z24, K1, Mem{Base: y})
+		VMOVUPS_Z(Mem{Base: y, Disp: 64}, K2, Z25)
+		VADDPS(zr[2*i+1], Z25, Z25)
+		VMOVUPS(Z25, K2, Mem{Base: y, Disp: 64})
+		if i+1 < mr {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genPackGather emits the packing routines of the broadcast GEMM.
+func genPackGather() {
+	// packW32(dst, src, idx, kl): for k < kl, l < 32:
+	// dst[k*32+l] = float32 at src + idx[l] + 4k.
+	text("packW32", NOSPLIT, "func(dst *float32, src *byte, idx *int32, kl int)")
+	Doc("packW32 transposes 32 float32 rows (byte offsets idx) into k-major groups of 32.")
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("src"), GP64())
+	ix := Load(Param("idx"), GP64())
+	kl := Load(Param("kl"), GP64())
+	VMOVDQU32(Mem{Base: ix}, Z2)
+	VMOVDQU32(Mem{Base: ix, Disp: 64}, Z3)
+	TESTQ(kl, kl)
+	JZ(LabelRef("done"))
+	Label("loop")
+	KXNORW(K1, K1, K1)
+	KXNORW(K2, K2, K2)
+	VGATHERDPS(Mem{Base: s, Index: Z2, Scale: 1}, K1, Z0)
+	VGATHERDPS(Mem{Base: s, Index: Z3, Scale: 1}, K2, Z1)
+	VMOVUPS(Z0, Mem{Base: d})
+	VMOVUPS(Z1, Mem{Base: d, Disp: 64})
+	ADDQ(U8(4), s)
+	ADDQ(U32(128), d)
+	DECQ(kl)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	// packX(dst, src, idx, mr, kl): for k < kl, i < mr:
+	// dst[k*mr+i] = float32 at src + idx[i] + 4k.
+	text("packX", NOSPLIT, "func(dst *float32, src *byte, idx *int32, mr int, kl int)")
+	Doc("packX interleaves mr <= 16 float32 rows (byte offsets idx) into k-major groups of mr.")
+	d = Load(Param("dst"), GP64())
+	s = Load(Param("src"), GP64())
+	ix = Load(Param("idx"), GP64())
+	mrr := Load(Param("mr"), GP64())
+	kl = Load(Param("kl"), GP64())
+	VMOVDQU32(Mem{Base: ix}, Z2)
+	mk := GP64()
+	MOVQ(U32(1), mk)
+	SHLXQ(mrr, mk, mk)
+	DECQ(mk)
+	KMOVW(mk.As32(), K3)
+	SHLQ(U8(2), mrr)
+	TESTQ(kl, kl)
+	JZ(LabelRef("done"))
+	Label("loop")
+	KMOVW(K3, K1)
+	VGATHERDPS(Mem{Base: s, Index: Z2, Scale: 1}, K1, Z0)
+	VMOVUPS(Z0, K3, Mem{Base: d})
+	ADDQ(U8(4), s)
+	ADDQ(mrr, d)
+	DECQ(kl)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+func genBF16ToF32() {
+	text("bf16ToF32AVX512", NOSPLIT, "func(dst *float32, src *uint16, n16 int)")
+	Doc("bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).")
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("src"), GP64())
+	n := Load(Param("n16"), GP64())
+	Label("loop")
+	CMPQ(n, U8(16))
+	JL(LabelRef("done"))
+	VPMOVZXWD(Mem{Base: s}, Z0)
+	VPSLLD(U8(16), Z0, Z0)
+	VMOVUPS(Z0, Mem{Base: d})
+	ADDQ(U8(32), s)
+	ADDQ(U8(64), d)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// genPackTranspose emits packW32T(dst, src, rowoff, kl): the same result as
+// packW32 (dst[k*32+l] = float32 at src + rowoff[l] + 4k for k < kl, l < 32;
+// rowoff holds int64 byte offsets) using 16×16 in-register transposes.
+// dst must have room for kl rounded up to 16 groups.
+func genPackTranspose() {
+	text("packW32T", NOSPLIT, "func(dst *float32, src *byte, rowoff *int64, kl int)")
+	Doc("packW32T transposes 32 float32 rows into k-major groups of 32 (see genPackTranspose).")
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("src"), GP64())
+	tbl := Load(Param("rowoff"), GP64())
+	kl := Load(Param("kl"), GP64())
+	ro := GP64()
+	m := GP64()
+	Label("chunk")
+	TESTQ(kl, kl)
+	JLE(LabelRef("done"))
+	MOVQ(U32(0xffff), m)
+	CMPQ(kl, U8(16))
+	JGE(LabelRef("full"))
+	MOVQ(U32(1), m)
+	SHLXQ(kl, m, m)
+	DECQ(m)
+	Label("full")
+	KMOVW(m.As32(), K1)
+	for half := 0; half < 2; half++ {
+		for r := 0; r < 16; r++ {
+			MOVQ(Mem{Base: tbl, Disp: 8 * (16*half + r)}, ro)
+			VMOVUPS_Z(Mem{Base: s, Index: ro, Scale: 1}, K1, zr[r])
+		}
+		for i := 0; i < 8; i++ {
+			VUNPCKLPS(zr[2*i+1], zr[2*i], zr[16+2*i])
+			VUNPCKHPS(zr[2*i+1], zr[2*i], zr[16+2*i+1])
+		}
+		t := zr[16:32]
+		for i := 0; i < 4; i++ {
+			VUNPCKLPD(t[4*i+2], t[4*i], zr[4*i])
+			VUNPCKHPD(t[4*i+2], t[4*i], zr[4*i+1])
+			VUNPCKLPD(t[4*i+3], t[4*i+1], zr[4*i+2])
+			VUNPCKHPD(t[4*i+3], t[4*i+1], zr[4*i+3])
+		}
+		u := zr[0:16]
+		for c := 0; c < 4; c++ {
+			v0, v1, w0, w1, o := Z16, Z17, Z18, Z19, Z20
+			VSHUFF32X4(U8(0x88), u[4+c], u[c], v0)
+			VSHUFF32X4(U8(0xdd), u[4+c], u[c], v1)
+			VSHUFF32X4(U8(0x88), u[12+c], u[8+c], w0)
+			VSHUFF32X4(U8(0xdd), u[12+c], u[8+c], w1)
+			for _, oc := range []struct {
+				imm  uint8
+				a, b VecPhysical
+				col  int
+			}{{0x88, v0, w0, c}, {0xdd, v0, w0, 8 + c}, {0x88, v1, w1, 4 + c}, {0xdd, v1, w1, 12 + c}} {
+				VSHUFF32X4(U8(oc.imm), oc.b, oc.a, o)
+				VMOVUPS(o, Mem{Base: d, Disp: 128*oc.col + 64*half})
+			}
+		}
+	}
+	ADDQ(U8(64), s)
+	ADDQ(U32(16*128), d)
+	SUBQ(U8(16), kl)
+	JMP(LabelRef("chunk"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// expConsts is a table of float32 constants for expZ, broadcast into
+// Z16..Z27 by loadExpConsts.
+var expConsts = []float32{
+	1.4426950408889634, // Z16 log2(e)
+	0.693359375,        // Z17 ln2 high part
+	-2.12194440e-4,     // Z18 ln2 low part
+	1.0 / 720,          // Z19
+	1.0 / 120,          // Z20
+	1.0 / 24,           // Z21
+	1.0 / 6,            // Z22
+	0.5,                // Z23
+	1,                  // Z24
+	-104,               // Z25 below this exp is 0 in float32
+	88.7,               // Z26 above this exp overflows
+	0.7978845608028654, // Z27 sqrt(2/pi)
+	0.044715,           // Z28
+}
+
+func loadExpConsts(tbl Mem) {
+	for i := range expConsts {
+		VBROADCASTSS(tbl.Offset(4*i), zr[16+i])
+	}
+}
+
+// expZ replaces z with exp(z) (relative error about 2e-7; 0 below -104,
+// +Inf-free clamp above 88.7), using t1, t2 as scratch.
+func expZ(z, t1, t2 VecPhysical) {
+	VMAXPS(Z25, z, z)
+	VMINPS(Z26, z, z)
+	VMULPS(Z16, z, t1)
+	VRNDSCALEPS(U8(0), t1, t1) // n = round(x*log2e)
+	VFNMADD231PS(Z17, t1, z)   // r = x - n*ln2hi
+	VFNMADD231PS(Z18, t1, z)   // r -= n*ln2lo
+	VMOVAPS(Z19, t2)
+	VFMADD213PS(Z20, z, t2)
+	VFMADD213PS(Z21, z, t2)
+	VFMADD213PS(Z22, z, t2)
+	VFMADD213PS(Z23, z, t2)
+	VFMADD213PS(Z24, z, t2)
+	VFMADD213PS(Z24, z, t2) // p = 1 + r(1 + r(1/2 + ...))
+	VSCALEFPS(t1, t2, z)    // p * 2^n
+}
+
+// genElementwise emits the row kernels of the decoder step. Each handles
+// the first n16 values (a multiple of 16); Go handles the tail.
+func genElementwise() {
+	tbl := GLOBL("expConsts", RODATA|NOPTR)
+	for i, c := range expConsts {
+		DATA(4*i, F32(c))
+	}
+
+	text("maxAVX512", NOSPLIT, "func(x *float32, n16 int) float32")
+	Doc("maxAVX512 returns the largest of n16 values (n16 >= 16, a multiple of 16).")
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n16"), GP64())
+	VMOVUPS(Mem{Base: x}, Z0)
+	Label("loop")
+	VMAXPS(Mem{Base: x}, Z0, Z0)
+	ADDQ(U8(64), x)
+	SUBQ(U8(16), n)
+	JNZ(LabelRef("loop"))
+	VEXTRACTF32X8(U8(1), Z0, Y1)
+	VMAXPS(Y1, Y0, Y0)
+	VEXTRACTF128(U8(1), Y0, X1)
+	VMAXPS(X1, X0, X0)
+	VPERMILPD(U8(1), X0, X1)
+	VMAXPS(X1, X0, X0)
+	VMOVSHDUP(X0, X1)
+	VMAXSS(X1, X0, X0)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+
+	text("expSumAVX512", NOSPLIT, "func(x *float32, n16 int, sub float32) float32")
+	Doc("expSumAVX512 replaces x[i] with exp(x[i]-sub) and returns their sum.")
+	x = Load(Param("x"), GP64())
+	n = Load(Param("n16"), GP64())
+	VBROADCASTSS(NewParamAddr("sub", 16), Z8)
+	loadExpConsts(tbl)
+	VXORPS(Z9, Z9, Z9)
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	VMOVUPS(Mem{Base: x}, Z0)
+	VSUBPS(Z8, Z0, Z0)
+	expZ(Z0, Z1, Z2)
+	VMOVUPS(Z0, Mem{Base: x})
+	VADDPS(Z0, Z9, Z9)
+	ADDQ(U8(64), x)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	hsum(Z9, Z1)
+	VZEROUPPER()
+	Store(X9, ReturnIndex(0))
+	RET()
+
+	for _, gelu := range []bool{false, true} {
+		name := "siluMulAVX512"
+		if gelu {
+			name = "geluTanhMulAVX512"
+		}
+		text(name, NOSPLIT, "func(dst, gate, up *float32, n16 int)")
+		if gelu {
+			Doc(name + " computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.")
+		} else {
+			Doc(name + " computes dst = gate*sigmoid(gate)*up.")
+		}
+		d := Load(Param("dst"), GP64())
+		g := Load(Param("gate"), GP64())
+		u := Load(Param("up"), GP64())
+		n := Load(Param("n16"), GP64())
+		loadExpConsts(tbl)
+		Label("loop")
+		TESTQ(n, n)
+		JZ(LabelRef("done"))
+		VMOVUPS(Mem{Base: g}, Z0) // g
+		if gelu {
+			VMULPS(Z0, Z0, Z1)      // g²
+			VMULPS(Z28, Z1, Z1)     // 0.044715 g²
+			VFMADD213PS(Z0, Z0, Z1) // g + 0.044715 g³
+			VMULPS(Z27, Z1, Z1)     // z
+			VADDPS(Z1, Z1, Z1)      // 2z
+			VXORPS(Z3, Z3, Z3)
+			VSUBPS(Z1, Z3, Z3) // -2z
+		} else {
+			VXORPS(Z3, Z3, Z3)
+			VSUBPS(Z0, Z3, Z3) // -g
+		}
+		expZ(Z3, Z1, Z2)
+		VADDPS(Z24, Z3, Z3) // 1 + exp(-a)
+		VDIVPS(Z3, Z0, Z0)  // g / (1 + exp(-a))
+		VMULPS(Mem{Base: u}, Z0, Z0)
+		VMOVUPS(Z0, Mem{Base: d})
+		ADDQ(U8(64), d)
+		ADDQ(U8(64), g)
+		ADDQ(U8(64), u)
+		SUBQ(U8(16), n)
+		JMP(LabelRef("loop"))
+		Label("done")
+		VZEROUPPER()
+		RET()
+	}
+
+	text("mulScaleAVX512", NOSPLIT, "func(dst, x, w *float32, n16 int, s float32)")
+	Doc("mulScaleAVX512 computes dst = x*s*w (w may be nil: dst = x*s).")
+	d := Load(Param("dst"), GP64())
+	x = Load(Param("x"), GP64())
+	w := Load(Param("w"), GP64())
+	n = Load(Param("n16"), GP64())
+	VBROADCASTSS(NewParamAddr("s", 32), Z8)
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	VMULPS(Mem{Base: x}, Z8, Z0)
+	TESTQ(w, w)
+	JZ(LabelRef("store"))
+	VMULPS(Mem{Base: w}, Z0, Z0)
+	ADDQ(U8(64), w)
+	Label("store")
+	VMOVUPS(Z0, Mem{Base: d})
+	ADDQ(U8(64), d)
+	ADDQ(U8(64), x)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	text("addAVX512", NOSPLIT, "func(dst, a, b *float32, n16 int)")
+	Doc("addAVX512 computes dst = a + b.")
+	d = Load(Param("dst"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n = Load(Param("n16"), GP64())
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	VMOVUPS(Mem{Base: a}, Z0)
+	VADDPS(Mem{Base: b}, Z0, Z0)
+	VMOVUPS(Z0, Mem{Base: d})
+	ADDQ(U8(64), d)
+	ADDQ(U8(64), a)
+	ADDQ(U8(64), b)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+var yr = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+
+// hsumY reduces y (8 lanes) into the low lane of its X register.
+func hsumY(y, t VecPhysical) {
+	x := y.AsX()
+	VEXTRACTF128(U8(1), y, t.AsX())
+	VADDPS(t.AsX(), x, x)
+	VPERMILPD(U8(1), x, t.AsX())
+	VADDPS(t.AsX(), x, x)
+	VMOVSHDUP(x, t.AsX())
+	VADDSS(t.AsX(), x, x)
+}
+
+// genAVX2 emits the AVX2+FMA+F16C versions (8-lane YMM, 16 registers) of
+// the dot products, axpys, conversions, float tiles (up to 3×3) and block
+// dequantization, for CPUs without AVX-512.
+func genAVX2() {
+	text("dotAVX2", NOSPLIT, "func(a, b *float32, n8 int) float32")
+	Doc("dotAVX2 returns the dot product of the first n8 values (a multiple of 8).")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n8"), GP64())
+	for i := 0; i < 4; i++ {
+		VXORPS(yr[i], yr[i], yr[i])
+	}
+	Label("loop32")
+	CMPQ(n, U8(32))
+	JL(LabelRef("loop8"))
+	for i := 0; i < 4; i++ {
+		VMOVUPS(Mem{Base: a, Disp: 32 * i}, yr[4+i])
+		VFMADD231PS(Mem{Base: b, Disp: 32 * i}, yr[4+i], yr[i])
+	}
+	ADDQ(U32(128), a)
+	ADDQ(U32(128), b)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("loop32"))
+	Label("loop8")
+	CMPQ(n, U8(8))
+	JL(LabelRef("done"))
+	VMOVUPS(Mem{Base: a}, Y4)
+	VFMADD231PS(Mem{Base: b}, Y4, Y0)
+	ADDQ(U8(32), a)
+	ADDQ(U8(32), b)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("loop8"))
+	Label("done")
+	VADDPS(Y1, Y0, Y0)
+	VADDPS(Y3, Y2, Y2)
+	VADDPS(Y2, Y0, Y0)
+	hsumY(Y0, Y1)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+
+	text("axpyAVX2", NOSPLIT, "func(alpha float32, x, y *float32, n8 int)")
+	Doc("axpyAVX2 computes y += alpha*x over the first n8 values (a multiple of 8).")
+	VBROADCASTSS(NewParamAddr("alpha", 0), Y0)
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	n = Load(Param("n8"), GP64())
+	Label("loop")
+	CMPQ(n, U8(8))
+	JL(LabelRef("done"))
+	VMOVUPS(Mem{Base: y}, Y1)
+	VFMADD231PS(Mem{Base: x}, Y0, Y1)
+	VMOVUPS(Y1, Mem{Base: y})
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	text("dotF16AVX2", NOSPLIT, "func(a *float32, b *uint16, n8 int) float32")
+	Doc("dotF16AVX2 returns sum a[i]*f16(b[i]) over the first n8 values (a multiple of 8).")
+	a = Load(Param("a"), GP64())
+	b = Load(Param("b"), GP64())
+	n = Load(Param("n8"), GP64())
+	VXORPS(Y0, Y0, Y0)
+	Label("loop")
+	CMPQ(n, U8(8))
+	JL(LabelRef("done"))
+	VCVTPH2PS(Mem{Base: b}, Y2)
+	VFMADD231PS(Mem{Base: a}, Y2, Y0)
+	ADDQ(U8(32), a)
+	ADDQ(U8(16), b)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	hsumY(Y0, Y1)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+
+	text("axpyF16AVX2", NOSPLIT, "func(alpha float32, x *uint16, y *float32, n8 int)")
+	Doc("axpyF16AVX2 computes y += alpha*f16(x) over the first n8 values (a multiple of 8).")
+	VBROADCASTSS(NewParamAddr("alpha", 0), Y0)
+	x = Load(Param("x"), GP64())
+	y = Load(Param("y"), GP64())
+	n = Load(Param("n8"), GP64())
+	Label("loop")
+	CMPQ(n, U8(8))
+	JL(LabelRef("done"))
+	VCVTPH2PS(Mem{Base: x}, Y2)
+	VMOVUPS(Mem{Base: y}, Y1)
+	VFMADD231PS(Y2, Y0, Y1)
+	VMOVUPS(Y1, Mem{Base: y})
+	ADDQ(U8(16), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	text("f32ToF16AVX2", NOSPLIT, "func(dst *uint16, src *float32, n8 int)")
+	Doc("f32ToF16AVX2 converts n8 values (a multiple of 8), rounding to nearest even.")
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("src"), GP64())
+	n = Load(Param("n8"), GP64())
+	Label("loop")
+	CMPQ(n, U8(8))
+	JL(LabelRef("done"))
+	VMOVUPS(Mem{Base: s}, Y0)
+	VCVTPS2PH(U8(0), Y0, Mem{Base: d})
+	ADDQ(U8(32), s)
+	ADDQ(U8(16), d)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	text("f16ToF32AVX2", NOSPLIT, "func(dst *float32, src *uint16, n8 int)")
+	Doc("f16ToF32AVX2 converts n8 values (a multiple of 8).")
+	d = Load(Param("dst"), GP64())
+	s = Load(Param("src"), GP64())
+	n = Load(Param("n8"), GP64())
+	Label("loop")
+	CMPQ(n, U8(8))
+	JL(LabelRef("done"))
+	VCVTPH2PS(Mem{Base: s}, Y0)
+	VMOVUPS(Y0, Mem{Base: d})
+	ADDQ(U8(16), s)
+	ADDQ(U8(32), d)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+
+	for _, wt := range []string{"F32", "F16", "BF16"} {
+		for mr := 1; mr <= 3; mr++ {
+			for nr := 1; nr <= 3; nr++ {
+				genTileAVX2(wt, mr, nr)
+			}
+		}
+	}
+	for _, q := range []string{"Q8", "Q4"} {
+		name := "dequant" + q + "AVX2"
+		text(name, NOSPLIT, "func(dst *float32, scales *byte, quants *byte, nb int)")
+		Doc(name + " dequantizes nb whole blocks (binary16 scales, quants) into dst.")
+		d := Load(Param("dst"), GP64())
+		s := Load(Param("scales"), GP64())
+		qp := Load(Param("quants"), GP64())
+		nb := Load(Param("nb"), GP64())
+		if q == "Q4" {
+			t := GP32()
+			MOVL(U32(15), t)
+			VMOVD(t, X10)
+			VPBROADCASTD(X10, Y10)
+			MOVL(U32(8), t)
+			VMOVD(t, X11)
+			VPBROADCASTD(X11, Y11)
+		}
+		Label("loop")
+		TESTQ(nb, nb)
+		JZ(LabelRef("done"))
+		t := GP32()
+		MOVWLZX(Mem{Base: s}, t)
+		VMOVD(t, X8)
+		VCVTPH2PS(X8, X8)
+		VBROADCASTSS(X8, Y8)
+		if q == "Q8" {
+			for i := 0; i < 4; i++ {
+				VPMOVSXBD(Mem{Base: qp, Disp: 8 * i}, yr[i])
+			}
+		} else {
+			VPMOVZXBD(Mem{Base: qp}, Y0)
+			VPMOVZXBD(Mem{Base: qp, Disp: 8}, Y1)
+			VPSRLD(U8(4), Y0, Y2)
+			VPSRLD(U8(4), Y1, Y3)
+			for i := 0; i < 4; i++ {
+				VPAND(Y10, yr[i], yr[i])
+				VPSUBD(Y11, yr[i], yr[i])
+			}
+		}
+		for i := 0; i < 4; i++ {
+			VCVTDQ2PS(yr[i], yr[i])
+			VMULPS(Y8, yr[i], yr[i])
+			VMOVUPS(yr[i], Mem{Base: d, Disp: 32 * i})
+		}
+		ADDQ(U8(2), s)
+		if q == "Q8" {
+			ADDQ(U8(32), qp)
+		} else {
+			ADDQ(U8(16), qp)
+		}
+		ADDQ(U32(128), d)
+		DECQ(nb)
+		JMP(LabelRef("loop"))
+		Label("done")
+		VZEROUPPER()
+		RET()
+	}
+}
+
+// genTileAVX2 is genTile with 8-lane YMM registers (k8 a multiple of 8).
+func genTileAVX2(wt string, mr, nr int) {
+	name := fmt.Sprintf("tile%sAVX2_%dx%d", wt, mr, nr)
+	text(name, NOSPLIT, "func(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)")
+	Doc(name + " accumulates a register tile of dot products (see genTile).")
+	wsize := 4
+	if wt != "F32" {
+		wsize = 2
+	}
+	xp := make([]Register, mr)
+	xp[0] = Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	for i := 1; i < mr; i++ {
+		xp[i] = GP64()
+		LEAQ(Mem{Base: xp[i-1], Index: ldx, Scale: 1}, xp[i])
+	}
+	wp := make([]Register, nr)
+	wp[0] = Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	for j := 1; j < nr; j++ {
+		wp[j] = GP64()
+		LEAQ(Mem{Base: wp[j-1], Index: ldw, Scale: 1}, wp[j])
+	}
+	end := Load(Param("k8"), GP64())
+	if wsize == 4 {
+		SHLQ(U8(2), end)
+	} else {
+		SHLQ(U8(1), end)
+	}
+	off := GP64()
+	XORQ(off, off)
+	acc := func(i, j int) VecPhysical { return yr[i*nr+j] }
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nr; j++ {
+			VXORPS(acc(i, j), acc(i, j), acc(i, j))
+		}
+	}
+	xs := yr[9:12]
+	ws := yr[12:15]
+	xscale := uint8(4 / wsize)
+	Label("loop")
+	CMPQ(off, end)
+	JGE(LabelRef("reduce"))
+	for j := 0; j < nr; j++ {
+		m := Mem{Base: wp[j], Index: off, Scale: 1}
+		switch wt {
+		case "F32":
+			VMOVUPS(m, ws[j])
+		case "F16":
+			VCVTPH2PS(m, ws[j])
+		case "BF16":
+			VPMOVZXWD(m, ws[j])
+			VPSLLD(U8(16), ws[j], ws[j])
+		}
+	}
+	for i := 0; i < mr; i++ {
+		VMOVUPS(Mem{Base: xp[i], Index: off, Scale: xscale}, xs[i])
+		for j := 0; j < nr; j++ {
+			VFMADD231PS(ws[j], xs[i], acc(i, j))
+		}
+	}
+	ADDQ(U8(8*wsize), off)
+	JMP(LabelRef("loop"))
+	Label("reduce")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nr; j++ {
+			a := acc(i, j)
+			hsumY(a, Y15)
+			VADDSS(Mem{Base: y, Disp: 4 * j}, a.AsX(), a.AsX())
+			VMOVSS(a.AsX(), Mem{Base: y, Disp: 4 * j})
+		}
+		if i+1 < mr {
+			ADDQ(ldy, y)
+		}
 	}
 	VZEROUPPER()
 	RET()

@@ -5,259 +5,716 @@
 package kernels
 
 // dotAVX512 returns the dot product of the first n16 values (a multiple of 16).
+//
+//go:noescape
 func dotAVX512(a *float32, b *float32, n16 int) float32
 
 // axpyAVX512 computes y += alpha*x over the first n16 values (a multiple of 16).
+//
+//go:noescape
 func axpyAVX512(alpha float32, x *float32, y *float32, n16 int)
 
 // dotF16AVX512 returns sum a[i]*f16(b[i]) over the first n16 values (a multiple of 16).
+//
+//go:noescape
 func dotF16AVX512(a *float32, b *uint16, n16 int) float32
 
 // axpyF16AVX512 computes y += alpha*f16(x) over the first n16 values (a multiple of 16).
+//
+//go:noescape
 func axpyF16AVX512(alpha float32, x *uint16, y *float32, n16 int)
 
 // f32ToF16AVX512 converts n16 values (a multiple of 16), rounding to nearest even.
+//
+//go:noescape
 func f32ToF16AVX512(dst *uint16, src *float32, n16 int)
 
 // f16ToF32AVX512 converts n16 values (a multiple of 16).
+//
+//go:noescape
 func f16ToF32AVX512(dst *float32, src *uint16, n16 int)
 
 // tileF32_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_1x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_1x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_1x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_1x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_1x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_1x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_1x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_2x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_2x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_2x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_2x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_2x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_2x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_2x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_3x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_3x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_3x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_3x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_3x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_3x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_3x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_4x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_4x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_4x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_4x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_4x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF32_4x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF32_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_1x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_1x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_1x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_1x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_1x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_1x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_1x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_2x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_2x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_2x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_2x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_2x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_2x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_2x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_3x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_3x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_3x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_3x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_3x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_3x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_3x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_4x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_4x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_4x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_4x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_4x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileF16_4x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_1x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_1x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_1x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_1x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_1x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_1x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_1x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_2x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_2x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_2x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_2x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_2x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_2x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_2x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_3x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_3x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_3x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_3x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_3x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_3x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_3x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_4x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_4x2(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_4x3(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_4x4 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_4x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // tileBF16_4x5 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
 func tileBF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
 // rowsQ8_1 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ8_1(x *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ4_1 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ4_1(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ8_2 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ8_2(x *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ4_2 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ4_2(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ8_3 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ8_3(x *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ4_3 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ4_3(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ8_4 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ8_4(x *float32, w *byte, ldw int, nb int, y *float32)
 
 // rowsQ4_4 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
 func rowsQ4_4(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
 
 // dequantQ8 dequantizes nb whole blocks (binary16 scales, quants) into dst.
+//
+//go:noescape
 func dequantQ8(dst *float32, scales *byte, quants *byte, nb int)
 
 // dequantQ4 dequantizes nb whole blocks (binary16 scales, quants) into dst.
+//
+//go:noescape
 func dequantQ4(dst *float32, scales *byte, quants *byte, nb int)
 
 // quantizeXQ8 quantizes activations per block for the VNNI kernels (see genQuantizeX).
+//
+//go:noescape
 func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 
 // quantizeXQ4 quantizes activations per block for the VNNI kernels (see genQuantizeX).
+//
+//go:noescape
 func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 
+// bgemm_1 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_1(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_2 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_2(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_3 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_3(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_4 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_4(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_5 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_5(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_6 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_6(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_7 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_7(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_8 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_8(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_9 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_9(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_10 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_10(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_11 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_11(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_12 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_12(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// packW32 transposes 32 float32 rows (byte offsets idx) into k-major groups of 32.
+//
+//go:noescape
+func packW32(dst *float32, src *byte, idx *int32, kl int)
+
+// packX interleaves mr <= 16 float32 rows (byte offsets idx) into k-major groups of mr.
+//
+//go:noescape
+func packX(dst *float32, src *byte, idx *int32, mr int, kl int)
+
+// packW32T transposes 32 float32 rows into k-major groups of 32 (see genPackTranspose).
+//
+//go:noescape
+func packW32T(dst *float32, src *byte, rowoff *int64, kl int)
+
+// maxAVX512 returns the largest of n16 values (n16 >= 16, a multiple of 16).
+//
+//go:noescape
+func maxAVX512(x *float32, n16 int) float32
+
+// expSumAVX512 replaces x[i] with exp(x[i]-sub) and returns their sum.
+//
+//go:noescape
+func expSumAVX512(x *float32, n16 int, sub float32) float32
+
+// siluMulAVX512 computes dst = gate*sigmoid(gate)*up.
+//
+//go:noescape
+func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+
+// geluTanhMulAVX512 computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.
+//
+//go:noescape
+func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+
+// mulScaleAVX512 computes dst = x*s*w (w may be nil: dst = x*s).
+//
+//go:noescape
+func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
+
+// addAVX512 computes dst = a + b.
+//
+//go:noescape
+func addAVX512(dst *float32, a *float32, b *float32, n16 int)
+
+// dotAVX2 returns the dot product of the first n8 values (a multiple of 8).
+//
+//go:noescape
+func dotAVX2(a *float32, b *float32, n8 int) float32
+
+// axpyAVX2 computes y += alpha*x over the first n8 values (a multiple of 8).
+//
+//go:noescape
+func axpyAVX2(alpha float32, x *float32, y *float32, n8 int)
+
+// dotF16AVX2 returns sum a[i]*f16(b[i]) over the first n8 values (a multiple of 8).
+//
+//go:noescape
+func dotF16AVX2(a *float32, b *uint16, n8 int) float32
+
+// axpyF16AVX2 computes y += alpha*f16(x) over the first n8 values (a multiple of 8).
+//
+//go:noescape
+func axpyF16AVX2(alpha float32, x *uint16, y *float32, n8 int)
+
+// f32ToF16AVX2 converts n8 values (a multiple of 8), rounding to nearest even.
+//
+//go:noescape
+func f32ToF16AVX2(dst *uint16, src *float32, n8 int)
+
+// f16ToF32AVX2 converts n8 values (a multiple of 8).
+//
+//go:noescape
+func f16ToF32AVX2(dst *float32, src *uint16, n8 int)
+
+// tileF32AVX2_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// dequantQ8AVX2 dequantizes nb whole blocks (binary16 scales, quants) into dst.
+//
+//go:noescape
+func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
+
+// dequantQ4AVX2 dequantizes nb whole blocks (binary16 scales, quants) into dst.
+//
+//go:noescape
+func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
+
+// bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
+//
+//go:noescape
+func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
+
 // vnniRowsQ8_1 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ4_1 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ8_2 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ8_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ4_2 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ8_3 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ8_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ4_3 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ8_4 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ8_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
 // vnniRowsQ4_4 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+//
+//go:noescape
 func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)

@@ -5,23 +5,48 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 )
 
-// Blocking of the float matrix product (m > 1): a thread takes panelRows
-// weight rows at a time and walks K in steps of kcBytes of weights, so a 4-row slice of x
-// (4×kc floats) and the weight panel slice stay in L1/L2 while register
-// tiles of 4 inputs × 5 weight rows sweep over them.
+// Shapes of the matrix-vector kernels (m < tileM): register tiles of up to
+// 3 inputs × 5 weight rows of dot products for float weights, quantRows
+// weight rows per call for quantized weights. panelRows weight rows are
+// handled per pass so their tails are dotted while still in cache.
 const (
 	panelRows = 40
-	kcBytes   = 1024 // per weight row: a 40-row panel slice stays in L1
 	tileM     = 4
 	tileN     = 5
-	quantRows = 4  // weight rows per quantized matrix-vector kernel call
-	packPad   = 64 // bytes added to packed panel rows to break 4 KiB strides
+	quantRows = 4
 )
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
+
+// tileSet is a family of register-tile kernels: up to m inputs × n weight
+// rows, taking a multiple of lanes columns.
+type tileSet struct {
+	m, n, lanes int
+	f           *[3][tileM][tileN]tileFunc
+}
+
+var (
+	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles}
+	tilesAVX2   = tileSet{m: 3, n: 3, lanes: 8, f: &[3][tileM][tileN]tileFunc{
+		{
+			{tileF32AVX2_1x1, tileF32AVX2_1x2, tileF32AVX2_1x3},
+			{tileF32AVX2_2x1, tileF32AVX2_2x2, tileF32AVX2_2x3},
+			{tileF32AVX2_3x1, tileF32AVX2_3x2, tileF32AVX2_3x3},
+		},
+		{
+			{tileF16AVX2_1x1, tileF16AVX2_1x2, tileF16AVX2_1x3},
+			{tileF16AVX2_2x1, tileF16AVX2_2x2, tileF16AVX2_2x3},
+			{tileF16AVX2_3x1, tileF16AVX2_3x2, tileF16AVX2_3x3},
+		},
+		{
+			{tileBF16AVX2_1x1, tileBF16AVX2_1x2, tileBF16AVX2_1x3},
+			{tileBF16AVX2_2x1, tileBF16AVX2_2x2, tileBF16AVX2_2x3},
+			{tileBF16AVX2_3x1, tileBF16AVX2_3x2, tileBF16AVX2_3x3},
+		},
+	}}
+)
 
 var tiles = [3][tileM][tileN]tileFunc{
 	{
@@ -138,25 +163,26 @@ func growFloats(s []float32, n int) []float32 {
 
 func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	if !useAVX512 {
+		if useAVX2 && j.w.Type != Q8 && j.w.Type != Q4 {
+			initRows(j.y, j.m, j.w.Rows, j.bias, lo, hi)
+			rb := j.w.Type.RowBytes(j.w.Cols)
+			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
+			return
+		}
 		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
 		return
 	}
 	w, m := j.w, j.m
-	if w.Type == Q8 || w.Type == Q4 {
-		if m < tileM {
-			quantRowsAVX512(j, lo, hi)
-			return
-		}
-		quantTilesAVX512(p, id, j, lo, hi)
-		return
+	switch {
+	case m >= tileM:
+		bgemmRows(p, id, j, lo, hi)
+	case w.Type == Q8 || w.Type == Q4:
+		quantRowsAVX512(j, lo, hi)
+	default:
+		initRows(j.y, m, w.Rows, j.bias, lo, hi)
+		rb := w.Type.RowBytes(w.Cols)
+		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 	}
-	initRows(j.y, m, w.Rows, j.bias, lo, hi)
-	rb := w.Type.RowBytes(w.Cols)
-	var pack []byte
-	if m >= tileM {
-		pack = p.growPack(id, panelRows*(kcBytes+packPad))
-	}
-	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo, pack)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
@@ -172,11 +198,9 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 }
 
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
-// (ldw bytes apart, type t in {F32, F16, BF16}). With a pack buffer, each
-// panel slice is first copied there with a row stride that is not a multiple
-// of 4 KiB, so that power-of-two column counts do not make all rows of the
-// panel compete for the same L1 sets.
-func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int, pack []byte) {
+// (ldw bytes apart, type t in {F32, F16, BF16}), for m < tileM input rows:
+// register tiles of dot products, each weight byte read once per tile.
+func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -185,28 +209,15 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 	case BF16:
 		ti, esize = 2, 2
 	}
-	k16 := cols &^ 15
-	kc := kcBytes / esize
-	if m == 1 {
-		kc = k16
-	}
+	k16 := cols / ts.lanes * ts.lanes
 	for jb := 0; jb < n; jb += panelRows {
 		jn := min(panelRows, n-jb)
-		for kb := 0; kb < k16; kb += kc {
-			kl := min(kc, k16-kb)
-			pw, pld, poff := w[jb*ldw+kb*esize:], ldw, 0
-			if pack != nil {
-				pld = kl*esize + packPad
-				for r := range jn {
-					copy(pack[r*pld:r*pld+kl*esize], w[(jb+r)*ldw+kb*esize:])
-				}
-				pw = pack
-			}
-			for i := 0; i < m; i += tileM {
-				mr := min(tileM, m-i)
-				for jj := 0; jj < jn; jj += tileN {
-					nr := min(tileN, jn-jj)
-					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &pw[jj*pld+poff], pld, kl, &y[i*ldy+jb+jj], ldy)
+		if k16 > 0 {
+			for i := 0; i < m; i += ts.m {
+				mr := min(ts.m, m-i)
+				for jj := 0; jj < jn; jj += ts.n {
+					nr := min(ts.n, jn-jj)
+					ts.f[ti][mr-1][nr-1](&x[i*cols], cols, &w[(jb+jj)*ldw], ldw, k16, &y[i*ldy+jb+jj], ldy)
 				}
 			}
 		}
@@ -266,27 +277,5 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 				}
 			}
 		}
-	}
-}
-
-// quantTilesAVX512 is the quantized matrix product (m >= tileM): weight
-// panels are dequantized into the thread's scratch, then multiplied with the
-// float tiles.
-func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
-	w := j.w
-	cols := w.Cols
-	nb := (cols + BlockSize - 1) / BlockSize
-	ld := nb*BlockSize + packPad/4
-	rb := w.Type.RowBytes(cols)
-	panel := p.grow(id, panelRows*ld)
-	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
-	for r := lo; r < hi; r += panelRows {
-		n := min(panelRows, hi-r)
-		for k := range n {
-			row := w.Data[(r+k)*rb : (r+k+1)*rb]
-			dequantHead(w.Type, panel[k*ld:k*ld+nb*BlockSize], row, nb, nb)
-		}
-		pb := unsafe.Slice((*byte)(unsafe.Pointer(&panel[0])), 4*n*ld)
-		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n, nil)
 	}
 }

@@ -44,8 +44,8 @@ type Pool struct {
 // each other's cache lines.
 type workerScratch struct {
 	buf  []float32
-	pack []byte
-	_    [64 - 48]byte
+	gemm *gemmScratch
+	_    [64 - 32]byte
 }
 
 // NewPool starts a pool of threads threads (the caller counts as one);
@@ -162,13 +162,4 @@ func (p *Pool) grow(id, n int) []float32 {
 		s.buf = make([]float32, n)
 	}
 	return s.buf[:n]
-}
-
-// growPack returns thread id's packing buffer with at least n bytes.
-func (p *Pool) growPack(id, n int) []byte {
-	s := &p.scratch[id]
-	if len(s.pack) < n {
-		s.pack = make([]byte, n)
-	}
-	return s.pack[:n]
 }
