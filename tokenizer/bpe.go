@@ -31,7 +31,8 @@ type bpe struct {
 	bytePairs   []bpeMerge     // byte-level: [a<<8|b] merge of the byte tokens of a and b (id -1: none)
 	runeIDs     []int32        // [r] id of the one-character token r (r < len), -1 if none; nil with prefix/suffix
 
-	cache wordCache
+	cache   wordCache
+	scratch sync.Pool // of *mergeScratch
 }
 
 // runeTableSize covers the alphabets before CJK (Latin to the ▁ of
@@ -155,8 +156,11 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 			return dst, nil
 		}
 	}
-	sc := scratchPool.Get().(*mergeScratch)
-	defer scratchPool.Put(sc)
+	sc, _ := m.scratch.Get().(*mergeScratch)
+	if sc == nil {
+		sc = &mergeScratch{merges: m.merges}
+	}
+	defer m.scratch.Put(sc)
 	var syms []symbol
 	var err error
 	if m.byteLevel {
@@ -168,7 +172,11 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 		return nil, err
 	}
 	sc.syms = syms
-	sc.heap = m.mergeAll(w, syms, sc.heap[:0])
+	if len(syms) <= maxScanMerge {
+		sc.pairs = m.mergeScan(w, syms, sc.pairs[:0], sc)
+	} else {
+		sc.heap = m.mergeAll(w, syms, sc.heap[:0], sc)
+	}
 	start := len(dst)
 	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
 		dst = append(dst, int(syms[i].id))
@@ -193,11 +201,41 @@ type symbol struct {
 // mergeScratch holds the per-word buffers of encodeWord, reused through a
 // pool so that encoding allocates little.
 type mergeScratch struct {
-	syms []symbol
-	heap mergeHeap
+	syms   []symbol
+	heap   mergeHeap
+	pairs  []bpeMerge
+	merges *mergeTable
+	// recent is a direct-mapped cache of merge lookups (including misses):
+	// the merge table is tens of megabytes and each lookup there is a cache
+	// miss, while a word's pairs repeat across a text.
+	recent []recentMerge
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
+// recentMerge caches one lookup; key is pairKey+1 so that 0 means empty, and
+// id -1 records a pair without merge.
+type recentMerge struct {
+	key      uint64
+	rank, id int32
+}
+
+const recentSize = 1 << 14 // 256 KiB per scratch: stays in L2
+
+func (sc *mergeScratch) get(a, b int32) (bpeMerge, bool) {
+	if sc.recent == nil {
+		sc.recent = make([]recentMerge, recentSize)
+	}
+	key := pairKey(a, b) + 1
+	e := &sc.recent[(key*0x9E3779B97F4A7C15)>>(64-14)]
+	if e.key == key {
+		return bpeMerge{rank: e.rank, id: e.id}, e.id >= 0
+	}
+	mg, ok := sc.merges.get(a, b)
+	if !ok {
+		mg.id = -1
+	}
+	*e = recentMerge{key: key, rank: mg.rank, id: mg.id}
+	return mg, ok
+}
 
 func (m *bpe) byteSymbols(w string, syms []symbol) ([]symbol, error) {
 	syms = slices.Grow(syms, len(w))[:len(w)]
@@ -285,7 +323,7 @@ func (m *bpe) allFallback(s string) bool {
 // since it was pushed is stale and skipped. It returns the heap buffer for
 // reuse.
 // In byte-level mode syms are the bytes of w.
-func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap) mergeHeap {
+func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap, sc *mergeScratch) mergeHeap {
 	if len(syms) < 2 {
 		return h
 	}
@@ -297,7 +335,7 @@ func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap) mergeHeap {
 			mg = m.bytePairs[int(w[i])<<8|int(w[i+1])]
 			ok = mg.id >= 0
 		} else {
-			mg, ok = m.merges.get(a, b)
+			mg, ok = sc.get(a, b)
 		}
 		if ok {
 			h = append(h, candidate{rank: mg.rank, pos: int32(i), id: mg.id, left: a, right: b})
@@ -319,18 +357,81 @@ func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap) mergeHeap {
 		}
 		if cur.prev >= 0 {
 			left := syms[cur.prev].id
-			if mg, ok := m.merges.get(left, cur.id); ok {
+			if mg, ok := sc.get(left, cur.id); ok {
 				h.push(candidate{rank: mg.rank, pos: cur.prev, id: mg.id, left: left, right: cur.id})
 			}
 		}
 		if cur.next >= 0 {
 			next := syms[cur.next].id
-			if mg, ok := m.merges.get(cur.id, next); ok {
+			if mg, ok := sc.get(cur.id, next); ok {
 				h.push(candidate{rank: mg.rank, pos: top.pos, id: mg.id, left: cur.id, right: next})
 			}
 		}
 	}
 	return h
+}
+
+// maxScanMerge is the word length (in symbols) up to which mergeScan, which
+// rescans the word for the best pair, beats the heap of mergeAll.
+const maxScanMerge = 48
+
+// mergeScan gives the same result as mergeAll for short words: it keeps
+// the merge of each adjacent pair (pairs[i] for symbol i and its next) and
+// repeatedly applies the one with the lowest rank, leftmost first. It
+// returns the pairs buffer for reuse.
+func (m *bpe) mergeScan(w string, syms []symbol, pairs []bpeMerge, sc *mergeScratch) []bpeMerge {
+	pairs = slices.Grow(pairs, len(syms))[:len(syms)]
+	none := bpeMerge{rank: -1, id: -1}
+	for i := range syms {
+		pairs[i] = none
+		if i+1 == len(syms) {
+			break
+		}
+		var mg bpeMerge
+		ok := false
+		if m.bytePairs != nil {
+			mg = m.bytePairs[int(w[i])<<8|int(w[i+1])]
+			ok = mg.id >= 0
+		} else {
+			mg, ok = sc.get(syms[i].id, syms[i+1].id)
+		}
+		if ok {
+			pairs[i] = mg
+		}
+	}
+	for {
+		best := int32(-1)
+		for i := int32(0); i >= 0; i = syms[i].next {
+			if pairs[i].id >= 0 && (best < 0 || pairs[i].rank < pairs[best].rank) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return pairs
+		}
+		cur := &syms[best]
+		right := &syms[cur.next]
+		cur.id = pairs[best].id
+		right.gone = true
+		cur.next = right.next
+		if cur.next >= 0 {
+			syms[cur.next].prev = best
+			if mg, ok := sc.get(cur.id, syms[cur.next].id); ok {
+				pairs[best] = mg
+			} else {
+				pairs[best] = none
+			}
+		} else {
+			pairs[best] = none
+		}
+		if cur.prev >= 0 {
+			if mg, ok := sc.get(syms[cur.prev].id, cur.id); ok {
+				pairs[cur.prev] = mg
+			} else {
+				pairs[cur.prev] = none
+			}
+		}
+	}
 }
 
 type candidate struct{ rank, pos, id, left, right int32 }
