@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -147,5 +148,36 @@ func TestValidateContractAcceptsVariants(t *testing.T) {
 func TestContractsListsHFStaticV1(t *testing.T) {
 	if got := Contracts(); !slices.Equal(got, []string{"hf_static/v1"}) {
 		t.Errorf("Contracts() = %v", got)
+	}
+}
+
+func TestNewRejectsMissingArguments(t *testing.T) {
+	m, fe := goodSpec.manifest(), &fakeExec{f: goodSpec}
+	for name, call := range map[string]func() error{
+		"nil manifest":      func() error { _, err := New(nil, "fp", fe, Options{}); return err },
+		"nil executor":      func() error { _, err := New(m, "fp", nil, Options{}); return err },
+		"empty fingerprint": func() error { _, err := New(m, "", fe, Options{}); return err },
+	} {
+		if err := call(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestHeapAllocatorAlignsAndZeroes(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, 1000} {
+		b, err := HeapAllocator{}.Alloc(n)
+		if err != nil || len(b) != n || cap(b) != n {
+			t.Fatalf("Alloc(%d): len %d cap %d err %v", n, len(b), cap(b), err)
+		}
+		if n > 0 && uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
+			t.Errorf("Alloc(%d) is not 64-byte aligned", n)
+		}
+		if slices.ContainsFunc(b, func(x byte) bool { return x != 0 }) {
+			t.Errorf("Alloc(%d) is not zeroed", n)
+		}
+	}
+	if _, err := (HeapAllocator{}).Alloc(-1); err == nil {
+		t.Errorf("Alloc(-1) succeeded")
 	}
 }
