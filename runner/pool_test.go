@@ -233,3 +233,19 @@ func TestPoolConcurrentLeasesMatchFreshRuns(t *testing.T) {
 	}
 	t.Logf("%+v", st)
 }
+
+func TestPoolDropsSessionsClosedByTheCaller(t *testing.T) {
+	_, r := newFake(fullOnly)
+	p := newPool(t, r, 1)
+	l := acquire(t, p, []int{1, 2})
+	l.Session.Close()
+	l.Release()
+	if st := p.Stats(); st.Sessions != 0 || st.Leased != 0 {
+		t.Errorf("stats %+v after releasing a closed session", st)
+	}
+	l = acquire(t, p, []int{1, 2})
+	if err := l.Session.Append(context.Background(), []int{1, 2}); err != nil {
+		t.Errorf("the replacement session does not work: %v", err)
+	}
+	l.Release()
+}

@@ -12,6 +12,9 @@ import (
 // ErrClosed is returned by a closed session.
 var ErrClosed = errors.New("session closed")
 
+// ErrTokenOutOfRange is wrapped when an appended token id is not in [0, vocab size).
+var ErrTokenOutOfRange = errors.New("token id outside the vocabulary")
+
 // PoisonedError wraps the failure that poisoned a session: every call returns it until Reset.
 type PoisonedError struct{ Err error }
 
@@ -175,7 +178,7 @@ func (s *Session) append(ctx context.Context, tokens []int, each func(int, []flo
 	V := int64(s.r.man.Metadata.VocabSize)
 	for i, t := range tokens {
 		if t < 0 || int64(t) >= V {
-			return fmt.Errorf("token %d at index %d is outside the vocabulary [0,%d)", t, i, V)
+			return fmt.Errorf("%w: token %d at index %d is outside the vocabulary [0,%d)", ErrTokenOutOfRange, t, i, V)
 		}
 	}
 	if each != nil && !s.r.PrefillLogitsAll() {

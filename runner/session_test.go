@@ -155,8 +155,8 @@ func TestRejectedRequestsChangeNothing(t *testing.T) {
 	}{
 		{"empty append", func() error { return s.Append(context.Background(), nil) }, ErrEmpty},
 		{"past the context", func() error { return s.Append(context.Background(), make([]int, 11)) }, ErrContextFull},
-		{"negative token", func() error { return s.Append(context.Background(), []int{1, -1}) }, nil},
-		{"token beyond the vocabulary", func() error { return s.Append(context.Background(), []int{7}) }, nil},
+		{"negative token", func() error { return s.Append(context.Background(), []int{1, -1}) }, ErrTokenOutOfRange},
+		{"token beyond the vocabulary", func() error { return s.Append(context.Background(), []int{7}) }, ErrTokenOutOfRange},
 		{"append each past the context", func() error {
 			return s.AppendEach(context.Background(), make([]int, 11), func(int, []float32) error { return nil })
 		}, ErrContextFull},

@@ -322,3 +322,37 @@ func TestAppendEachStopsOnCallbackError(t *testing.T) {
 		t.Errorf("append after a callback error: %v", err)
 	}
 }
+
+// FuzzRestore feeds damaged session files to Restore: it must never panic, a rejected file
+// must leave the session unchanged, and an accepted one must save back to the same bytes.
+func FuzzRestore(f *testing.F) {
+	spec := fakeSpec{C: 6, P: 2, V: 3, W: 2, Layers: []program.LayerType{sliding, full}}
+	_, r := newFake(spec)
+	for _, toks := range [][]int{nil, {1}, {1, 2, 0}, {2, 2, 2, 1, 0, 1}} {
+		s := freshRun(f, r, toks)
+		var b bytes.Buffer
+		s.Save(&b)
+		f.Add(b.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := freshRun(t, r, []int{1, 1})
+		before := digest(s)
+		if err := s.Restore(bytes.NewReader(data)); err != nil {
+			var fe *SessionFileError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a *SessionFileError", err)
+			}
+			if digest(s) != before {
+				t.Fatalf("a rejected file changed the session")
+			}
+			return
+		}
+		var again bytes.Buffer
+		if err := s.Save(&again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Bytes(), data) {
+			t.Fatalf("restored then saved file differs from the input")
+		}
+	})
+}
