@@ -249,3 +249,26 @@ func TestPoolDropsSessionsClosedByTheCaller(t *testing.T) {
 	}
 	l.Release()
 }
+
+func TestPoolPrefersASessionItCanRewind(t *testing.T) {
+	spec := fakeSpec{C: 12, V: 5, W: 2, Layers: []program.LayerType{sliding, full}}
+	_, r := newFake(spec)
+	p := newPool(t, r, 2)
+	long, short := []int{1, 2, 3, 4, 0, 0, 0}, []int{1, 2, 3}
+	la, lb := acquire(t, p, long), acquire(t, p, short)
+	appendOK(t, la.Session, long...)
+	appendOK(t, lb.Session, short...)
+	la.Release()
+	lb.Release()
+	// Shares 4 tokens with long (which cannot rewind from 7 to 4 with W=2) and 3 with short.
+	req := []int{1, 2, 3, 4, 1}
+	l := acquire(t, p, req)
+	if l.Session != lb.Session || l.Reused != 3 {
+		t.Fatalf("reused %d (short's session: %v); want short's 3 tokens", l.Reused, l.Session == lb.Session)
+	}
+	appendOK(t, l.Session, req[l.Reused:]...)
+	if !slices.Equal(logitsCopy(t, l.Session), logitsCopy(t, freshRun(t, r, req))) {
+		t.Errorf("the adopted session differs from a fresh run")
+	}
+	l.Release()
+}
