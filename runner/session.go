@@ -12,6 +12,9 @@ import (
 // ErrClosed is returned by a closed session.
 var ErrClosed = errors.New("session closed")
 
+// ErrTokenOutOfRange is wrapped when an appended token id is not in [0, vocab size).
+var ErrTokenOutOfRange = errors.New("token id outside the vocabulary")
+
 // PoisonedError wraps the failure that poisoned a session: every call returns it until Reset.
 type PoisonedError struct{ Err error }
 
@@ -41,16 +44,22 @@ type Session struct {
 	dec, pre *methodIO
 	pos      int
 	history  []int // committed tokens, len == pos
-	err      error // poison
-	closed   bool
+	// lo[l] is the oldest absolute position layer l's cache still holds: positions
+	// [lo[l], pos) are intact. 0 for full-length caches; it rises as a ring wraps.
+	lo     []int
+	err    error // poison
+	closed bool
 
-	last    []float32 // last real row's logits
-	version uint64    // bumped by every step; Logits views check it
+	last    []float32 // last real row's logits (a view into lastMIO.logits), nil when stale
+	lastMIO *methodIO // method whose logits buffer holds last
+	lastRow int       // row of lastMIO.logits that last views
+	version uint64    // bumped by every step and state change; Logits views check it
 }
 
 // NewSession allocates a session's buffers (once) and binds the methods to them.
 func (r *Runner) NewSession() (*Session, error) {
-	s := &Session{r: r, state: map[string][]byte{}, history: make([]int, 0, r.shape.Context)}
+	s := &Session{r: r, state: map[string][]byte{}, history: make([]int, 0, r.shape.Context),
+		lo: make([]int, len(r.man.Metadata.Layers))}
 	ok := false
 	defer func() {
 		if !ok {
@@ -169,7 +178,7 @@ func (s *Session) append(ctx context.Context, tokens []int, each func(int, []flo
 	V := int64(s.r.man.Metadata.VocabSize)
 	for i, t := range tokens {
 		if t < 0 || int64(t) >= V {
-			return fmt.Errorf("token %d at index %d is outside the vocabulary [0,%d)", t, i, V)
+			return fmt.Errorf("%w: token %d at index %d is outside the vocabulary [0,%d)", ErrTokenOutOfRange, t, i, V)
 		}
 	}
 	if each != nil && !s.r.PrefillLogitsAll() {
@@ -229,20 +238,34 @@ func (s *Session) run(ctx context.Context, mio *methodIO, toks []int) error {
 	if err := mio.step.Run(ctx); err != nil {
 		return err
 	}
-	for _, c := range s.counters {
+	for l, c := range s.counters {
 		if c[0] != int64(pos+n) {
-			return fmt.Errorf("counter is %d after the step, want %d", c[0], pos+n)
+			return fmt.Errorf("counter_%d is %d after the step, want %d", l, c[0], pos+n)
 		}
 	}
-	V := s.r.man.Metadata.VocabSize
+	row := 0
 	if mio.spec.Logits == program.LogitsAll {
-		s.last = mio.logits[(n-1)*V : n*V]
-	} else {
-		s.last = mio.logits[:V]
+		row = n - 1
+	}
+	s.setLast(mio, row)
+	for l, ly := range s.r.man.Metadata.Layers {
+		s.lo[l] = max(s.lo[l], pos+n-ly.CacheRows)
 	}
 	s.pos += n
 	s.history = append(s.history, toks...)
 	return nil
+}
+
+// setLast points the logits view at row of mio's logits buffer.
+func (s *Session) setLast(mio *methodIO, row int) {
+	V := s.r.man.Metadata.VocabSize
+	s.last, s.lastMIO, s.lastRow = mio.logits[row*V:(row+1)*V], mio, row
+}
+
+// clearLast makes the logits stale.
+func (s *Session) clearLast() {
+	s.last, s.lastMIO, s.lastRow = nil, nil, 0
+	s.version++
 }
 
 // Logits is a read-only view of the logits of the last real row of the last step. It is
@@ -300,17 +323,19 @@ func (l Logits) Argmax() (int, bool) {
 	return best, true
 }
 
-// Reset zeroes positions, counters and caches and clears the poison.
+// Reset zeroes positions, counters and caches and clears the poison. Every buffer of a
+// reset session is byte-identical to a new session's.
 func (s *Session) Reset() error {
 	if s.closed {
 		return ErrClosed
 	}
-	for _, b := range s.state {
+	for _, b := range s.owned {
 		clear(b)
 	}
-	s.pos, s.err, s.last = 0, nil, nil
+	s.pos, s.err = 0, nil
+	clear(s.lo)
 	s.history = s.history[:0]
-	s.version++
+	s.clearLast()
 	return nil
 }
 
