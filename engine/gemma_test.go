@@ -2,17 +2,22 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hfstatic/hfstatic/generate"
 	"github.com/hfstatic/hfstatic/runner"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/safetensors"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -197,5 +202,103 @@ func TestGemma3GeneratesToTheFullContext(t *testing.T) {
 	}
 	if !slices.Equal(tokens[0], tokens[1]) {
 		t.Errorf("ring and full layouts generate different tokens:\nring %v\nfull %v", tokens[0], tokens[1])
+	}
+}
+
+// gemma2Checkpoint is a tiny Gemma 2 (4 layers alternating sliding/full with window 3)
+// with random weights in the fixtures' initialisation; set replaces config fields (nil:
+// null). There is no independent reference for Gemma 2 here: tests check relations.
+func gemma2Checkpoint(t testing.TB, set map[string]any) fstest.MapFS {
+	t.Helper()
+	cfg := map[string]any{
+		"architectures": []string{"Gemma2ForCausalLM"}, "model_type": "gemma2",
+		"vocab_size": 512, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 4,
+		"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+		"hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 8192,
+		"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": 16,
+		"sliding_window": 3, "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0,
+		"bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0,
+	}
+	for k, v := range set {
+		cfg[k] = v
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gemma 2's tensors are Gemma 3's without the q/k norms.
+	fields, err := testckpt.ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields.Architectures = []string{"Gemma3ForCausalLM"}
+	spec, err := testckpt.Synthesize(fields, 2, "F32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Tensors = slices.DeleteFunc(spec.Tensors, func(ts testckpt.TensorSpec) bool {
+		return strings.HasSuffix(ts.Name, "q_norm.weight") || strings.HasSuffix(ts.Name, "k_norm.weight")
+	})
+	weights, err := testckpt.Generate(spec, safetensors.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fstest.MapFS{
+		"config.json":            {Data: data},
+		"generation_config.json": {Data: []byte(`{"bos_token_id": 2, "eos_token_id": 1}`)},
+		"model.safetensors":      {Data: weights},
+	}
+}
+
+var gemma2Prompt = []int{2, 17, 300, 45, 45, 9, 511, 120, 77, 3, 250, 64, 8}
+
+func gemma2Logits(t *testing.T, set map[string]any, opts export.Options) [][]float32 {
+	t.Helper()
+	m := loadModel(t, exportFS(t, gemma2Checkpoint(t, set), opts), 1)
+	return allLogits(t, m, gemma2Prompt)
+}
+
+// The final soft-cap is cap·tanh(logit/cap) of the uncapped logits; the attention soft-cap
+// changes the logits; the alternating ring layout equals the full-length layout and
+// one token per step.
+func TestGemma2SoftCapsAndAlternatingWindows(t *testing.T) {
+	opts := export.Options{Context: 16, Prefill: 5, PrefillLogits: program.LogitsAll, CacheDType: program.F32}
+	capped := gemma2Logits(t, nil, opts)
+	uncapped := gemma2Logits(t, map[string]any{"final_logit_softcapping": nil}, opts)
+	worst := 0.0
+	for i := range capped {
+		for j, x := range uncapped[i] {
+			want := 3 * math.Tanh(float64(x)/3)
+			worst = max(worst, math.Abs(float64(capped[i][j])-want))
+			if math.Abs(float64(capped[i][j])) > 3 {
+				t.Fatalf("position %d logit %d = %g is outside the soft-cap ±3", i, j, capped[i][j])
+			}
+		}
+	}
+	if worst > 1e-5 {
+		t.Errorf("capped logits differ from 3·tanh(uncapped/3) by up to %.3g, want ≤ 1e-5", worst)
+	}
+	t.Logf("max |capped - 3·tanh(uncapped/3)| = %.3g", worst)
+	if d, _ := maxAbsDiff(uncapped, gemma2Logits(t, map[string]any{"final_logit_softcapping": nil, "attn_logit_softcapping": nil}, opts)); d < 1e-3 {
+		t.Errorf("removing the attention soft-cap changed the logits by only %.3g", d)
+	}
+
+	m := loadModel(t, exportFS(t, gemma2Checkpoint(t, nil), opts), 1)
+	var types []program.LayerType
+	var rows []int
+	for _, ly := range m.Runner.Metadata().Layers {
+		types, rows = append(types, ly.Type), append(rows, ly.CacheRows)
+	}
+	s, f := program.LayerSliding, program.LayerFull
+	if !slices.Equal(types, []program.LayerType{s, f, s, f}) || !slices.Equal(rows, []int{3, 16, 3, 16}) {
+		t.Errorf("layers %v with cache rows %v, want sliding/full alternating with rows [3 16 3 16]", types, rows)
+	}
+	opts.SlidingLayout = program.LayoutFull
+	full := gemma2Logits(t, nil, opts)
+	decode := gemma2Logits(t, nil, export.Options{Context: 16, CacheDType: program.F32})
+	for name, got := range map[string][][]float32{"full layout": full, "one token per step": decode} {
+		if d, at := maxAbsDiff(capped, got); d > 1e-5 {
+			t.Errorf("%s: max |logit diff| vs ring prefill = %.3g at position %d, want ≤ 1e-5", name, d, at)
+		}
 	}
 }
