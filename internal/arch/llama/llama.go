@@ -29,9 +29,9 @@ type rawConfig struct {
 	MLPBias               bool                 `json:"mlp_bias"`
 	HiddenAct             string               `json:"hidden_act"`
 	MaxPositionEmbeddings int                  `json:"max_position_embeddings"`
-	SlidingWindow         *int                 `json:"sliding_window"`
-	UseSlidingWindow      *bool                `json:"use_sliding_window"`
-	MaxWindowLayers       *int                 `json:"max_window_layers"`
+	SlidingWindow         decoder.Opt[int]     `json:"sliding_window"`
+	UseSlidingWindow      bool                 `json:"use_sliding_window"`
+	MaxWindowLayers       decoder.Opt[int]     `json:"max_window_layers"`
 	LayerTypes            []string             `json:"layer_types"`
 }
 
@@ -42,19 +42,24 @@ type Variant struct {
 	QKVBias bool
 	// QKNorm: Qwen3's per-head q/k RMSNorm.
 	QKNorm bool
-	// SlidingFromQwen: layer types from use_sliding_window / max_window_layers;
-	// otherwise (Mistral) every layer slides when sliding_window is set.
-	SlidingFromQwen bool
-	defaultTheta    float64
+	// Sliding decides the layer types when config.json has no layer_types.
+	Sliding decoder.SlidingRule
+	// defaultWindow is transformers' sliding_window default, used when the field is
+	// absent (an explicit null means no window).
+	defaultWindow int
+	defaultTheta  float64
 }
 
 // Variants lists the supported architectures by Hugging Face class name.
 var Variants = []Variant{
-	{Name: "LlamaForCausalLM", defaultTheta: 10000},
-	{Name: "MistralForCausalLM", defaultTheta: 10000},
-	{Name: "Qwen2ForCausalLM", QKVBias: true, SlidingFromQwen: true, defaultTheta: 10000},
-	{Name: "Qwen3ForCausalLM", QKNorm: true, SlidingFromQwen: true, defaultTheta: 10000},
+	{Name: "LlamaForCausalLM", Sliding: decoder.NoSliding, defaultTheta: 10000},
+	{Name: "MistralForCausalLM", Sliding: decoder.AllSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Name: "Qwen2ForCausalLM", QKVBias: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Name: "Qwen3ForCausalLM", QKNorm: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
 }
+
+// defaultMaxWindowLayers is Qwen2Config's and Qwen3Config's max_window_layers default.
+const defaultMaxWindowLayers = 28
 
 // Spec validates a raw config and returns the model's decoder spec and its trained context.
 func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
@@ -142,53 +147,19 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	return s, c.MaxPositionEmbeddings, s.Validate()
 }
 
+// layerTypes applies transformers' defaults for absent fields, then the family's rule.
 func (v Variant) layerTypes(c *rawConfig) ([]program.LayerType, int, error) {
-	types := make([]program.LayerType, c.NumHiddenLayers)
-	window := 0
-	if c.SlidingWindow != nil {
-		window = *c.SlidingWindow
+	maxWindow := defaultMaxWindowLayers
+	if p := c.MaxWindowLayers.Value; p != nil {
+		maxWindow = *p
 	}
-	if len(c.LayerTypes) > 0 {
-		if len(c.LayerTypes) != c.NumHiddenLayers {
-			return nil, 0, fmt.Errorf("%s config: layer_types has %d entries for %d layers", v.Name, len(c.LayerTypes), c.NumHiddenLayers)
-		}
-		for i, t := range c.LayerTypes {
-			switch t {
-			case "full_attention":
-				types[i] = program.LayerFull
-			case "sliding_attention":
-				types[i] = program.LayerSliding
-			default:
-				return nil, 0, fmt.Errorf("%s config: layer_types[%d] = %q is not full_attention or sliding_attention", v.Name, i, t)
-			}
-		}
-	} else {
-		for i := range types {
-			slide := window > 0
-			if v.SlidingFromQwen {
-				maxWindow := 0
-				if c.MaxWindowLayers != nil {
-					maxWindow = *c.MaxWindowLayers
-				}
-				slide = slide && c.UseSlidingWindow != nil && *c.UseSlidingWindow && i >= maxWindow
-			}
-			types[i] = program.LayerFull
-			if slide {
-				types[i] = program.LayerSliding
-			}
-		}
-	}
-	sliding := false
-	for _, t := range types {
-		sliding = sliding || t == program.LayerSliding
-	}
-	if !sliding {
-		return types, 0, nil
-	}
-	if window <= 0 {
-		return nil, 0, fmt.Errorf("%s config: sliding layers need sliding_window > 0, got %d", v.Name, window)
-	}
-	return types, window, nil
+	return decoder.LayerTypes(v.Name, v.Sliding, decoder.SlidingConfig{
+		Layers:           c.NumHiddenLayers,
+		LayerTypes:       c.LayerTypes,
+		Window:           c.SlidingWindow.Or(v.defaultWindow),
+		UseSlidingWindow: c.UseSlidingWindow,
+		MaxWindowLayers:  maxWindow,
+	})
 }
 
 // Names are the transformers weight names of the family.
