@@ -48,5 +48,6 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())
+	root.AddCommand(newBenchCmd())
 	return root
 }
