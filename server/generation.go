@@ -82,7 +82,9 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 
 	s.metrics.started()
 	start := time.Now()
-	defer func() { s.metrics.finished(out.promptTokens, out.cachedTokens, out.completionTokens, time.Since(start)) }()
+	defer func() {
+		s.metrics.finished(out.promptTokens, out.cachedTokens, out.completionTokens, time.Since(start))
+	}()
 	if err := g.begin(); err != nil {
 		return out, err
 	}
@@ -103,6 +105,9 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos,
 		OnToken: func(tok int) error {
 			out.completionTokens++
+			if hook := s.tokenHook.Load(); hook != nil {
+				(*hook)(ctx)
+			}
 			if slices.Contains(s.eos, tok) {
 				return nil
 			}

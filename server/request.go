@@ -108,7 +108,7 @@ func jsonError(err error) *apiError {
 	case errors.As(err, &syntax):
 		return badRequest("", "invalid_json", "the body is not valid JSON (at byte %d): %v", syntax.Offset, err)
 	case errors.As(err, &typeErr):
-		field := typeErr.Field
+		field := strings.TrimPrefix(typeErr.Field, "samplingParams.")
 		return badRequest(field, "invalid_type", "%s: expected %s, got a JSON %s", fieldName(field), typeName(typeErr.Type.String()), typeErr.Value)
 	case errors.Is(err, io.EOF):
 		return badRequest("", "invalid_json", "the request body is empty; send a JSON object")

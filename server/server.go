@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hfstatic/hfstatic/internal/chat"
@@ -97,6 +98,9 @@ type Server struct {
 	slots   chan struct{} // one token per running generation
 	metrics *metrics
 	mux     *http.ServeMux
+
+	// tokenHook, when set (by tests only), runs after each generated token.
+	tokenHook atomic.Pointer[func(ctx context.Context)]
 }
 
 // New validates opts and returns a server.
