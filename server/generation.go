@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/hfstatic/hfstatic/generate"
+	"github.com/hfstatic/hfstatic/runner"
+	"github.com/hfstatic/hfstatic/sample"
+)
+
+// outcome is what one generation produced besides its text.
+type outcome struct {
+	promptTokens, cachedTokens, completionTokens int
+	finishReason                                 string // "stop" or "length"
+}
+
+// checkPrompt refuses prompts the program cannot take: empty, ids outside the
+// vocabulary, or longer than the context.
+func (s *Server) checkPrompt(prompt []int, param string) error {
+	if len(prompt) == 0 {
+		return badRequest(param, "invalid_value", "the prompt encodes to no tokens")
+	}
+	vocab := s.o.Runner.Metadata().VocabSize
+	for i, t := range prompt {
+		if t < 0 || t >= vocab {
+			return badRequest(param, "invalid_value", "token %d at index %d is outside the vocabulary [0,%d)", t, i, vocab)
+		}
+	}
+	if c := s.o.Runner.Shape().Context; len(prompt) > c {
+		return badRequest(param, "context_length_exceeded",
+			"this model's context is %d tokens; the prompt has %d. Shorten the prompt or the conversation", c, len(prompt))
+	}
+	return nil
+}
+
+// generation is one admitted request: its prompt and settings, and where its text goes.
+type generation struct {
+	prompt []int
+	set    settings
+	// begin is called once a session is leased, before any text (streams send headers).
+	begin func() error
+	// emit receives the text as it becomes final.
+	emit func(text string) error
+}
+
+// run admits the request, leases a session with the longest cached prefix of the prompt,
+// generates and returns the outcome. ctx ends the generation early (client gone, shutdown).
+func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
+	out := outcome{promptTokens: len(g.prompt)}
+	release, err := s.admit(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer release()
+	if s.o.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.o.RequestTimeout)
+		defer cancel()
+	}
+	lease, err := s.o.Pool.Acquire(ctx, g.prompt)
+	if err != nil {
+		return out, fmt.Errorf("acquire a session: %w", err)
+	}
+	defer lease.Release()
+	sess := lease.Session()
+	reused := lease.Reused()
+	if reused < 0 || reused >= len(g.prompt) || sess.Position() != reused || !slices.Equal(sess.Tokens(), g.prompt[:reused]) {
+		// The pool broke its promise; start over rather than generate from a wrong state.
+		s.log.Warn("pool lent a session that does not hold the reported prefix; resetting it",
+			"reused", reused, "position", sess.Position(), "prompt", len(g.prompt))
+		if err := sess.Reset(); err != nil {
+			return out, err
+		}
+		reused = 0
+	}
+	out.cachedTokens = reused
+
+	s.metrics.started()
+	start := time.Now()
+	defer func() {
+		s.metrics.finished(out.promptTokens, out.cachedTokens, out.completionTokens, time.Since(start))
+	}()
+	if err := g.begin(); err != nil {
+		return out, err
+	}
+	sampler, err := sample.New(g.set.sampling)
+	if err != nil {
+		return out, badRequest("", "invalid_value", "%v", err)
+	}
+	stops, err := sample.NewStopMatcher(g.set.stops)
+	if err != nil {
+		return out, badRequest("stop", "invalid_value", "%v", err)
+	}
+	detok := s.o.Tokenizer.NewStream(true)
+	maxTokens := g.set.maxTokens
+	if maxTokens == 0 {
+		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
+	}
+	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
+		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos,
+		OnToken: func(tok int) error {
+			out.completionTokens++
+			if hook := s.tokenHook.Load(); hook != nil {
+				(*hook)(ctx)
+			}
+			if slices.Contains(s.eos, tok) {
+				return nil
+			}
+			piece, err := detok.Add(tok)
+			if err != nil {
+				return err
+			}
+			text, stopped := stops.Push(piece)
+			if text != "" {
+				if err := g.emit(text); err != nil {
+					return err
+				}
+			}
+			if stopped {
+				return generate.ErrStop
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		var poisoned *runner.PoisonedError
+		if errors.As(err, &poisoned) {
+			sess.Reset()
+		}
+		return out, err
+	}
+	out.finishReason = "stop"
+	if res.Reason == generate.StopMaxTokens || res.Reason == generate.StopContextFull {
+		out.finishReason = "length"
+	}
+	if _, stopped := stops.Stopped(); !stopped {
+		text, stopped := stops.Push(detok.Flush())
+		if stopped {
+			out.finishReason = "stop"
+		}
+		if tail := text + stops.Flush(); tail != "" {
+			if err := g.emit(tail); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// generationError turns an error from run into the client's error.
+func (s *Server) generationError(ctx context.Context, err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return &apiError{Status: http.StatusGatewayTimeout, Type: typeServer, Code: "timeout",
+			Message: fmt.Sprintf("generation took longer than this server's limit of %v; ask for fewer tokens", s.o.RequestTimeout)}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "cancelled",
+			Message: "the request was cancelled (client gone or server shutting down)"}
+	case errors.Is(err, runner.ErrContextFull):
+		return badRequest("", "context_length_exceeded", "%v", err)
+	}
+	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: err.Error()}
+}

@@ -1,0 +1,276 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hfstatic/hfstatic/internal/chat"
+)
+
+// usage reports token counts the OpenAI way; cached_tokens are the prompt tokens taken
+// from a pooled session instead of being processed again.
+type usage struct {
+	PromptTokens        int                 `json:"prompt_tokens"`
+	CompletionTokens    int                 `json:"completion_tokens"`
+	TotalTokens         int                 `json:"total_tokens"`
+	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
+}
+
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func (o outcome) usage() *usage {
+	return &usage{PromptTokens: o.promptTokens, CompletionTokens: o.completionTokens,
+		TotalTokens: o.promptTokens + o.completionTokens, PromptTokensDetails: promptTokensDetails{o.cachedTokens}}
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+type completionChoice struct {
+	Text         string  `json:"text"`
+	Index        int     `json:"index"`
+	Logprobs     *string `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int         `json:"index"`
+	Message      *chatOutput `json:"message,omitempty"`
+	Delta        *chatOutput `json:"delta,omitempty"`
+	Logprobs     *string     `json:"logprobs"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type chatOutput struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) model() modelObject {
+	return modelObject{ID: s.o.ModelID, Object: "model", Created: s.created, OwnedBy: "hfstatic"}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Object string        `json:"object"`
+		Data   []modelObject `json:"data"`
+	}{"list", []modelObject{s.model()}})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.o.ModelID {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("model %q does not exist; this server serves %q", id, s.o.ModelID)})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.model())
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	prompt, set, err := s.completionInput(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, created := newID("cmpl-"), time.Now().Unix()
+	chunk := func(text string, finish *string, u *usage) any {
+		c := completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.o.ModelID, Usage: u,
+			Choices: []completionChoice{{Text: text, FinishReason: finish}}}
+		if u != nil && finish == nil {
+			c.Choices = []completionChoice{}
+		}
+		return c
+	}
+	if set.stream {
+		s.stream(w, r, prompt, set, nil, chunk)
+		return
+	}
+	var text strings.Builder
+	out, err := s.run(r.Context(), generation{prompt: prompt, set: set, begin: func() error { return nil },
+		emit: func(t string) error { text.WriteString(t); return nil }})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, chunk(text.String(), &out.finishReason, out.usage()))
+}
+
+// completionInput validates a completion request and tokenizes its prompt.
+func (s *Server) completionInput(req *completionRequest) ([]int, settings, error) {
+	switch {
+	case req.Echo:
+		return nil, settings{}, badRequest("echo", "unsupported_value", "echo is not supported")
+	case req.Suffix != nil && *req.Suffix != "":
+		return nil, settings{}, badRequest("suffix", "unsupported_value", "suffix is not supported")
+	case req.BestOf != nil && *req.BestOf != 1:
+		return nil, settings{}, badRequest("best_of", "unsupported_value", "best_of must be 1")
+	case req.Logprobs != nil:
+		return nil, settings{}, badRequest("logprobs", "unsupported_parameter", "logprobs are not supported")
+	}
+	set, err := req.settings(16) // OpenAI's default for completions
+	if err != nil {
+		return nil, set, err
+	}
+	p, err := parsePrompt(req.Prompt)
+	if err != nil {
+		return nil, set, err
+	}
+	prompt := p.tokens
+	if p.isText {
+		if prompt, err = s.o.Tokenizer.Encode(p.text, true); err != nil {
+			return nil, set, badRequest("prompt", "invalid_value", "cannot tokenize the prompt: %v", err)
+		}
+	}
+	return prompt, set, s.checkPrompt(prompt, "prompt")
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	prompt, set, err := s.chatInput(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, created := newID("chatcmpl-"), time.Now().Unix()
+	chunk := func(text string, finish *string, u *usage) any {
+		c := chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID, Usage: u}
+		switch {
+		case u != nil && finish == nil: // the usage chunk
+			c.Choices = []chatChoice{}
+		case finish != nil:
+			c.Choices = []chatChoice{{Delta: &chatOutput{}, FinishReason: finish}}
+		default:
+			c.Choices = []chatChoice{{Delta: &chatOutput{Content: &text}}}
+		}
+		return c
+	}
+	if set.stream {
+		role := func() any {
+			empty := ""
+			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID,
+				Choices: []chatChoice{{Delta: &chatOutput{Role: "assistant", Content: &empty}}}}
+		}
+		s.stream(w, r, prompt, set, role, chunk)
+		return
+	}
+	var text strings.Builder
+	out, err := s.run(r.Context(), generation{prompt: prompt, set: set, begin: func() error { return nil },
+		emit: func(t string) error { text.WriteString(t); return nil }})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	content := text.String()
+	writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.o.ModelID,
+		Usage:   out.usage(),
+		Choices: []chatChoice{{Message: &chatOutput{Role: "assistant", Content: &content}, FinishReason: &out.finishReason}}})
+}
+
+// chatInput validates a chat request, renders the conversation with the model's template
+// and tokenizes it.
+func (s *Server) chatInput(req *chatRequest) ([]int, settings, error) {
+	if s.o.Template == nil {
+		return nil, settings{}, badRequest("messages", "no_chat_template",
+			"model %q has no chat template; use /v1/completions, or export the model from a folder whose tokenizer_config.json has one", s.o.ModelID)
+	}
+	switch {
+	case req.Logprobs != nil && *req.Logprobs:
+		return nil, settings{}, badRequest("logprobs", "unsupported_value", "logprobs are not supported")
+	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
+		return nil, settings{}, badRequest("response_format", "unsupported_value", "response_format %q is not supported (only text)", req.ResponseFormat.Type)
+	case req.MaxCompletionTokens != nil && req.MaxTokens != nil && *req.MaxCompletionTokens != *req.MaxTokens:
+		return nil, settings{}, badRequest("max_completion_tokens", "invalid_value", "max_tokens and max_completion_tokens disagree; send one")
+	}
+	if req.MaxCompletionTokens != nil {
+		req.MaxTokens = req.MaxCompletionTokens
+	}
+	set, err := req.settings(0) // until the context is full, as OpenAI's chat default
+	if err != nil {
+		return nil, set, err
+	}
+	msgs, err := parseMessages(req.Messages)
+	if err != nil {
+		return nil, set, err
+	}
+	tools, err := parseTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		return nil, set, err
+	}
+	text, err := s.o.Template.Render(chat.Input{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Vars: req.ChatTemplateKwargs})
+	if err != nil {
+		var raised *chat.RaiseError
+		if errors.As(err, &raised) {
+			return nil, set, badRequest("messages", "invalid_conversation", "the model's chat template refused the conversation: %s", raised.Msg)
+		}
+		return nil, set, badRequest("messages", "invalid_conversation", "cannot render the conversation with the model's chat template: %v", err)
+	}
+	prompt, err := s.o.Tokenizer.Encode(text, false)
+	if err != nil {
+		return nil, set, badRequest("messages", "invalid_value", "cannot tokenize the conversation: %v", err)
+	}
+	return prompt, set, s.checkPrompt(prompt, "messages")
+}
+
+// fail answers a request whose generation failed before any response was written.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := s.generationError(r.Context(), err)
+	if ae.Status >= 500 {
+		s.log.Warn("generation failed", "path", r.URL.Path, "err", err)
+	}
+	writeError(w, ae)
+}

@@ -1,0 +1,282 @@
+// Package server is hfstatic's OpenAI-compatible HTTP API: GET /v1/models,
+// POST /v1/completions and POST /v1/chat/completions (JSON or Server-Sent Events),
+// GET /health and GET /metrics (Prometheus text format).
+//
+// It owns request validation (OpenAI-style error objects), admission (at most
+// MaxSessions generations at once, a bounded queue behind them, 429/503 with
+// Retry-After beyond), cancellation (a client that goes away stops its generation and
+// frees its session), streaming and metrics. Sessions come from a SessionPool that reuses
+// the longest cached prompt prefix.
+//
+// It does not know programs, kernels or files: it drives runner sessions through
+// package generate, samples with package sample, and tokenizes with package tokenizer.
+// Tool calls are passed to the chat template; the model's reply is returned as text and
+// is not parsed back into tool_calls.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hfstatic/hfstatic/internal/chat"
+	"github.com/hfstatic/hfstatic/runner"
+	"github.com/hfstatic/hfstatic/tokenizer"
+)
+
+// Options configure a Server. Every field without a stated default is required.
+type Options struct {
+	// Runner is the program's runner: its shape (context) and end-of-sequence ids.
+	Runner *runner.Runner
+	// Pool lends sessions of Runner.
+	Pool SessionPool
+	// Tokenizer encodes prompts and decodes generated tokens.
+	Tokenizer *tokenizer.Tokenizer
+	// Template renders chat conversations; nil makes /v1/chat/completions answer 400.
+	Template *chat.Template
+	// ModelID is the name /v1/models lists and responses carry.
+	ModelID string
+	// MaxSessions is how many generations run at once (≥ 1); the pool should hold as many
+	// sessions.
+	MaxSessions int
+	// MaxQueue is how many requests may wait for a session (≥ 0); more get 429.
+	MaxQueue int
+	// QueueTimeout is how long a request waits for a session before it gets 503 (> 0).
+	QueueTimeout time.Duration
+	// RequestTimeout bounds one generation (0: no limit).
+	RequestTimeout time.Duration
+	// MaxBodyBytes bounds a request body (> 0); larger bodies get 413.
+	MaxBodyBytes int64
+	// Logger receives one record per request and every recovered panic; nil discards.
+	Logger *slog.Logger
+}
+
+// ErrOptions is wrapped by every error about invalid Options.
+var ErrOptions = errors.New("server: invalid options")
+
+func (o *Options) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: Options.%s %s", ErrOptions, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Runner == nil:
+		return bad("Runner", "is nil")
+	case o.Pool == nil:
+		return bad("Pool", "is nil")
+	case o.Tokenizer == nil:
+		return bad("Tokenizer", "is nil")
+	case o.ModelID == "":
+		return bad("ModelID", "is empty")
+	case o.MaxSessions < 1:
+		return bad("MaxSessions", "= %d, must be ≥ 1", o.MaxSessions)
+	case o.MaxQueue < 0:
+		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
+	case o.QueueTimeout <= 0:
+		return bad("QueueTimeout", "= %v, must be > 0", o.QueueTimeout)
+	case o.RequestTimeout < 0:
+		return bad("RequestTimeout", "= %v, must be ≥ 0 (0: no limit)", o.RequestTimeout)
+	case o.MaxBodyBytes <= 0:
+		return bad("MaxBodyBytes", "= %d, must be > 0", o.MaxBodyBytes)
+	}
+	return nil
+}
+
+// Server serves one model. It is safe for concurrent use.
+type Server struct {
+	o       Options
+	log     *slog.Logger
+	eos     []int
+	created int64
+	slots   chan struct{} // one token per running generation
+	metrics *metrics
+	mux     *http.ServeMux
+
+	// tokenHook, when set (by tests only), runs after each generated token.
+	tokenHook atomic.Pointer[func(ctx context.Context)]
+}
+
+// New validates opts and returns a server.
+func New(opts Options) (*Server, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{o: opts, log: opts.Logger, created: time.Now().Unix(),
+		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics()}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	for _, e := range opts.Runner.Metadata().Tokens.EOS {
+		s.eos = append(s.eos, int(e))
+	}
+	s.mux = http.NewServeMux()
+	s.route("/v1/models", http.MethodGet, s.handleModels)
+	s.route("/v1/models/{id}", http.MethodGet, s.handleModel)
+	s.route("/v1/completions", http.MethodPost, s.handleCompletions)
+	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
+	s.route("/health", http.MethodGet, s.handleHealth)
+	s.route("/metrics", http.MethodGet, s.handleMetrics)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Code: "unknown_url",
+			Message: fmt.Sprintf("no endpoint %s %s; see /v1/models, /v1/completions, /v1/chat/completions, /health, /metrics", r.Method, r.URL.Path)})
+	})
+	return s, nil
+}
+
+// Handler returns the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// route registers h for path, answering other methods with 405, recovering panics and
+// counting and logging each request.
+func (s *Server) route(path, method string, h func(w http.ResponseWriter, r *http.Request)) {
+	s.mux.HandleFunc(path, func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		w := &statusWriter{ResponseWriter: rw}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if w.status == 0 {
+					writeError(w, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "internal error; the server logged it"})
+				}
+			}
+			s.metrics.request(path, w.status, time.Since(start))
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", w.status, "duration", time.Since(start))
+		}()
+		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", method)
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s takes %s, not %s", path, method, r.Method)})
+			return
+		}
+		if r.Body != nil {
+			if r.ContentLength > s.o.MaxBodyBytes {
+				writeError(w, jsonError(&http.MaxBytesError{Limit: s.o.MaxBodyBytes}))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+		}
+		h(w, r)
+	})
+}
+
+// errQueueFull and errQueueTimeout are admission failures.
+var (
+	errQueueFull    = errors.New("queue full")
+	errQueueTimeout = errors.New("queue timeout")
+)
+
+// admit waits for a generation slot: immediately if one is free, else in the bounded
+// queue for at most QueueTimeout. The returned func frees the slot.
+func (s *Server) admit(ctx context.Context) (func(), error) {
+	var once sync.Once
+	release := func() { once.Do(func() { <-s.slots }) }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if !s.metrics.enqueue(s.o.MaxQueue) {
+		return nil, s.overloaded(errQueueFull)
+	}
+	defer s.metrics.dequeue()
+	t := time.NewTimer(s.o.QueueTimeout)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, s.overloaded(errQueueTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// overloaded turns an admission failure into a 429 (queue full) or 503 (waited too long)
+// with a Retry-After estimated from recent request durations.
+func (s *Server) overloaded(why error) *apiError {
+	s.metrics.reject(why)
+	retry := s.metrics.retryAfter(s.o.MaxSessions, s.o.MaxQueue)
+	if why == errQueueFull {
+		return &apiError{Status: http.StatusTooManyRequests, Type: typeOverloaded, Code: "queue_full", RetryAfter: retry,
+			Message: fmt.Sprintf("all %d sessions are busy and %d requests are already waiting; retry later", s.o.MaxSessions, s.o.MaxQueue)}
+	}
+	return &apiError{Status: http.StatusServiceUnavailable, Type: typeOverloaded, Code: "queue_timeout", RetryAfter: retry,
+		Message: fmt.Sprintf("no session became free within %v; retry later", s.o.QueueTimeout)}
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: it stops accepting,
+// lets in-flight requests finish for up to grace, then cancels the ones still running
+// and waits for their handlers to return.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	var handlers sync.WaitGroup
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			handlers.Add(1)
+		case http.StateHijacked, http.StateClosed:
+			handlers.Done()
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", grace)
+	sctx, scancel := context.WithTimeout(context.Background(), grace)
+	defer scancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		s.log.Warn("grace period over: cancelling in-flight requests")
+		cancel()
+		hs.Close()
+		err = nil
+	}
+	handlers.Wait()
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) {
+		return e
+	}
+	return err
+}

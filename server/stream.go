@@ -1,0 +1,75 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// sendTimeout bounds writing one event: a client that stops reading loses its stream
+// instead of holding a session.
+const sendTimeout = 30 * time.Second
+
+// chunkFunc builds one streamed object: a text delta (finish == nil, u == nil), the final
+// chunk (finish != nil) or the usage chunk (u != nil, finish == nil).
+type chunkFunc func(text string, finish *string, u *usage) any
+
+// stream answers with Server-Sent Events: an optional first event, one event per piece of
+// text, the final event with the finish reason, the usage event when asked for, and
+// "data: [DONE]". Errors before the first event are ordinary HTTP errors; later ones are
+// sent as an error event.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, prompt []int, set settings, first func() any, chunk chunkFunc) {
+	rc := http.NewResponseController(w)
+	started := false
+	write := func(b []byte) error {
+		rc.SetWriteDeadline(time.Now().Add(sendTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return write(append(append([]byte("data: "), b...), '\n', '\n'))
+	}
+	begin := func() error {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		started = true
+		if first != nil {
+			return send(first())
+		}
+		return rc.Flush()
+	}
+	out, err := s.run(r.Context(), generation{prompt: prompt, set: set, begin: begin,
+		emit: func(text string) error { return send(chunk(text, nil, nil)) }})
+	if err != nil {
+		if !started {
+			s.fail(w, r, err)
+			return
+		}
+		if r.Context().Err() != nil {
+			s.log.Info("stream ended early: client gone or server shutting down", "path", r.URL.Path, "err", err)
+			return
+		}
+		ae := s.generationError(r.Context(), err)
+		s.log.Warn("stream failed", "path", r.URL.Path, "err", err)
+		if send(ae.body()) == nil {
+			write([]byte("data: [DONE]\n\n"))
+		}
+		return
+	}
+	if send(chunk("", &out.finishReason, nil)) != nil {
+		return
+	}
+	if set.includeUsage && send(chunk("", nil, out.usage())) != nil {
+		return
+	}
+	write([]byte("data: [DONE]\n\n"))
+}
