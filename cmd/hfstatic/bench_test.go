@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,20 +9,8 @@ import (
 	"testing"
 )
 
-// runCLI runs the hfstatic command line with args and returns what it printed.
-func runCLI(t testing.TB, args ...string) (string, error) {
-	t.Helper()
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
-}
-
 func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
-	out, err := runCLI(t, "bench", "--prompt-tokens", "40", "--gen-tokens", "5", "--threads", "1", "--repeat", "2", "--json")
+	out, _, err := run(t, "", "bench", "--prompt-tokens", "40", "--gen-tokens", "5", "--threads", "1", "--repeat", "2", "--json")
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -63,7 +49,7 @@ func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
 }
 
 func TestBenchPrintsATableByDefault(t *testing.T) {
-	out, err := runCLI(t, "bench", "--prompt-tokens", "8", "--gen-tokens", "2", "--threads", "1", "--repeat", "1")
+	out, _, err := run(t, "", "bench", "--prompt-tokens", "8", "--gen-tokens", "2", "--threads", "1", "--repeat", "1")
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -76,7 +62,7 @@ func TestBenchPrintsATableByDefault(t *testing.T) {
 
 func TestBenchWritesACPUProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu.pprof")
-	if out, err := runCLI(t, "bench", "--prompt-tokens", "8", "--gen-tokens", "2", "--repeat", "1", "--json", "--cpuprofile", path); err != nil {
+	if out, _, err := run(t, "", "bench", "--prompt-tokens", "8", "--gen-tokens", "2", "--repeat", "1", "--json", "--cpuprofile", path); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
 	fi, err := os.Stat(path)
@@ -103,7 +89,7 @@ func TestBenchRejectsBadRequestsAsUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := runCLI(t, append([]string{"bench"}, tt.args...)...)
+			_, _, err := run(t, "", append([]string{"bench"}, tt.args...)...)
 			var ue usageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("err = %v, want a usage error", err)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"math"
 	"os"
@@ -32,18 +30,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runCLI runs hfstatic with args in process and returns stdout, stderr and the error.
-func runCLI(t *testing.T, args ...string) (string, string, error) {
-	t.Helper()
-	root := newRoot()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
-}
-
 // exported returns the two programs, exporting them on first use.
 func exported(t *testing.T) (prefill, decode string) {
 	t.Helper()
@@ -54,7 +40,7 @@ func exported(t *testing.T) (prefill, decode string) {
 			{"export", "../../models/stories260K", "-o", p, "-q", "--context", "60", "--prefill", "16", "--prefill-logits", "all", "--cache-dtype", "f32"},
 			{"export", "../../models/stories260K", "-o", d, "-q", "--context", "60", "--cache-dtype", "f32"},
 		} {
-			if out, errOut, err := runCLI(t, args...); err != nil {
+			if out, errOut, err := run(t, "", args...); err != nil {
 				t.Fatalf("hfstatic %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 			}
 		}
@@ -94,7 +80,7 @@ func TestCLILogitsWithTailFallbackMatchDecodeOnly(t *testing.T) {
 	var got [2][]float32
 	for i, prog := range []string{prefill, decode} {
 		out := filepath.Join(t.TempDir(), "logits.f32")
-		if _, errOut, err := runCLI(t, "logits", prog, "--tokens", ids, "-o", out, "--threads", "1"); err != nil {
+		if _, errOut, err := run(t, "", "logits", prog, "--tokens", ids, "-o", out, "--threads", "1"); err != nil {
 			t.Fatalf("logits %s: %v\n%s", prog, err, errOut)
 		}
 		got[i] = readLogits(t, out, 60, 512)
@@ -112,7 +98,7 @@ func TestCLILogitsWithTailFallbackMatchDecodeOnly(t *testing.T) {
 func TestCLIRejectsPromptLongerThanContext(t *testing.T) {
 	prefill, decode := exported(t)
 	for _, prog := range []string{prefill, decode} {
-		_, _, err := runCLI(t, "logits", prog, "--tokens", promptIDs(61), "--threads", "1")
+		_, _, err := run(t, "", "logits", prog, "--tokens", promptIDs(61), "--threads", "1")
 		if err == nil || !strings.Contains(err.Error(), "60") {
 			t.Errorf("logits with 61 tokens on %s: %v, want an error naming the context 60", filepath.Base(prog), err)
 		}
@@ -121,7 +107,7 @@ func TestCLIRejectsPromptLongerThanContext(t *testing.T) {
 
 func TestCLIGenerateStopsAtContextEnd(t *testing.T) {
 	prefill, _ := exported(t)
-	out, errOut, err := runCLI(t, "generate", prefill, "--tokens", promptIDs(50), "-n", "100", "--ids", "--threads", "1")
+	out, errOut, err := run(t, "", "generate", prefill, "--tokens", promptIDs(50), "-n", "100", "--ids", "--threads", "1")
 	if err != nil {
 		t.Fatalf("generate: %v\n%s", err, errOut)
 	}
