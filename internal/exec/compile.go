@@ -195,8 +195,10 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 		return func(s *Step) (func(*Step) error, error) {
 			as, bs, ys := a.f32(s), b.f32(s), out.f32(s)
 			return func(s *Step) error {
-				k := min(s.n, rows) * width
-				kernels.Add(ys[:k], as[:k], bs[:k])
+				// Row by row: a row's result must not depend on how many rows the step has.
+				for off := 0; off < min(s.n, rows)*width; off += width {
+					kernels.Add(ys[off:off+width], as[off:off+width], bs[off:off+width])
+				}
 				return nil
 			}, nil
 		}, nil
@@ -213,11 +215,13 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 		return func(s *Step) (func(*Step) error, error) {
 			gs, us, ys := g.f32(s), u.f32(s), out.f32(s)
 			return func(s *Step) error {
-				k := min(s.n, rows) * width
-				if gelu {
-					kernels.GELUTanhMul(ys[:k], gs[:k], us[:k])
-				} else {
-					kernels.SiLUMul(ys[:k], gs[:k], us[:k])
+				for off := 0; off < min(s.n, rows)*width; off += width {
+					y, g, u := ys[off:off+width], gs[off:off+width], us[off:off+width]
+					if gelu {
+						kernels.GELUTanhMul(y, g, u)
+					} else {
+						kernels.SiLUMul(y, g, u)
+					}
 				}
 				return nil
 			}, nil
@@ -239,7 +243,9 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 				if rows == S {
 					nr = s.n
 				}
-				kernels.SoftCap(xs[:nr*width], c)
+				for off := 0; off < nr*width; off += width {
+					kernels.SoftCap(xs[off:off+width], c)
+				}
 				return nil
 			}, nil
 		}, nil
