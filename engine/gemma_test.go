@@ -60,7 +60,9 @@ func gemma3Options(prefill int, layout program.SlidingLayout) export.Options {
 	return export.Options{Context: 40, Prefill: prefill, PrefillLogits: program.LogitsAll, CacheDType: program.F32, SlidingLayout: layout}
 }
 
-// Gemma 3 (5 sliding layers with window 4, then 1 full; 17-token prompt) against llama.cpp.
+// Gemma 3 (5 sliding layers with window 4, then 1 full; 17-token prompt) against llama.cpp,
+// at every position, for prefill chunks shorter than, equal to and longer than the window
+// and one longer than the prompt. DESIGN.md §3 asks 1e-3 of the logit range (the issue 2e-3).
 func TestGemma3MatchesLlamaCpp(t *testing.T) {
 	for _, name := range []string{"gemma3", "gemma3-bf16"} {
 		ref, err := testckpt.Reference(name)
@@ -71,7 +73,7 @@ func TestGemma3MatchesLlamaCpp(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/prefill=%d", name, prefill), func(t *testing.T) {
 				data := exportFixture(t, name, gemma3Options(prefill, program.LayoutRing))
 				rows := allLogits(t, loadModel(t, data, 2), ref.InputIDs)
-				worst := compareReference(t, ref, rows, 2e-3)
+				worst := compareReference(t, ref, rows, 1e-3)
 				t.Logf("worst |diff|/range %.2g", worst)
 			})
 		}

@@ -1,6 +1,11 @@
 // Package llama gives the meaning of Llama-family Hugging Face configs (LlamaForCausalLM,
 // MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) as decoder specs. It knows config
 // fields and weight names; it does not read files or run anything.
+//
+// Sliding layers follow transformers (decoder.LayerTypes): Mistral slides every layer when
+// sliding_window is set (4096 when the field is absent, none when null); Qwen2/3 slide the
+// layers from max_window_layers (default 28) on when use_sliding_window is true; Llama
+// ignores sliding_window. An explicit layer_types list wins, except for Llama.
 package llama
 
 import (
