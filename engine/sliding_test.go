@@ -184,3 +184,36 @@ func TestSlidingWindowTakesEffectOnlyBeyondTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// With float16 caches the ring and full-length layouts still agree exactly: both round the
+// same K and V rows.
+func TestSlidingRingEqualsFullLayoutWithFloat16Caches(t *testing.T) {
+	f16 := func(layout program.SlidingLayout, prefill int) export.Options {
+		opts := gemma3Options(prefill, layout)
+		opts.CacheDType = program.F16
+		return opts
+	}
+	ref, err := testckpt.Reference("gemma3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := allLogits(t, loadModel(t, exportFixture(t, "gemma3", f16(program.LayoutRing, 8)), 1), ref.InputIDs)
+	full := allLogits(t, loadModel(t, exportFixture(t, "gemma3", f16(program.LayoutFull, 8)), 1), ref.InputIDs)
+	if d, at := maxAbsDiff(ring, full); d > 1e-5 {
+		t.Errorf("gemma3, f16 caches: max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
+	}
+	mistral := randomWithConfig(t, "mistral", map[string]any{"sliding_window": 3})
+	mref, err := testckpt.Reference("mistral")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][][]float32
+	for _, layout := range []program.SlidingLayout{program.LayoutRing, program.LayoutFull} {
+		m := loadModel(t, exportFS(t, mistral, export.Options{Context: 18, Prefill: 5, PrefillLogits: program.LogitsAll,
+			CacheDType: program.F16, SlidingLayout: layout}), 1)
+		rows = append(rows, logitsInPieces(t, m, mref.InputIDs, 2, 7))
+	}
+	if d, at := maxAbsDiff(rows[0], rows[1]); d > 1e-5 {
+		t.Errorf("mistral window 3, f16 caches: max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
+	}
+}
