@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +12,14 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hfstatic/hfstatic/generate"
 	"github.com/hfstatic/hfstatic/runner"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/safetensors"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
@@ -46,12 +49,37 @@ func exportFixture(t testing.TB, name string, opts export.Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := exportFS(t, fsys, opts)
+	d := exportSized(t, fsys, opts)
 	if exported.data == nil {
 		exported.data = map[string][]byte{}
 	}
 	exported.data[key] = d
 	return d
+}
+
+// exportSized is exportFS with the output buffer sized up front: a program is about as
+// large as the checkpoint, and growing a 33 MB buffer by doubling dominates the export.
+func exportSized(t testing.TB, fsys fstest.MapFS, opts export.Options) []byte {
+	t.Helper()
+	ckpt, err := hf.Open(fsys)
+	if err != nil {
+		t.Fatalf("open checkpoint: %v", err)
+	}
+	defer ckpt.Close()
+	size := 1 << 20
+	for _, f := range fsys {
+		size += len(f.Data)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := export.Export(context.Background(), ckpt, buf, opts); err != nil {
+		t.Fatalf("export %+v: %v", opts, err)
+	}
+	if b := buf.Bytes(); uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64 == 0 {
+		return b
+	}
+	data, _ := runner.HeapAllocator{}.Alloc(buf.Len())
+	copy(data, buf.Bytes())
+	return data
 }
 
 // gemma3Options are the export options the Gemma 3 tests share: C = 40, float32 caches,
