@@ -217,3 +217,28 @@ func TestSlidingRingEqualsFullLayoutWithFloat16Caches(t *testing.T) {
 		t.Errorf("mistral window 3, f16 caches: max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
 	}
 }
+
+// A window longer than the context gives sliding layers min(W, C) = C rows; the program
+// runs to the full context and equals the full-length layout.
+func TestSlidingWindowLongerThanTheContext(t *testing.T) {
+	const C = 5
+	fsys := gemma2Checkpoint(t, map[string]any{"sliding_window": 8})
+	var rows [][][]float32
+	for _, layout := range []program.SlidingLayout{program.LayoutRing, program.LayoutFull} {
+		m := loadModel(t, exportFS(t, fsys, export.Options{Context: C, Prefill: 2, PrefillLogits: program.LogitsAll,
+			CacheDType: program.F32, SlidingLayout: layout}), 1)
+		md := m.Runner.Metadata()
+		for l, ly := range md.Layers {
+			if ly.CacheRows != C {
+				t.Errorf("%s layout: layer %d (%s) has %d cache rows, want min(W=8, C=%d) = %d", layout, l, ly.Type, ly.CacheRows, C, C)
+			}
+		}
+		if md.SlidingWindow != 8 {
+			t.Errorf("%s layout: sliding window %d, want 8", layout, md.SlidingWindow)
+		}
+		rows = append(rows, allLogits(t, m, gemma2Prompt[:C]))
+	}
+	if d, at := maxAbsDiff(rows[0], rows[1]); d > 1e-5 {
+		t.Errorf("max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
+	}
+}
