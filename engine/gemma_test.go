@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +12,14 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hfstatic/hfstatic/generate"
 	"github.com/hfstatic/hfstatic/runner"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/safetensors"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
@@ -46,12 +49,37 @@ func exportFixture(t testing.TB, name string, opts export.Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := exportFS(t, fsys, opts)
+	d := exportSized(t, fsys, opts)
 	if exported.data == nil {
 		exported.data = map[string][]byte{}
 	}
 	exported.data[key] = d
 	return d
+}
+
+// exportSized is exportFS with the output buffer sized up front: a program is about as
+// large as the checkpoint, and growing a 33 MB buffer by doubling dominates the export.
+func exportSized(t testing.TB, fsys fstest.MapFS, opts export.Options) []byte {
+	t.Helper()
+	ckpt, err := hf.Open(fsys)
+	if err != nil {
+		t.Fatalf("open checkpoint: %v", err)
+	}
+	defer ckpt.Close()
+	size := 1 << 20
+	for _, f := range fsys {
+		size += len(f.Data)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := export.Export(context.Background(), ckpt, buf, opts); err != nil {
+		t.Fatalf("export %+v: %v", opts, err)
+	}
+	if b := buf.Bytes(); uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64 == 0 {
+		return b
+	}
+	data, _ := runner.HeapAllocator{}.Alloc(buf.Len())
+	copy(data, buf.Bytes())
+	return data
 }
 
 // gemma3Options are the export options the Gemma 3 tests share: C = 40, float32 caches,
@@ -60,7 +88,9 @@ func gemma3Options(prefill int, layout program.SlidingLayout) export.Options {
 	return export.Options{Context: 40, Prefill: prefill, PrefillLogits: program.LogitsAll, CacheDType: program.F32, SlidingLayout: layout}
 }
 
-// Gemma 3 (5 sliding layers with window 4, then 1 full; 17-token prompt) against llama.cpp.
+// Gemma 3 (5 sliding layers with window 4, then 1 full; 17-token prompt) against llama.cpp,
+// at every position, for prefill chunks shorter than, equal to and longer than the window
+// and one longer than the prompt. DESIGN.md §3 asks 1e-3 of the logit range (the issue 2e-3).
 func TestGemma3MatchesLlamaCpp(t *testing.T) {
 	for _, name := range []string{"gemma3", "gemma3-bf16"} {
 		ref, err := testckpt.Reference(name)
@@ -71,10 +101,18 @@ func TestGemma3MatchesLlamaCpp(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/prefill=%d", name, prefill), func(t *testing.T) {
 				data := exportFixture(t, name, gemma3Options(prefill, program.LayoutRing))
 				rows := allLogits(t, loadModel(t, data, 2), ref.InputIDs)
-				worst := compareReference(t, ref, rows, 2e-3)
+				worst := compareReference(t, ref, rows, 1e-3)
 				t.Logf("worst |diff|/range %.2g", worst)
 			})
 		}
+		// The default float16 cache rounds K and V; llama.cpp's reference keeps float32.
+		t.Run(name+"/cache=f16/prefill=8", func(t *testing.T) {
+			opts := gemma3Options(8, program.LayoutRing)
+			opts.CacheDType = program.F16
+			rows := allLogits(t, loadModel(t, exportFixture(t, name, opts), 2), ref.InputIDs)
+			worst := compareReference(t, ref, rows, 1e-3)
+			t.Logf("worst |diff|/range %.2g", worst)
+		})
 	}
 }
 
@@ -101,7 +139,7 @@ func TestGemma3CacheBytesMatchTheRingLayout(t *testing.T) {
 		layout      program.SlidingLayout
 		cache       program.DType
 		slidingRows int
-	}{{program.LayoutRing, program.F16, W}, {program.LayoutRing, program.F32, W}, {program.LayoutFull, program.F32, C}} {
+	}{{program.LayoutRing, program.F16, W}, {program.LayoutRing, program.F32, W}, {program.LayoutFull, program.F16, C}} {
 		t.Run(fmt.Sprintf("%s/%s", tc.layout, tc.cache), func(t *testing.T) {
 			opts := gemma3Options(P, tc.layout)
 			opts.CacheDType = tc.cache

@@ -184,3 +184,61 @@ func TestSlidingWindowTakesEffectOnlyBeyondTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// With float16 caches the ring and full-length layouts still agree exactly: both round the
+// same K and V rows.
+func TestSlidingRingEqualsFullLayoutWithFloat16Caches(t *testing.T) {
+	f16 := func(layout program.SlidingLayout, prefill int) export.Options {
+		opts := gemma3Options(prefill, layout)
+		opts.CacheDType = program.F16
+		return opts
+	}
+	ref, err := testckpt.Reference("gemma3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := allLogits(t, loadModel(t, exportFixture(t, "gemma3", f16(program.LayoutRing, 8)), 1), ref.InputIDs)
+	full := allLogits(t, loadModel(t, exportFixture(t, "gemma3", f16(program.LayoutFull, 8)), 1), ref.InputIDs)
+	if d, at := maxAbsDiff(ring, full); d > 1e-5 {
+		t.Errorf("gemma3, f16 caches: max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
+	}
+	mistral := randomWithConfig(t, "mistral", map[string]any{"sliding_window": 3})
+	mref, err := testckpt.Reference("mistral")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][][]float32
+	for _, layout := range []program.SlidingLayout{program.LayoutRing, program.LayoutFull} {
+		m := loadModel(t, exportFS(t, mistral, export.Options{Context: 18, Prefill: 5, PrefillLogits: program.LogitsAll,
+			CacheDType: program.F16, SlidingLayout: layout}), 1)
+		rows = append(rows, logitsInPieces(t, m, mref.InputIDs, 2, 7))
+	}
+	if d, at := maxAbsDiff(rows[0], rows[1]); d > 1e-5 {
+		t.Errorf("mistral window 3, f16 caches: max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
+	}
+}
+
+// A window longer than the context gives sliding layers min(W, C) = C rows; the program
+// runs to the full context and equals the full-length layout.
+func TestSlidingWindowLongerThanTheContext(t *testing.T) {
+	const C = 5
+	fsys := gemma2Checkpoint(t, map[string]any{"sliding_window": 8})
+	var rows [][][]float32
+	for _, layout := range []program.SlidingLayout{program.LayoutRing, program.LayoutFull} {
+		m := loadModel(t, exportFS(t, fsys, export.Options{Context: C, Prefill: 2, PrefillLogits: program.LogitsAll,
+			CacheDType: program.F32, SlidingLayout: layout}), 1)
+		md := m.Runner.Metadata()
+		for l, ly := range md.Layers {
+			if ly.CacheRows != C {
+				t.Errorf("%s layout: layer %d (%s) has %d cache rows, want min(W=8, C=%d) = %d", layout, l, ly.Type, ly.CacheRows, C, C)
+			}
+		}
+		if md.SlidingWindow != 8 {
+			t.Errorf("%s layout: sliding window %d, want 8", layout, md.SlidingWindow)
+		}
+		rows = append(rows, allLogits(t, m, gemma2Prompt[:C]))
+	}
+	if d, at := maxAbsDiff(rows[0], rows[1]); d > 1e-5 {
+		t.Errorf("max |logit diff| ring vs full layout = %.3g at position %d, want ≤ 1e-5", d, at)
+	}
+}

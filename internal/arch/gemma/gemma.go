@@ -24,18 +24,22 @@ import (
 // Fields that transformers defaults when absent are Opt, so the default applies only to
 // an absent field and an explicit null keeps its meaning.
 type rawConfig struct {
-	ModelType             string               `json:"model_type"`
-	HiddenSize            int                  `json:"hidden_size"`
-	NumHiddenLayers       int                  `json:"num_hidden_layers"`
-	NumAttentionHeads     int                  `json:"num_attention_heads"`
-	NumKeyValueHeads      int                  `json:"num_key_value_heads"`
-	HeadDim               int                  `json:"head_dim"`
-	IntermediateSize      int                  `json:"intermediate_size"`
-	VocabSize             int                  `json:"vocab_size"`
-	RMSNormEps            decoder.Opt[float64] `json:"rms_norm_eps"`
-	RopeTheta             decoder.Opt[float64] `json:"rope_theta"`
-	RopeLocalBaseFreq     decoder.Opt[float64] `json:"rope_local_base_freq"`
-	RopeScaling           *decoder.RopeScaling `json:"rope_scaling"`
+	ModelType         string               `json:"model_type"`
+	HiddenSize        int                  `json:"hidden_size"`
+	NumHiddenLayers   int                  `json:"num_hidden_layers"`
+	NumAttentionHeads int                  `json:"num_attention_heads"`
+	NumKeyValueHeads  int                  `json:"num_key_value_heads"`
+	HeadDim           int                  `json:"head_dim"`
+	IntermediateSize  int                  `json:"intermediate_size"`
+	VocabSize         int                  `json:"vocab_size"`
+	RMSNormEps        decoder.Opt[float64] `json:"rms_norm_eps"`
+	RopeTheta         decoder.Opt[float64] `json:"rope_theta"`
+	RopeLocalBaseFreq decoder.Opt[float64] `json:"rope_local_base_freq"`
+	RopeScaling       *decoder.RopeScaling `json:"rope_scaling"`
+	// RopeParameters (transformers v5) replaces rope_theta, rope_scaling and
+	// rope_local_base_freq: one object, or one per layer type (full_attention,
+	// sliding_attention).
+	RopeParameters        json.RawMessage      `json:"rope_parameters"`
 	QueryPreAttnScalar    decoder.Opt[float64] `json:"query_pre_attn_scalar"`
 	AttnLogitSoftcapping  decoder.Opt[float64] `json:"attn_logit_softcapping"`
 	FinalLogitSoftcapping decoder.Opt[float64] `json:"final_logit_softcapping"`
@@ -179,15 +183,15 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 
 // ropes returns the RoPE of each layer type: Gemma 3's sliding layers use
 // rope_local_base_freq without scaling, its full layers rope_theta with rope_scaling;
-// Gemma 2 uses rope_theta everywhere.
+// Gemma 2 uses rope_theta everywhere. A v5 rope_parameters object overrides these.
 func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.RoPE, error) {
 	theta, err := positive(c.RopeTheta, v.defaultTheta, "rope_theta")
 	if err != nil {
 		return nil, fmt.Errorf("%s config: %w", v.Name, err)
 	}
-	global, err := decoder.NewRoPE(c.HeadDim, theta, c.RopeScaling, maxPos)
-	if err != nil {
-		return nil, fmt.Errorf("%s config: %w", v.Name, err)
+	global := decoder.RopeParameters{RopeTheta: &theta}
+	if c.RopeScaling != nil {
+		global.RopeScaling = *c.RopeScaling
 	}
 	local := global
 	if v.LocalRoPE {
@@ -195,11 +199,66 @@ func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.
 		if err != nil {
 			return nil, fmt.Errorf("%s config: %w", v.Name, err)
 		}
-		if local, err = decoder.NewRoPE(c.HeadDim, localTheta, nil, maxPos); err != nil {
-			return nil, fmt.Errorf("%s config: %w", v.Name, err)
-		}
+		local = decoder.RopeParameters{RopeTheta: &localTheta}
 	}
-	return map[program.LayerType]decoder.RoPE{program.LayerFull: global, program.LayerSliding: local}, nil
+	if err := v.applyRopeParameters(c.RopeParameters, &global, &local); err != nil {
+		return nil, err
+	}
+	out := map[program.LayerType]decoder.RoPE{}
+	for t, p := range map[program.LayerType]decoder.RopeParameters{program.LayerFull: global, program.LayerSliding: local} {
+		if p.RopeTheta == nil || *p.RopeTheta <= 0 {
+			return nil, fmt.Errorf("%s config: rope_parameters for %s layers need rope_theta > 0", v.Name, t)
+		}
+		r, err := decoder.NewRoPE(c.HeadDim, *p.RopeTheta, &p.RopeScaling, maxPos)
+		if err != nil {
+			return nil, fmt.Errorf("%s config: %s layers: %w", v.Name, t, err)
+		}
+		out[t] = r
+	}
+	return out, nil
+}
+
+// applyRopeParameters replaces global and local with a v5 rope_parameters object: either
+// {"full_attention": {...}, "sliding_attention": {...}} (a missing or null entry keeps
+// that type's RoPE) or one object for every layer (Gemma 2) or for the full layers
+// (Gemma 3). Each object is complete: rope_type and rope_theta.
+func (v Variant) applyRopeParameters(raw json.RawMessage, global, local *decoder.RopeParameters) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var byType map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byType); err != nil {
+		return fmt.Errorf("%s config: rope_parameters: %w", v.Name, err)
+	}
+	merge := func(field string, b json.RawMessage, dst *decoder.RopeParameters) error {
+		if len(b) == 0 || string(b) == "null" {
+			return nil
+		}
+		var p decoder.RopeParameters
+		if err := json.Unmarshal(b, &p); err != nil {
+			return fmt.Errorf("%s config: %s: %w", v.Name, field, err)
+		}
+		if p.RopeTheta == nil {
+			return fmt.Errorf("%s config: %s has no rope_theta", v.Name, field)
+		}
+		*dst = p
+		return nil
+	}
+	full, hasFull := byType["full_attention"]
+	sliding, hasSliding := byType["sliding_attention"]
+	if !hasFull && !hasSliding {
+		if err := merge("rope_parameters", raw, global); err != nil {
+			return err
+		}
+		if !v.LocalRoPE {
+			*local = *global
+		}
+		return nil
+	}
+	if err := merge("rope_parameters.full_attention", full, global); err != nil {
+		return err
+	}
+	return merge("rope_parameters.sliding_attention", sliding, local)
 }
 
 type number interface{ ~int | ~float64 }

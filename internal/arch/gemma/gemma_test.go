@@ -134,6 +134,21 @@ func TestSpecsFollowTheConfigs(t *testing.T) {
 		{"gemma 3 rope_scaling on global layers only", "Gemma3ForCausalLM",
 			edit(t, gemma3Config, map[string]any{"rope_scaling": map[string]any{"rope_type": "linear", "factor": 8.0}}),
 			with(g3, func(w *want) { w.Global = rope(t, 1e6, &decoder.RopeScaling{RopeType: "linear", Factor: 8}) })},
+		{"gemma 3 v5 rope_parameters per layer type", "Gemma3ForCausalLM",
+			edit(t, gemma3Config, map[string]any{"rope_parameters": map[string]any{
+				"full_attention":    map[string]any{"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+				"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 1e4},
+			}}, "rope_theta", "rope_local_base_freq", "rope_scaling"),
+			with(g3, func(w *want) { w.Global = rope(t, 1e6, &decoder.RopeScaling{RopeType: "linear", Factor: 8}) })},
+		{"gemma 3 v5 rope_parameters bases", "Gemma3ForCausalLM",
+			edit(t, gemma3Config, map[string]any{"rope_parameters": map[string]any{
+				"full_attention":    map[string]any{"rope_type": "default", "rope_theta": 5e5},
+				"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 2e4},
+			}}, "rope_theta", "rope_local_base_freq", "rope_scaling"),
+			with(g3, func(w *want) { w.Global, w.Local = rope(t, 5e5, nil), rope(t, 2e4, nil) })},
+		{"gemma 2 v5 flat rope_parameters", "Gemma2ForCausalLM",
+			edit(t, gemma2Config, map[string]any{"rope_parameters": map[string]any{"rope_type": "default", "rope_theta": 5e4}}, "rope_theta"),
+			with(g2, func(w *want) { w.Global, w.Local = rope(t, 5e4, nil), rope(t, 5e4, nil) })},
 		{"gemma 3 untied", "Gemma3ForCausalLM", edit(t, gemma3Config, map[string]any{"tie_word_embeddings": false}),
 			with(g3, func(w *want) { w.Tied = false })},
 	}
@@ -192,6 +207,8 @@ func TestSpecRejectsBadConfigs(t *testing.T) {
 		{"negative soft-cap", "Gemma2ForCausalLM", edit(t, gemma2Config, map[string]any{"final_logit_softcapping": -1}), "must be > 0 or null"},
 		{"zero query_pre_attn_scalar", "Gemma2ForCausalLM", edit(t, gemma2Config, map[string]any{"query_pre_attn_scalar": 0}), "query_pre_attn_scalar = 0"},
 		{"unknown rope scaling", "Gemma3ForCausalLM", edit(t, gemma3Config, map[string]any{"rope_scaling": map[string]any{"rope_type": "dynamic", "factor": 2}}), `"dynamic" is not supported`},
+		{"rope_parameters without rope_theta", "Gemma3ForCausalLM", edit(t, gemma3Config, map[string]any{"rope_parameters": map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "default"}}}), "rope_parameters.sliding_attention has no rope_theta"},
 		{"not json", "Gemma2ForCausalLM", json.RawMessage(`{`), "Gemma2ForCausalLM config"},
 	}
 	for _, tt := range tests {

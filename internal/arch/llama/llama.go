@@ -1,6 +1,11 @@
 // Package llama gives the meaning of Llama-family Hugging Face configs (LlamaForCausalLM,
 // MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) as decoder specs. It knows config
 // fields and weight names; it does not read files or run anything.
+//
+// Sliding layers follow transformers (decoder.LayerTypes): Mistral slides every layer when
+// sliding_window is set (4096 when the field is absent, none when null); Qwen2/3 slide the
+// layers from max_window_layers (default 28) on when use_sliding_window is true; Llama
+// ignores sliding_window. An explicit layer_types list wins, except for Llama.
 package llama
 
 import (
@@ -14,25 +19,26 @@ import (
 
 // rawConfig is config.json as written by transformers, for the fields this family uses.
 type rawConfig struct {
-	HiddenSize            int                  `json:"hidden_size"`
-	NumHiddenLayers       int                  `json:"num_hidden_layers"`
-	NumAttentionHeads     int                  `json:"num_attention_heads"`
-	NumKeyValueHeads      *int                 `json:"num_key_value_heads"`
-	HeadDim               *int                 `json:"head_dim"`
-	IntermediateSize      int                  `json:"intermediate_size"`
-	VocabSize             int                  `json:"vocab_size"`
-	RMSNormEps            float64              `json:"rms_norm_eps"`
-	RopeTheta             *float64             `json:"rope_theta"`
-	RopeScaling           *decoder.RopeScaling `json:"rope_scaling"`
-	TieWordEmbeddings     *bool                `json:"tie_word_embeddings"`
-	AttentionBias         bool                 `json:"attention_bias"`
-	MLPBias               bool                 `json:"mlp_bias"`
-	HiddenAct             string               `json:"hidden_act"`
-	MaxPositionEmbeddings int                  `json:"max_position_embeddings"`
-	SlidingWindow         decoder.Opt[int]     `json:"sliding_window"`
-	UseSlidingWindow      bool                 `json:"use_sliding_window"`
-	MaxWindowLayers       decoder.Opt[int]     `json:"max_window_layers"`
-	LayerTypes            []string             `json:"layer_types"`
+	HiddenSize            int                     `json:"hidden_size"`
+	NumHiddenLayers       int                     `json:"num_hidden_layers"`
+	NumAttentionHeads     int                     `json:"num_attention_heads"`
+	NumKeyValueHeads      *int                    `json:"num_key_value_heads"`
+	HeadDim               *int                    `json:"head_dim"`
+	IntermediateSize      int                     `json:"intermediate_size"`
+	VocabSize             int                     `json:"vocab_size"`
+	RMSNormEps            float64                 `json:"rms_norm_eps"`
+	RopeTheta             *float64                `json:"rope_theta"`
+	RopeScaling           *decoder.RopeScaling    `json:"rope_scaling"`
+	RopeParameters        *decoder.RopeParameters `json:"rope_parameters"` // transformers v5: replaces rope_theta and rope_scaling
+	TieWordEmbeddings     *bool                   `json:"tie_word_embeddings"`
+	AttentionBias         bool                    `json:"attention_bias"`
+	MLPBias               bool                    `json:"mlp_bias"`
+	HiddenAct             string                  `json:"hidden_act"`
+	MaxPositionEmbeddings int                     `json:"max_position_embeddings"`
+	SlidingWindow         decoder.Opt[int]        `json:"sliding_window"`
+	UseSlidingWindow      bool                    `json:"use_sliding_window"`
+	MaxWindowLayers       decoder.Opt[int]        `json:"max_window_layers"`
+	LayerTypes            []string                `json:"layer_types"`
 }
 
 // Variant is one architecture of the family.
@@ -115,11 +121,17 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	default:
 		return nil, 0, bad("hidden_act", c.HiddenAct, "unsupported (silu, gelu_pytorch_tanh)")
 	}
-	theta := v.defaultTheta
+	theta, scaling := v.defaultTheta, c.RopeScaling
 	if c.RopeTheta != nil {
 		theta = *c.RopeTheta
 	}
-	rope, err := decoder.NewRoPE(headDim, theta, c.RopeScaling, c.MaxPositionEmbeddings)
+	if p := c.RopeParameters; p != nil {
+		if p.RopeTheta != nil {
+			theta = *p.RopeTheta
+		}
+		scaling = &p.RopeScaling
+	}
+	rope, err := decoder.NewRoPE(headDim, theta, scaling, c.MaxPositionEmbeddings)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
 	}

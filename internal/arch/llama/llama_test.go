@@ -2,6 +2,7 @@ package llama
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,5 +63,31 @@ func TestSlidingLayersFollowTransformers(t *testing.T) {
 				t.Error("no RoPE for sliding layers")
 			}
 		})
+	}
+}
+
+// transformers v5 writes rope_theta and rope_scaling as one rope_parameters object.
+func TestRopeParametersEqualRopeThetaAndScaling(t *testing.T) {
+	v := variant(t, "LlamaForCausalLM")
+	old, _, err := v.Spec(config(`"rope_theta": 500000.0`, `"rope_scaling": {"rope_type": "llama3", "factor": 32.0,
+		"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v5, _, err := v.Spec(config(`"rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+		"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(old.RoPE[program.LayerFull].InvFreq, v5.RoPE[program.LayerFull].InvFreq) {
+		t.Errorf("rope_parameters gives inverse frequencies %v, rope_theta + rope_scaling %v",
+			v5.RoPE[program.LayerFull].InvFreq, old.RoPE[program.LayerFull].InvFreq)
+	}
+	plain, _, err := v.Spec(config(`"rope_theta": 500000.0`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(plain.RoPE[program.LayerFull].InvFreq, v5.RoPE[program.LayerFull].InvFreq) {
+		t.Error("llama3 scaling in rope_parameters had no effect")
 	}
 }
