@@ -131,6 +131,7 @@ func (s *Session) Restore(r io.Reader) error {
 	for _, b := range s.owned {
 		clear(b)
 	}
+	s.masksCleared()
 	for name, b := range st.state {
 		copy(s.state[name], b)
 	}
