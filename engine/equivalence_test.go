@@ -12,7 +12,10 @@ import (
 )
 
 // Any prefill size, including ones that do not divide the prompt, gives the decode-only
-// program's logits; repeated runs are bit-identical.
+// program's logits; repeated runs are bit-identical. Prefill (m ≥ 4 rows) runs the GEMM,
+// decode the GEMV: they sum in different orders, so the bound is float32 rounding relative
+// to each row's logit range — and, with float16 caches, one f16 rounding step of a cached
+// value that lands on the other side of a rounding boundary.
 func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
 	ref, _ := readRunc(t)
 	qwen, err := testckpt.Random("qwen3")
@@ -45,8 +48,12 @@ func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
 					o := opts
 					o.Prefill = p
 					got := allLogits(t, loadModel(t, exportFS(t, m.fsys, o), 2), m.tokens)
-					if d, at := maxAbsDiff(want, got); !(d <= 1e-5) {
-						t.Errorf("max |prefill - decode-only| = %g at position %d, want ≤ 1e-5", d, at)
+					tol := 1e-6
+					if cache == program.F16 {
+						tol = 1e-3
+					}
+					if d, at := maxRelDiff(want, got); !(d <= tol) {
+						t.Errorf("max |prefill - decode-only|/range = %.3g at position %d, want ≤ %g", d, at, tol)
 					}
 				})
 			}
