@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-//go:generate go run asm_gen.go -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
+//go:generate go run -tags asmgen ./asmgen -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
 
 // useAVX512 selects the generated assembly (kernels_amd64.s). It needs
 // AVX-512 F/BW/VL/DQ plus FMA and F16C, all checked once at start-up.
