@@ -208,6 +208,15 @@ func dequantizeRow(t WeightType, row []byte, dst []float32) {
 		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
 	case F16:
 		f16ToF32Slice(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case BF16:
+		src := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst))
+		n := vecLen(len(dst))
+		if n > 0 {
+			bf16ToF32AVX512(&dst[0], &src[0], n)
+		}
+		for i := n; i < len(dst); i++ {
+			dst[i] = bf16ToF32(src[i])
+		}
 	case Q8, Q4:
 		cols := len(dst)
 		nb := (cols + BlockSize - 1) / BlockSize
