@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-//go:generate go run asm_gen.go -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
+//go:generate go run -tags asmgen ./asmgen -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
 
 // useAVX512 selects the generated assembly (kernels_amd64.s). It needs
 // AVX-512 F/BW/VL/DQ plus FMA and F16C, all checked once at start-up.
@@ -208,6 +208,15 @@ func dequantizeRow(t WeightType, row []byte, dst []float32) {
 		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
 	case F16:
 		f16ToF32Slice(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case BF16:
+		src := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst))
+		n := vecLen(len(dst))
+		if n > 0 {
+			bf16ToF32AVX512(&dst[0], &src[0], n)
+		}
+		for i := n; i < len(dst); i++ {
+			dst[i] = bf16ToF32(src[i])
+		}
 	case Q8, Q4:
 		cols := len(dst)
 		nb := (cols + BlockSize - 1) / BlockSize

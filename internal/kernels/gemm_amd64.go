@@ -11,7 +11,7 @@ import "unsafe"
 // columns: inputs once per block for all panels, weights per 32-row panel
 // (gathered, after converting f16/bf16/q8/q4 rows to float32).
 const (
-	bgemmMR = 12  // input rows per micro-kernel (must match asm_gen.go)
+	bgemmMR = 12  // input rows per micro-kernel (must match asmgen)
 	gemmKC  = 256 // columns per block: a packed weight panel (32 KiB) stays in L1
 	gemmNR  = 32  // weight rows per panel: two vectors
 )

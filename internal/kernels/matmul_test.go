@@ -200,3 +200,21 @@ func BenchmarkMatMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPoolOverhead measures the fixed cost of one MatMul dispatch: a
+// tiny matrix so the time is the pool's wake-up and join.
+func BenchmarkPoolOverhead(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			w, _ := randMatrix(b, rng, F32, 64, 64)
+			x, y := randVec(rng, 64), make([]float32, 64)
+			p := NewPool(threads)
+			defer p.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				p.MatMul(y, x, 1, w, nil)
+			}
+		})
+	}
+}
