@@ -31,8 +31,8 @@ type bpe struct {
 	bytePairs   []bpeMerge     // byte-level: [a<<8|b] merge of the byte tokens of a and b (id -1: none)
 	runeIDs     []int32        // [r] id of the one-character token r (r < len), -1 if none; nil with prefix/suffix
 
-	cache   wordCache
-	scratch sync.Pool // of *mergeScratch
+	cache wordCache
+	free  chan *mergeScratch // idle scratch buffers
 }
 
 // runeTableSize covers the alphabets before CJK (Latin to the ▁ of
@@ -85,6 +85,7 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		m.unk = int32(id)
 	}
 	m.merges = newMergeTable(len(merges))
+	m.free = make(chan *mergeScratch, maxIdleScratch)
 	for rank, mg := range merges {
 		a, okA := m.vocab[mg[0]]
 		b, okB := m.vocab[mg[1]]
@@ -133,8 +134,27 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 	return m, nil
 }
 
+// getScratch takes a scratch from the free list (or makes one); putScratch
+// returns it. A channel keeps them across garbage collections, unlike a
+// sync.Pool, so their merge caches stay warm.
+func (m *bpe) getScratch() *mergeScratch {
+	select {
+	case sc := <-m.free:
+		return sc
+	default:
+		return &mergeScratch{merges: m.merges}
+	}
+}
+
+func (m *bpe) putScratch(sc *mergeScratch) {
+	select {
+	case m.free <- sc:
+	default:
+	}
+}
+
 // encodeWord appends the ids of one pre-tokenized word.
-func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
+func (m *bpe) encodeWord(w string, dst []int, sc *mergeScratch) ([]int, error) {
 	if w == "" {
 		return dst, nil
 	}
@@ -156,11 +176,6 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 			return dst, nil
 		}
 	}
-	sc, _ := m.scratch.Get().(*mergeScratch)
-	if sc == nil {
-		sc = &mergeScratch{merges: m.merges}
-	}
-	defer m.scratch.Put(sc)
 	var syms []symbol
 	var err error
 	if m.byteLevel {
@@ -219,6 +234,10 @@ type recentMerge struct {
 }
 
 const recentSize = 1 << 14 // 256 KiB per scratch: stays in L2
+
+// maxIdleScratch bounds the idle scratch buffers kept per tokenizer (one
+// per concurrent Encode is enough).
+const maxIdleScratch = 16
 
 func (sc *mergeScratch) get(a, b int32) (bpeMerge, bool) {
 	if sc.recent == nil {
@@ -373,7 +392,7 @@ func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap, sc *mergeScratch) m
 
 // maxScanMerge is the word length (in symbols) up to which mergeScan, which
 // rescans the word for the best pair, beats the heap of mergeAll.
-const maxScanMerge = 48
+const maxScanMerge = 96
 
 // mergeScan gives the same result as mergeAll for short words: it keeps
 // the merge of each adjacent pair (pairs[i] for symbol i and its next) and

@@ -55,13 +55,15 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 		text = lossyUTF8([]byte(text))
 	}
 	ids := make([]int, 0, len(text)/3+2)
+	sc := t.model.getScratch()
+	defer t.model.putScratch(sc)
 	var err error
 	for _, seg := range t.added.split(text, nil) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
 			continue
 		}
-		if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids); err != nil {
+		if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids, sc); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +75,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 
 // encodeSegment encodes text between non-normalized added tokens:
 // normalize, match normalized added tokens, pre-tokenize, run the model.
-func (t *Tokenizer) encodeSegment(text string, first bool, ids []int) ([]int, error) {
+func (t *Tokenizer) encodeSegment(text string, first bool, ids []int, sc *mergeScratch) ([]int, error) {
 	if t.normalizer != nil {
 		text = t.normalizer.normalize(text)
 	}
@@ -96,7 +98,7 @@ func (t *Tokenizer) encodeSegment(text string, first bool, ids []int) ([]int, er
 		}
 		for _, w := range words {
 			var err error
-			if ids, err = t.model.encodeWord(w.text, ids); err != nil {
+			if ids, err = t.model.encodeWord(w.text, ids, sc); err != nil {
 				return nil, err
 			}
 		}
