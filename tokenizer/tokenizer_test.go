@@ -50,6 +50,8 @@ func TestAddedTokenFlags(t *testing.T) {
 		{"single_word accepts between spaces", `"single_word": true`, "null", "a <x> b", []int{0, 2, 6, 2, 1}},
 		{"normalized token matches normalized text", `"normalized": true`, `{"type": "Lowercase"}`, "A<X>", []int{0, 6}},
 		{"non-normalized token needs raw text", `"normalized": false`, `{"type": "Lowercase"}`, "<X>", []int{3, 4, 5}},
+		{"non-special token is normalized by default", `"special": false`, `{"type": "Lowercase"}`, "A<X>", []int{0, 6}},
+		{"special token is not normalized by default", `"lstrip": false`, `{"type": "Lowercase"}`, "<X>", []int{3, 4, 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
