@@ -7,9 +7,28 @@
 // It owns: parsing tokenizer.json and the special-token part of
 // tokenizer_config.json, added/special token matching, normalizers,
 // pre-tokenizers, the BPE model, post-processors (BOS/EOS) and decoders.
-// It does not own chat templates (internal/chat), truncation or padding.
+// It does not own chat templates (internal/chat), truncation, padding,
+// offsets, or models other than BPE (WordPiece, Unigram, WordLevel are
+// rejected with an *UnsupportedError).
 //
-// A Tokenizer is immutable after Load and safe for concurrent use.
+// Supported components: normalizers NFC, NFD, NFKC, NFKD, Lowercase,
+// Replace, Prepend, Strip, ByteLevel, Sequence; pre-tokenizers ByteLevel,
+// Split, Metaspace, Digits, Whitespace, WhitespaceSplit, Sequence;
+// post-processors TemplateProcessing, ByteLevel, RobertaProcessing,
+// BertProcessing, Sequence; decoders ByteLevel, Replace, ByteFallback,
+// Fuse, Strip, Metaspace, Sequence. The split regexes of GPT-2, Llama 3 and
+// Qwen 2/3 run on hand-written scanners; other regexes run on regexp2.
+//
+// Typical use:
+//
+//	tok, err := tokenizer.LoadFS(os.DirFS(modelDir))
+//	ids, err := tok.Encode(prompt, true) // with BOS where the model wants it
+//	st := tok.NewStream(true)
+//	for each generated id { piece, err := st.Add(id); print(piece) }
+//	print(st.Flush())
+//
+// A Tokenizer is immutable after Load and safe for concurrent use; a
+// Stream belongs to one generation.
 package tokenizer
 
 import (

@@ -420,3 +420,33 @@ func TestByteLevelNormalizerRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestPreTokenizers uses the examples of Hugging Face's pre-tokenizer
+// documentation.
+func TestPreTokenizers(t *testing.T) {
+	tests := []struct {
+		json, text string
+		want       []string
+	}{
+		{`{"type": "Whitespace"}`, "Hello there!", []string{"Hello", "there", "!"}},
+		{`{"type": "WhitespaceSplit"}`, "Hello there!", []string{"Hello", "there!"}},
+		{`{"type": "Digits", "individual_digits": true}`, "Call 123 please", []string{"Call ", "1", "2", "3", " please"}},
+		{`{"type": "Digits", "individual_digits": false}`, "Call 123 please", []string{"Call ", "123", " please"}},
+		{`{"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}`, "Hello my friend", []string{" Hello", " my", " friend"}},
+		{`{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}`, "Hey friend!", []string{"▁Hey", "▁friend!"}},
+		{`{"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": true}]}`, "a12 b", []string{"a", "1", "2", "b"}},
+	}
+	for _, tt := range tests {
+		pt, _, err := parsePreTokenizerChain([]byte(tt.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.json, err)
+		}
+		var got []string
+		for _, p := range pt.split([]piece{{text: tt.text, first: true}}) {
+			got = append(got, p.text)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s on %q (-want +got):\n%s", tt.json, tt.text, diff)
+		}
+	}
+}
