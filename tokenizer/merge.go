@@ -1,6 +1,9 @@
 package tokenizer
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // symbol is one node of the doubly linked list a word is merged in.
 type symbol struct {
@@ -29,18 +32,18 @@ type recentMerge struct {
 	rank, id int32
 }
 
-const recentSize = 1 << 14 // 256 KiB per scratch: stays in L2
+const recentBits = 15 // 512 KiB per scratch: stays in L2
 
 // maxIdleScratch bounds the idle scratch buffers kept per tokenizer (one
 // per concurrent Encode is enough).
-const maxIdleScratch = 16
+const maxIdleScratch = 8
 
 func (sc *mergeScratch) get(a, b int32) (bpeMerge, bool) {
 	if sc.recent == nil {
-		sc.recent = make([]recentMerge, recentSize)
+		sc.recent = make([]recentMerge, 1<<recentBits)
 	}
 	key := pairKey(a, b) + 1
-	e := &sc.recent[(key*0x9E3779B97F4A7C15)>>(64-14)]
+	e := &sc.recent[(key*0x9E3779B97F4A7C15)>>(64-recentBits)]
 	if e.key == key {
 		return bpeMerge{rank: e.rank, id: e.id}, e.id >= 0
 	}
@@ -115,7 +118,9 @@ const maxScanMerge = 96
 // returns the pairs buffer for reuse.
 func (m *bpe) mergeScan(w string, syms []symbol, pairs []bpeMerge, sc *mergeScratch) []bpeMerge {
 	pairs = slices.Grow(pairs, len(syms))[:len(syms)]
-	none := bpeMerge{rank: -1, id: -1}
+	// Pairs without a merge (and removed symbols) rank last, so finding the
+	// best pair is a plain scan of the array.
+	none := bpeMerge{rank: math.MaxInt32, id: -1}
 	for i := range syms {
 		pairs[i] = none
 		if i+1 == len(syms) {
@@ -134,10 +139,10 @@ func (m *bpe) mergeScan(w string, syms []symbol, pairs []bpeMerge, sc *mergeScra
 		}
 	}
 	for {
-		best := int32(-1)
-		for i := int32(0); i >= 0; i = syms[i].next {
-			if pairs[i].id >= 0 && (best < 0 || pairs[i].rank < pairs[best].rank) {
-				best = i
+		best, bestRank := int32(-1), int32(math.MaxInt32)
+		for i, p := range pairs {
+			if p.rank < bestRank {
+				best, bestRank = int32(i), p.rank
 			}
 		}
 		if best < 0 {
@@ -145,6 +150,7 @@ func (m *bpe) mergeScan(w string, syms []symbol, pairs []bpeMerge, sc *mergeScra
 		}
 		cur := &syms[best]
 		right := &syms[cur.next]
+		pairs[cur.next] = none
 		cur.id = pairs[best].id
 		right.gone = true
 		cur.next = right.next
