@@ -9,15 +9,15 @@ import (
 	"strings"
 )
 
-// fileJSON is the raw shape of tokenizer.json; components stay raw until
+// fileJSON is tokenizer.json split by parseFile; components stay raw until
 // their "type" is known.
 type fileJSON struct {
-	AddedTokens   []addedTokenJSON `json:"added_tokens"`
-	Normalizer    json.RawMessage  `json:"normalizer"`
-	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
-	PostProcessor json.RawMessage  `json:"post_processor"`
-	Decoder       json.RawMessage  `json:"decoder"`
-	Model         json.RawMessage  `json:"model"`
+	AddedTokens   []addedTokenJSON
+	Normalizer    json.RawMessage
+	PreTokenizer  json.RawMessage
+	PostProcessor json.RawMessage
+	Decoder       json.RawMessage
+	Model         json.RawMessage
 }
 
 type addedTokenJSON struct {
@@ -26,8 +26,15 @@ type addedTokenJSON struct {
 	SingleWord bool   `json:"single_word"`
 	LStrip     bool   `json:"lstrip"`
 	RStrip     bool   `json:"rstrip"`
-	Normalized bool   `json:"normalized"`
+	Normalized *bool  `json:"normalized"` // absent: !special, as in Hugging Face
 	Special    bool   `json:"special"`
+}
+
+func (a addedTokenJSON) normalized() bool {
+	if a.Normalized == nil {
+		return !a.Special
+	}
+	return *a.Normalized
 }
 
 type modelJSON struct {

@@ -50,6 +50,8 @@ func TestAddedTokenFlags(t *testing.T) {
 		{"single_word accepts between spaces", `"single_word": true`, "null", "a <x> b", []int{0, 2, 6, 2, 1}},
 		{"normalized token matches normalized text", `"normalized": true`, `{"type": "Lowercase"}`, "A<X>", []int{0, 6}},
 		{"non-normalized token needs raw text", `"normalized": false`, `{"type": "Lowercase"}`, "<X>", []int{3, 4, 5}},
+		{"non-special token is normalized by default", `"special": false`, `{"type": "Lowercase"}`, "A<X>", []int{0, 6}},
+		{"special token is not normalized by default", `"lstrip": false`, `{"type": "Lowercase"}`, "<X>", []int{3, 4, 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -415,6 +417,36 @@ func TestByteLevelNormalizerRoundTrips(t *testing.T) {
 		}
 		if got, err := tok.Decode(ids, false); err != nil || got != v.Text {
 			t.Errorf("Decode(Encode(%q)) = %q, %v", v.Text, got, err)
+		}
+	}
+}
+
+// TestPreTokenizers uses the examples of Hugging Face's pre-tokenizer
+// documentation.
+func TestPreTokenizers(t *testing.T) {
+	tests := []struct {
+		json, text string
+		want       []string
+	}{
+		{`{"type": "Whitespace"}`, "Hello there!", []string{"Hello", "there", "!"}},
+		{`{"type": "WhitespaceSplit"}`, "Hello there!", []string{"Hello", "there!"}},
+		{`{"type": "Digits", "individual_digits": true}`, "Call 123 please", []string{"Call ", "1", "2", "3", " please"}},
+		{`{"type": "Digits", "individual_digits": false}`, "Call 123 please", []string{"Call ", "123", " please"}},
+		{`{"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}`, "Hello my friend", []string{" Hello", " my", " friend"}},
+		{`{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}`, "Hey friend!", []string{"▁Hey", "▁friend!"}},
+		{`{"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": true}]}`, "a12 b", []string{"a", "1", "2", "b"}},
+	}
+	for _, tt := range tests {
+		pt, _, err := parsePreTokenizerChain([]byte(tt.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.json, err)
+		}
+		var got []string
+		for _, p := range pt.split([]piece{{text: tt.text, first: true}}) {
+			got = append(got, p.text)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s on %q (-want +got):\n%s", tt.json, tt.text, diff)
 		}
 	}
 }
