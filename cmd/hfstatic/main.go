@@ -47,5 +47,6 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd())
+	root.AddCommand(newServeCmd())
 	return root
 }
