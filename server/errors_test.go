@@ -27,12 +27,15 @@ func TestBadRequestsGetOpenAIErrorsAndTheServerStaysHealthy(t *testing.T) {
 		longPrompt[i] = 100
 	}
 	longJSON, _ := json.Marshal(map[string]any{"prompt": longPrompt})
-	huge := append(append([]byte(`{"prompt":"`), bytes.Repeat([]byte("a"), 60<<20)...), `"}`...)
+	huge := bytes.Repeat([]byte("a"), 60<<20)
+	copy(huge, `{"prompt":"`)
+	copy(huge[len(huge)-2:], `"}`)
 	chat := "/v1/chat/completions"
 	comp := "/v1/completions"
 	tests := []struct {
-		name, path, body string
-		status           int
+		name, path string
+		body       any // string or []byte
+		status     int
 		param, code      string
 	}{
 		{"malformed JSON", comp, `{"prompt": "hi",`, 400, "", "invalid_json"},
@@ -55,7 +58,7 @@ func TestBadRequestsGetOpenAIErrorsAndTheServerStaysHealthy(t *testing.T) {
 		{"empty stop", comp, `{"prompt":"a","stop":""}`, 400, "stop", "invalid_value"},
 		{"stop is a number", comp, `{"prompt":"a","stop":7}`, 400, "stop", "invalid_type"},
 		{"stream_options without stream", comp, `{"prompt":"a","stream_options":{"include_usage":true}}`, 400, "stream_options", "invalid_value"},
-		{"60 MB body", comp, string(huge), 413, "", "request_too_large"},
+		{"60 MB body", comp, huge, 413, "", "request_too_large"},
 		{"no messages", chat, `{"messages":[]}`, 400, "messages", "missing_required_parameter"},
 		{"message without role", chat, `{"messages":[{"content":"hi"}]}`, 400, "messages[0].role", "invalid_value"},
 		{"content is a number", chat, `{"messages":[{"role":"user","content":5}]}`, 400, "messages[0].content", "invalid_type"},

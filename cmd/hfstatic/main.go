@@ -49,5 +49,6 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newServeCmd())
 	return root
 }

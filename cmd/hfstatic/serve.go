@@ -1,0 +1,137 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hfstatic/hfstatic/runner"
+	"github.com/hfstatic/hfstatic/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		addr, modelID                string
+		sessions, queue, threads     int
+		memoryBudget, maxBody        int64
+		timeout, queueTimeout, grace time.Duration
+		logJSON                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [PROGRAM] [--addr 127.0.0.1:8080] [--sessions N] [--memory-budget BYTES]",
+		Short: "Serve a program over an OpenAI-compatible HTTP API",
+		Long: `serve answers GET /v1/models, POST /v1/completions and POST /v1/chat/completions (JSON or,
+with "stream": true, Server-Sent Events), GET /health and GET /metrics (Prometheus text).
+
+Up to --sessions generations run at once, each on a pooled session; a request whose prompt
+starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
+Up to --queue more requests wait, each for at most --queue-timeout; beyond that requests get
+429 or 503 with Retry-After. It listens on loopback unless --addr says otherwise. On SIGINT or
+SIGTERM it stops accepting, lets running requests finish for --grace, then cancels them.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case sessions < 1:
+				return usagef("--sessions %d must be ≥ 1", sessions)
+			case queue < 0:
+				return usagef("--queue %d must be ≥ 0", queue)
+			case maxBody < 1:
+				return usagef("--max-body %d must be ≥ 1", maxBody)
+			case timeout < 0:
+				return usagef("--timeout %v must be ≥ 0 (0: no limit)", timeout)
+			case queueTimeout <= 0:
+				return usagef("--queue-timeout %v must be > 0", queueTimeout)
+			case grace < 0:
+				return usagef("--grace %v must be ≥ 0", grace)
+			}
+			var handler slog.Handler = slog.NewTextHandler(cmd.ErrOrStderr(), nil)
+			if logJSON {
+				handler = slog.NewJSONHandler(cmd.ErrOrStderr(), nil)
+			}
+			log := slog.New(handler)
+
+			path := argOr(args, 0)
+			m, err := openProgram(cmd.Context(), path, threads)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if modelID == "" {
+				modelID = defaultModelID(path)
+			}
+			tok, err := m.Tokenizer()
+			if err != nil {
+				return err
+			}
+			tmpl, err := m.ChatTemplate("")
+			if err != nil {
+				log.Warn("no chat template: /v1/chat/completions will answer 400", "err", err)
+				tmpl = nil
+			}
+			if memoryBudget < m.Runner.SessionBytes() {
+				return usagef("--memory-budget %d bytes is less than one session of this program (%d bytes)", memoryBudget, m.Runner.SessionBytes())
+			}
+			pool, err := runner.NewPool(m.Runner, runner.PoolOptions{MaxSessions: sessions, MemoryBudget: memoryBudget})
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if pool.Limit() < sessions {
+				log.Warn("--memory-budget holds fewer sessions than --sessions", "sessions", pool.Limit(),
+					"session_bytes", m.Runner.SessionBytes(), "memory_budget", memoryBudget)
+			}
+			s, err := server.New(server.Options{
+				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID,
+				MaxSessions: pool.Limit(), MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
+				MaxBodyBytes: maxBody, Logger: log,
+			})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+				log.Warn("listening beyond loopback: anyone who can reach this address can use the model", "addr", addr)
+			}
+			log.Info("listening", "addr", ln.Addr().String(), "model", modelID, "context", m.Runner.Shape().Context,
+				"sessions", pool.Limit(), "session_bytes", m.Runner.SessionBytes(), "queue", queue, "threads", threads)
+			return s.Serve(cmd.Context(), ln, grace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	f.IntVar(&sessions, "sessions", 4, "generations that run at once (pooled sessions)")
+	f.Int64Var(&memoryBudget, "memory-budget", 1<<30, "most bytes of session buffers the pool holds")
+	f.IntVar(&queue, "queue", 32, "requests that may wait for a session")
+	f.DurationVar(&queueTimeout, "queue-timeout", 30*time.Second, "longest wait for a session before 503")
+	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes (larger: 413)")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest generation (0: no limit)")
+	f.DurationVar(&grace, "grace", 30*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
+	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	f.StringVar(&modelID, "model-id", "", "model name in /v1/models (default: the program's file name)")
+	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
+	return cmd
+}
+
+// defaultModelID names the model after its program file.
+func defaultModelID(path string) string {
+	if path == "" {
+		return "stories260K"
+	}
+	base := filepath.Base(path)
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

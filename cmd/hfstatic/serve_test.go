@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the command's logger and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := newRoot()
+	var logs syncBuffer
+	root.SetOut(io.Discard)
+	root.SetErr(&logs)
+	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--threads", "1", "--sessions", "2", "--grace", "1s"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+
+	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == ""; {
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			base = "http://" + m[1]
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not log its address:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	resp, err := http.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"stories260K"`) {
+		t.Errorf("GET /v1/models: %d %s", resp.StatusCode, body)
+	}
+	resp, err = http.Post(base+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"Once upon a time","max_tokens":8,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Choices []struct{ Text string } `json:"choices"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(out.Choices) != 1 || out.Choices[0].Text == "" {
+		t.Errorf("POST /v1/completions: %d %+v %v", resp.StatusCode, out, err)
+	}
+	// The embedded model has no chat template: chat is a client error, not a crash.
+	resp, err = http.Post(base+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("chat without a template: %d, want 400", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after cancel")
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("still serving after shutdown")
+	}
+}
+
+func TestServeRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"no sessions", []string{"serve", "--sessions", "0"}},
+		{"negative queue", []string{"serve", "--queue", "-1"}},
+		{"zero body limit", []string{"serve", "--max-body", "0"}},
+		{"memory budget below one session", []string{"serve", "--memory-budget", "1", "--addr", "127.0.0.1:0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRoot()
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			root.SetArgs(tc.args)
+			err := root.ExecuteContext(context.Background())
+			var ue usageError
+			if !errors.As(err, &ue) {
+				t.Errorf("error %v, want a usage error", err)
+			}
+		})
+	}
+}
