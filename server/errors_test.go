@@ -33,10 +33,10 @@ func TestBadRequestsGetOpenAIErrorsAndTheServerStaysHealthy(t *testing.T) {
 	chat := "/v1/chat/completions"
 	comp := "/v1/completions"
 	tests := []struct {
-		name, path string
-		body       any // string or []byte
-		status     int
-		param, code      string
+		name, path  string
+		body        any // string or []byte
+		status      int
+		param, code string
 	}{
 		{"malformed JSON", comp, `{"prompt": "hi",`, 400, "", "invalid_json"},
 		{"not JSON at all", comp, `hello`, 400, "", "invalid_json"},

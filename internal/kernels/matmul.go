@@ -59,16 +59,16 @@ func rowChunk(rows, threads int) int {
 }
 
 type matmulJob struct {
-	y, x   []float32
-	m      int
-	w      Matrix
-	bias   []float32
-	chunk  int
-	xq     []float32 // x padded to whole blocks (quantized matrix-vector path)
-	xs     []float32 // per-block sums of xq (q4 matrix-vector path), or of xq8 (VNNI)
-	xq8    []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
-	dx     []float32 // scales of xq8 blocks
-	nbp    int       // blocks per row of xq8 (a multiple of 16); 0 when unused
+	y, x  []float32
+	m     int
+	w     Matrix
+	bias  []float32
+	chunk int
+	xq    []float32 // x padded to whole blocks (quantized matrix-vector path)
+	xs    []float32 // per-block sums of xq (q4 matrix-vector path), or of xq8 (VNNI)
+	xq8   []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
+	dx    []float32 // scales of xq8 blocks
+	nbp   int       // blocks per row of xq8 (a multiple of 16); 0 when unused
 }
 
 // runChunk computes the weight rows of chunk c on thread id.
