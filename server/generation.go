@@ -102,7 +102,7 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
 	}
 	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
-		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos,
+		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(),
 		OnToken: func(tok int) error {
 			out.completionTokens++
 			if hook := s.tokenHook.Load(); hook != nil {

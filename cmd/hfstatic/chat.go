@@ -110,7 +110,7 @@ stay in the session's cache: only new tokens are processed. Commands: /reset, /e
 					return err
 				}
 				res, err := generate.Run(cmd.Context(), sess, prompt, generate.Options{
-					MaxTokens: maxTokens, Sampler: sampler, EOS: eos, OnToken: emit.token})
+					MaxTokens: maxTokens, Sampler: sampler, EOS: eos, OnToken: emit.token, Vocab: vocabOf(tok)})
 				emit.finish(res.Reason == generate.StopCondition)
 				fmt.Fprintln(out)
 				if err != nil {

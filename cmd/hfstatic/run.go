@@ -175,7 +175,7 @@ Without PROGRAM it runs the embedded stories260K model.`,
 				onToken = emit.token
 			}
 			res, err := generate.Run(cmd.Context(), sess, toks, generate.Options{
-				MaxTokens: maxTokens, Sampler: sampler, EOS: eos, OnToken: onToken})
+				MaxTokens: maxTokens, Sampler: sampler, EOS: eos, OnToken: onToken, Vocab: vocabOf(tok)})
 			if emit != nil {
 				emit.finish(res.Reason == generate.StopCondition)
 				if len(res.Tokens) > 0 {

@@ -120,3 +120,11 @@ func newDetokenizeCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&skipSpecial, "skip-special", false, "omit special tokens")
 	return cmd
 }
+
+// vocabOf is the tokenizer's vocabulary size (0 without a tokenizer: no restriction).
+func vocabOf(t *tokenizer.Tokenizer) int {
+	if t == nil {
+		return 0
+	}
+	return t.VocabSize()
+}
