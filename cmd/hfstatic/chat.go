@@ -105,7 +105,7 @@ stay in the session's cache: only new tokens are processed. Commands: /reset, /e
 				}
 				prompt = prompt[sess.Position():]
 				var reply strings.Builder
-				emit, err := newTextEmitter(&teeWriter{w: out, b: &reply}, tok, sf.stop, eos)
+				emit, err := newTextEmitter(&teeWriter{w: out, b: &reply}, tok, prompt, sf.stop, eos)
 				if err != nil {
 					return err
 				}

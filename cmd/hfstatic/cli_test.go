@@ -210,3 +210,11 @@ func TestBadInputIsAClearError(t *testing.T) {
 		t.Errorf("unknown flag: %v, want a usage error (exit 2)", err)
 	}
 }
+
+// The continuation keeps the space between the prompt and the first new word.
+func TestGenerateContinuesThePromptsText(t *testing.T) {
+	got := mustRun(t, "generate", "--prompt", "Lily", "-n", "3", "--temperature", "0")
+	if !strings.HasPrefix(got, " ") {
+		t.Errorf("generate printed %q, want the continuation's leading space", got)
+	}
+}

@@ -55,12 +55,18 @@ type textEmitter struct {
 	eos    map[int]bool
 }
 
-func newTextEmitter(w io.Writer, tok *tokenizer.Tokenizer, stops []string, eos []int) (*textEmitter, error) {
+// newTextEmitter starts a text stream that continues after prompt: the prompt's last token
+// primes the detokenizer, so the first new token keeps its leading space.
+func newTextEmitter(w io.Writer, tok *tokenizer.Tokenizer, prompt []int, stops []string, eos []int) (*textEmitter, error) {
 	m, err := sample.NewStopMatcher(stops)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	e := &textEmitter{w: bufio.NewWriter(w), stream: tok.NewStream(true), stops: m, eos: map[int]bool{}}
+	stream := tok.NewStream(true)
+	if len(prompt) > 0 {
+		stream.Add(prompt[len(prompt)-1]) // its text was the user's, not ours to print
+	}
+	e := &textEmitter{w: bufio.NewWriter(w), stream: stream, stops: m, eos: map[int]bool{}}
 	for _, id := range eos {
 		e.eos[id] = true
 	}
@@ -169,7 +175,7 @@ Without PROGRAM it runs the embedded stories260K model.`,
 				}
 				defer bw.WriteByte('\n')
 			} else {
-				if emit, err = newTextEmitter(out, tok, sf.stop, eos); err != nil {
+				if emit, err = newTextEmitter(out, tok, toks, sf.stop, eos); err != nil {
 					return err
 				}
 				onToken = emit.token
