@@ -30,7 +30,8 @@ func (w Matrix) CheckMatMul(y, x []float32, m int, bias []float32) error {
 // the decode matrix-vector product, m > 1 the prefill matrix product. y must
 // not overlap x. Shapes are the caller's responsibility (see CheckMatMul).
 // Accuracy: float32 accumulation, except that q8/q4 with m < 4 may quantize
-// x to int8 blocks (see the package comment for the bound).
+// x to int8 blocks (see the package comment for the bound) unless the pool
+// was made with PoolOptions.ExactQuantized.
 func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
 	_ = x[m*w.Cols-1]
 	_ = y[m*w.Rows-1]
@@ -59,16 +60,16 @@ func rowChunk(rows, threads int) int {
 }
 
 type matmulJob struct {
-	y, x   []float32
-	m      int
-	w      Matrix
-	bias   []float32
-	chunk  int
-	xq     []float32 // x padded to whole blocks (quantized matrix-vector path)
-	xs     []float32 // per-block sums of xq (q4 matrix-vector path), or of xq8 (VNNI)
-	xq8    []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
-	dx     []float32 // scales of xq8 blocks
-	nbp    int       // blocks per row of xq8 (a multiple of 16); 0 when unused
+	y, x  []float32
+	m     int
+	w     Matrix
+	bias  []float32
+	chunk int
+	xq    []float32 // x padded to whole blocks (quantized matrix-vector path)
+	xs    []float32 // per-block sums of xq (q4 matrix-vector path), or of xq8 (VNNI)
+	xq8   []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
+	dx    []float32 // scales of xq8 blocks
+	nbp   int       // blocks per row of xq8 (a multiple of 16); 0 when unused
 }
 
 // runChunk computes the weight rows of chunk c on thread id.
