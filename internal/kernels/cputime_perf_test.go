@@ -46,6 +46,9 @@ func TestPerf(t *testing.T) {
 		{"f16 gemm", F16, 128, 1024, 1024, func() {}},
 		{"q8 gemm", Q8, 128, 1024, 1024, func() {}},
 		{"q4 gemm", Q4, 128, 1024, 1024, func() {}},
+		{"f32 gemm 2k", F32, 128, 2048, 2048, func() {}},
+		{"f16 gemm 2k", F16, 128, 2048, 2048, func() {}},
+		{"q8 gemm 2k", Q8, 128, 2048, 2048, func() {}},
 	}
 	p := NewPool(1)
 	defer p.Close()

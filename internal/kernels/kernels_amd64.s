@@ -13332,34 +13332,6 @@ store:
 	VZEROUPPER
 	RET
 
-// func packW32(dst *float32, src *byte, idx *int32, kl int)
-// Requires: AVX, AVX512F
-TEXT ·packW32(SB), NOSPLIT, $0-32
-	MOVQ      dst+0(FP), AX
-	MOVQ      src+8(FP), CX
-	MOVQ      idx+16(FP), DX
-	MOVQ      kl+24(FP), BX
-	VMOVDQU32 (DX), Z2
-	VMOVDQU32 64(DX), Z3
-	TESTQ     BX, BX
-	JZ        done
-
-loop:
-	KXNORW     K1, K1, K1
-	KXNORW     K2, K2, K2
-	VGATHERDPS (CX)(Z2*1), K1, Z0
-	VGATHERDPS (CX)(Z3*1), K2, Z1
-	VMOVUPS    Z0, (AX)
-	VMOVUPS    Z1, 64(AX)
-	ADDQ       $0x04, CX
-	ADDQ       $0x00000080, AX
-	DECQ       BX
-	JNZ        loop
-
-done:
-	VZEROUPPER
-	RET
-
 // func packX(dst *float32, src *byte, idx *int32, mr int, kl int)
 // Requires: AVX, AVX512F, BMI2
 TEXT ·packX(SB), NOSPLIT, $0-40

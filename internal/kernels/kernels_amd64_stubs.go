@@ -454,11 +454,6 @@ func bgemm_11(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32
 //go:noescape
 func bgemm_12(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
 
-// packW32 transposes 32 float32 rows (byte offsets idx) into k-major groups of 32.
-//
-//go:noescape
-func packW32(dst *float32, src *byte, idx *int32, kl int)
-
 // packX interleaves mr <= 16 float32 rows (byte offsets idx) into k-major groups of mr.
 //
 //go:noescape

@@ -87,7 +87,7 @@ func (p *Pool) prepare(j *matmulJob) {
 	}
 	cols := j.w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
-	if useVNNI {
+	if useVNNI && !p.exact {
 		p.prepareVNNI(j, nb)
 		return
 	}

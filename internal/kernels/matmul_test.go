@@ -20,6 +20,13 @@ func randVec(rng *rand.Rand, n int) []float32 {
 // stays far inside it, an indexing error does not.
 func checkMatMul(tb testing.TB, p *Pool, rng *rand.Rand, typ WeightType, m, rows, cols int, withBias bool) {
 	tb.Helper()
+	checkMatMulTol(tb, p, rng, typ, m, rows, cols, withBias, true)
+}
+
+// checkMatMulTol is checkMatMul; allowActQuant adds the bound of the int8
+// activation quantization for q8/q4 with m < 4.
+func checkMatMulTol(tb testing.TB, p *Pool, rng *rand.Rand, typ WeightType, m, rows, cols int, withBias, allowActQuant bool) {
+	tb.Helper()
 	w, _ := randMatrix(tb, rng, typ, rows, cols)
 	x := randVec(rng, m*cols)
 	var bias []float32
@@ -45,7 +52,7 @@ func checkMatMul(tb testing.TB, p *Pool, rng *rand.Rand, typ WeightType, m, rows
 				abs += math.Abs(float64(bias[r]))
 			}
 			tol := 4e-6*math.Sqrt(float64(cols))*abs + 1e-30
-			if (typ == Q8 || typ == Q4) && m < 4 {
+			if allowActQuant && (typ == Q8 || typ == Q4) && m < 4 {
 				tol += activationQuantBound(x[i*cols:(i+1)*cols], row)
 			}
 			g, w := got[i*rows+r], want[i*rows+r]
@@ -93,6 +100,25 @@ func TestMatMulMatchesReference(t *testing.T) {
 			}
 		}
 		p.Close()
+	}
+}
+
+// With ExactQuantized, q8/q4 decode is float32 arithmetic on the stored
+// weights: the tight tolerance holds for m < 4 too.
+func TestExactQuantizedPoolMatchesReferenceTightly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	p, err := NewPoolWith(PoolOptions{Threads: 2, ExactQuantized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, typ := range []WeightType{Q8, Q4} {
+		for _, m := range []int{1, 2, 3} {
+			checkMatMulTol(t, p, rng, typ, m, 70, 545, true, false)
+		}
+	}
+	if _, err := NewPoolWith(PoolOptions{Threads: 0}); err == nil {
+		t.Error("NewPoolWith(Threads: 0) succeeded, want an error")
 	}
 }
 

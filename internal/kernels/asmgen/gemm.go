@@ -161,44 +161,18 @@ func genBGEMM(mr int) {
 	RET()
 }
 
-// genPackGather emits the packing routines of the broadcast GEMM.
+// genPackGather emits packX, which packs the inputs of the broadcast GEMM
+// with gathers (a handful of rows, reused across every weight panel).
 func genPackGather() {
-	// packW32(dst, src, idx, kl): for k < kl, l < 32:
-	// dst[k*32+l] = float32 at src + idx[l] + 4k.
-	text("packW32", NOSPLIT, "func(dst *float32, src *byte, idx *int32, kl int)")
-	Doc("packW32 transposes 32 float32 rows (byte offsets idx) into k-major groups of 32.")
-	d := Load(Param("dst"), GP64())
-	s := Load(Param("src"), GP64())
-	ix := Load(Param("idx"), GP64())
-	kl := Load(Param("kl"), GP64())
-	VMOVDQU32(Mem{Base: ix}, Z2)
-	VMOVDQU32(Mem{Base: ix, Disp: 64}, Z3)
-	TESTQ(kl, kl)
-	JZ(LabelRef("done"))
-	Label("loop")
-	KXNORW(K1, K1, K1)
-	KXNORW(K2, K2, K2)
-	VGATHERDPS(Mem{Base: s, Index: Z2, Scale: 1}, K1, Z0)
-	VGATHERDPS(Mem{Base: s, Index: Z3, Scale: 1}, K2, Z1)
-	VMOVUPS(Z0, Mem{Base: d})
-	VMOVUPS(Z1, Mem{Base: d, Disp: 64})
-	ADDQ(U8(4), s)
-	ADDQ(U32(128), d)
-	DECQ(kl)
-	JNZ(LabelRef("loop"))
-	Label("done")
-	VZEROUPPER()
-	RET()
-
 	// packX(dst, src, idx, mr, kl): for k < kl, i < mr:
 	// dst[k*mr+i] = float32 at src + idx[i] + 4k.
 	text("packX", NOSPLIT, "func(dst *float32, src *byte, idx *int32, mr int, kl int)")
 	Doc("packX interleaves mr <= 16 float32 rows (byte offsets idx) into k-major groups of mr.")
-	d = Load(Param("dst"), GP64())
-	s = Load(Param("src"), GP64())
-	ix = Load(Param("idx"), GP64())
+	d := Load(Param("dst"), GP64())
+	s := Load(Param("src"), GP64())
+	ix := Load(Param("idx"), GP64())
 	mrr := Load(Param("mr"), GP64())
-	kl = Load(Param("kl"), GP64())
+	kl := Load(Param("kl"), GP64())
 	VMOVDQU32(Mem{Base: ix}, Z2)
 	mk := GP64()
 	MOVQ(U32(1), mk)
@@ -242,9 +216,9 @@ func genBF16ToF32() {
 	RET()
 }
 
-// genPackTranspose emits packW32T(dst, src, rowoff, kl): the same result as
-// packW32 (dst[k*32+l] = float32 at src + rowoff[l] + 4k for k < kl, l < 32;
-// rowoff holds int64 byte offsets) using 16×16 in-register transposes.
+// genPackTranspose emits packW32T(dst, src, rowoff, kl): for k < kl and
+// l < 32, dst[k*32+l] = float32 at src + rowoff[l] + 4k (rowoff holds
+// int64 byte offsets), using 16×16 in-register transposes.
 // dst must have room for kl rounded up to 16 groups.
 func genPackTranspose() {
 	text("packW32T", NOSPLIT, "func(dst *float32, src *byte, rowoff *int64, kl int)")
