@@ -466,3 +466,33 @@ func TestModelRejectedRequestChangesNothing(t *testing.T) {
 		t.Errorf("%d buffers not returned to the allocator on Close", len(led.live))
 	}
 }
+
+func BenchmarkAppend(b *testing.B) {
+	for _, m := range []model{storiesDecode, storiesPrefill} {
+		r := load(b, m, engine.Options{Threads: 1}).Runner
+		ctx := context.Background()
+		b.Run("model="+m.name+"/tokens=1", func(b *testing.B) {
+			s := session(b, r)
+			b.ReportAllocs()
+			for b.Loop() {
+				if s.Position() == r.Shape().Context {
+					s.Reset()
+				}
+				if err := s.Append(ctx, []int{7}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("model="+m.name+"/tokens=48", func(b *testing.B) {
+			s := session(b, r)
+			toks := tokens(48, m.vocab, 15)
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Reset()
+				if err := s.Append(ctx, toks); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
