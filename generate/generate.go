@@ -56,6 +56,9 @@ type Options struct {
 	EOS []int
 	// OnToken is called with each new token; returning ErrStop ends generation.
 	OnToken func(tok int) error
+	// Vocab, when > 0, restricts sampling to ids below it: some checkpoints have more
+	// output rows than their tokenizer has tokens (Gemma 3: 262,208 vs 262,145).
+	Vocab int
 }
 
 // Result describes a finished generation.
@@ -99,6 +102,9 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 			return res, nil
 		}
 		logits := s.Logits().View()
+		if opts.Vocab > 0 && opts.Vocab < len(logits) {
+			logits = logits[:opts.Vocab]
+		}
 		tok := sampler.Sample(logits, s.Tokens())
 		res.Tokens = append(res.Tokens, tok)
 		if opts.OnToken != nil {

@@ -201,6 +201,9 @@ type DecodeOptions struct {
 // Decode parses and validates a program held in data (typically an mmapped file).
 // The returned File references data; data must stay valid and unmodified while it is used.
 func Decode(data []byte, opts DecodeOptions) (*File, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: the file is empty", ErrNotProgram)
+	}
 	if len(data) < len(Magic) || !bytes.Equal(data[:len(Magic)], []byte(Magic)) {
 		if len(data) < len(Magic) && bytes.HasPrefix([]byte(Magic), data) {
 			return nil, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(data), headerSize)

@@ -7,6 +7,8 @@ import (
 
 // Allocator provides every I/O buffer of a session (ids, mask, positions, caches,
 // counters, logits). Buffers are requested once per session and released on Close.
+// Sessions may be created and closed from several goroutines, so implementations must be
+// safe for concurrent use.
 type Allocator interface {
 	// Alloc returns a zeroed buffer of exactly size bytes, aligned to at least 64 bytes.
 	Alloc(size int) ([]byte, error)

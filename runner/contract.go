@@ -88,16 +88,19 @@ func validateHFStaticV1(m *program.Manifest) error {
 		if ly.KVHeads < 1 || ly.KHeadDim < 1 || ly.VHeadDim < 1 {
 			return cerr(f, "kv_heads %d, k_head_dim %d, v_head_dim %d must be ≥ 1", ly.KVHeads, ly.KHeadDim, ly.VHeadDim)
 		}
-		want := C
-		switch ly.Type {
-		case program.LayerFull:
-		case program.LayerSliding:
-			sliding = true
-			if md.SlidingLayout == program.LayoutRing {
-				want = min(md.SlidingWindow, C)
-			}
-		default:
+		if ly.Type != program.LayerFull && ly.Type != program.LayerSliding {
 			return cerr(f+".type", "%q is not full or sliding", ly.Type)
+		}
+		sliding = sliding || ly.Type == program.LayerSliding
+	}
+	if sliding != (md.SlidingWindow > 0) {
+		return cerr("sliding_window", "%d: must be > 0 exactly when some layer slides", md.SlidingWindow)
+	}
+	for l, ly := range md.Layers {
+		f := fmt.Sprintf("layers[%d]", l)
+		want := C
+		if ly.Type == program.LayerSliding && md.SlidingLayout == program.LayoutRing {
+			want = min(md.SlidingWindow, C)
 		}
 		if ly.CacheRows != want {
 			if ly.Type == program.LayerSliding && ly.CacheRows == C {
@@ -105,9 +108,6 @@ func validateHFStaticV1(m *program.Manifest) error {
 			}
 			return cerr(f+".cache_rows", "%d, want %d", ly.CacheRows, want)
 		}
-	}
-	if sliding != (md.SlidingWindow > 0) {
-		return cerr("sliding_window", "%d: must be > 0 exactly when some layer slides", md.SlidingWindow)
 	}
 	for _, id := range md.Tokens.EOS {
 		if id < 0 || id >= int64(md.VocabSize) {

@@ -79,7 +79,10 @@ func (p *Pool) Limit() int { return p.limit }
 
 // Acquire leases a session prepared for tokens: the free session with the longest common
 // prefix, rewound to it (at most len(tokens)-1 tokens, so the caller always appends at
-// least one and gets fresh logits), or a reset one. It blocks while every session is
+// least one and gets fresh logits). A session whose ring cache cannot rewind that far is
+// adopted only when no other shares a prefix, and is then reset (recomputed). Without a
+// prefix, Acquire creates a session while under the limits, else resets the least
+// recently used free one. It blocks while every session is
 // leased, until one is released or ctx is done.
 func (p *Pool) Acquire(ctx context.Context, tokens []int) (*Lease, error) {
 	if len(tokens) == 0 {
@@ -107,11 +110,18 @@ func (p *Pool) Acquire(ctx context.Context, tokens []int) (*Lease, error) {
 
 // tryAcquire leases a session or returns nil when all are leased. p.mu is held.
 func (p *Pool) tryAcquire(tokens []int) (*Lease, error) {
-	best, bestK := -1, 0
+	// The longest prefix wins, preferring sessions that can rewind to it (a ring cache may
+	// not), then the most recently used.
+	best, bestK, rewindable := -1, 0, false
 	for i, e := range p.free {
 		k := commonPrefix(e.s.Tokens(), tokens[:len(tokens)-1])
-		if k > bestK || (k == bestK && best >= 0 && e.lastUsed > p.free[best].lastUsed) {
-			best, bestK = i, k
+		if k == 0 {
+			continue
+		}
+		ok := e.s.checkRewind(k) == nil
+		if best < 0 || (ok && !rewindable) ||
+			(ok == rewindable && (k > bestK || (k == bestK && e.lastUsed > p.free[best].lastUsed))) {
+			best, bestK, rewindable = i, k, ok
 		}
 	}
 	if bestK > 0 {
@@ -168,7 +178,14 @@ func (p *Pool) take(i int) *Session {
 func (p *Pool) discard(s *Session, err error) error {
 	s.Close()
 	p.total--
+	p.notify()
 	return fmt.Errorf("pool: %w", err)
+}
+
+// notify wakes every Acquire waiting for a change. p.mu is held.
+func (p *Pool) notify() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 func (p *Pool) lease(s *Session, reused int) *Lease {
@@ -205,8 +222,7 @@ func (p *Pool) release(s *Session) {
 		p.tick++
 		p.free = append(p.free, &pooled{s: s, lastUsed: p.tick})
 	}
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.notify()
 }
 
 // Stats returns the pool's counters.
@@ -233,7 +249,6 @@ func (p *Pool) Close() error {
 		p.total--
 	}
 	p.free = nil
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.notify()
 	return nil
 }

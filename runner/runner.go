@@ -1,14 +1,18 @@
 // Package runner drives any program that satisfies a registered I/O contract (hf_static
-// v1): it validates the contract, plans appends into prefill and decode steps with padding
-// and the context-tail decode fallback, owns sessions (caches, counters, positions, logits)
-// and their buffers through a pluggable Allocator.
+// v1, see docs/contract.md). It owns the contract registry and its load-time checks, the
+// planner (appends become prefill and decode steps, with padding and the context-tail
+// decode fallback), sessions (caches, counters, positions, logits, poison and Reset,
+// Inspect, Rewind, Fork, Save/Restore bound to the program's fingerprint), a Pool that
+// adopts the session with the longest common token prefix, and the Allocator through which
+// every I/O buffer is obtained.
 //
-// It does not know kernels, files or HTTP: methods are executed through the small
-// Executor interface.
+// It does not know kernels, files, tokenizers or HTTP: methods are executed through the
+// small Executor interface, and session files are plain io.Reader/io.Writer streams.
 package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hfstatic/hfstatic/program"
@@ -51,7 +55,16 @@ type Runner struct {
 }
 
 // New validates the manifest against its contract and returns a runner.
+// fingerprint identifies the program (program.File.Fingerprint); it must not be empty.
 func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*Runner, error) {
+	switch {
+	case m == nil:
+		return nil, errors.New("runner: nil manifest")
+	case exe == nil:
+		return nil, errors.New("runner: nil Executor")
+	case fingerprint == "":
+		return nil, errors.New("runner: empty fingerprint (saved sessions are bound to it; pass program.File.Fingerprint)")
+	}
 	if err := ValidateContract(m); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -24,6 +25,7 @@ import (
 const (
 	sessionMagic   = "HFSSESS\x00"
 	sessionVersion = 1
+	maxFingerprint = 4096
 )
 
 // Errors wrapped by a *SessionFileError.
@@ -129,6 +131,7 @@ func (s *Session) Restore(r io.Reader) error {
 	for _, b := range s.owned {
 		clear(b)
 	}
+	s.masksCleared()
 	for name, b := range st.state {
 		copy(s.state[name], b)
 	}
@@ -168,33 +171,46 @@ func (r *Runner) RestoreSession(rd io.Reader) (*Session, error) {
 
 // readSession reads and checks a whole session file.
 func (r *Runner) readSession(rd io.Reader) (*savedState, error) {
-	limit := r.maxSessionFile()
-	data, err := io.ReadAll(io.LimitReader(rd, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read session file: %w", err)
+	// The header comes first so that another program's file is reported as such.
+	head := make([]byte, len(sessionMagic)+8)
+	if _, err := io.ReadFull(rd, head); err != nil {
+		return nil, readErr("magic", err)
 	}
-	if int64(len(data)) > limit {
-		return nil, corrupt("size", "more than the %d bytes a session of this program can take", limit)
-	}
-	if len(data) < len(sessionMagic)+8 || string(data[:len(sessionMagic)]) != sessionMagic {
+	if string(head[:len(sessionMagic)]) != sessionMagic {
 		return nil, corrupt("magic", "not an hfstatic session file")
 	}
-	if v := binary.LittleEndian.Uint32(data[len(sessionMagic):]); v != sessionVersion {
+	if v := binary.LittleEndian.Uint32(head[len(sessionMagic):]); v != sessionVersion {
 		return nil, corrupt("version", "%d is not supported (this build reads version %d)", v, sessionVersion)
 	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return nil, corrupt("checksum", "CRC-32C %08x, the file says %08x (truncated or damaged)", got, sum)
+	fpLen := binary.LittleEndian.Uint32(head[len(sessionMagic)+4:])
+	if fpLen > maxFingerprint {
+		return nil, corrupt("fingerprint", "length %d exceeds %d bytes", fpLen, maxFingerprint)
 	}
-	d := decoder{buf: body[len(sessionMagic)+4:]}
-	fp := d.bytes("fingerprint", int(d.u32("fingerprint length")))
-	if d.err != nil {
-		return nil, d.err
+	fp := make([]byte, fpLen)
+	if _, err := io.ReadFull(rd, fp); err != nil {
+		return nil, readErr("fingerprint", err)
 	}
 	if string(fp) != r.fingerprint {
 		return nil, &SessionFileError{Field: "fingerprint", Err: ErrWrongProgram,
 			Problem: fmt.Sprintf("saved from program %q, this program is %q", fp, r.fingerprint)}
 	}
+	limit := r.maxSessionFile() - int64(len(head)+len(fp))
+	rest, err := io.ReadAll(io.LimitReader(rd, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read session file: %w", err)
+	}
+	if int64(len(rest)) > limit {
+		return nil, corrupt("size", "longer than a session of this program can be")
+	}
+	if len(rest) < 4 {
+		return nil, corrupt("checksum", "missing (the file is truncated)")
+	}
+	data := slices.Concat(head, fp, rest)
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if got := crc32.Checksum(body, castagnoli); got != sum {
+		return nil, corrupt("checksum", "CRC-32C %08x, the file says %08x (truncated or damaged)", got, sum)
+	}
+	d := decoder{buf: body[len(head)+len(fp):]}
 	md := &r.man.Metadata
 	st := &savedState{state: map[string][]byte{}}
 	pos := d.u64("position")
@@ -246,6 +262,13 @@ func (r *Runner) readSession(rd io.Reader) (*savedState, error) {
 		}
 	}
 	return st, nil
+}
+
+func readErr(field string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corrupt(field, "the file ends early")
+	}
+	return fmt.Errorf("read session file: %w", err)
 }
 
 // decoder reads fields in order, remembering the first short read.

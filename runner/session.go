@@ -12,6 +12,9 @@ import (
 // ErrClosed is returned by a closed session.
 var ErrClosed = errors.New("session closed")
 
+// ErrTokenOutOfRange is wrapped when an appended token id is not in [0, vocab size).
+var ErrTokenOutOfRange = errors.New("token id outside the vocabulary")
+
 // PoisonedError wraps the failure that poisoned a session: every call returns it until Reset.
 type PoisonedError struct{ Err error }
 
@@ -29,6 +32,9 @@ type methodIO struct {
 	mask      []byte
 	positions []int64
 	logits    []float32
+	// maskEnd[i] is how many leading ones mask row i holds (the rest is zero), so a step
+	// rewrites only what changed instead of all S×C bytes.
+	maskEnd []int
 }
 
 // Session is one sequence's state: caches, counters, position and logits. It is not safe
@@ -125,8 +131,10 @@ func (s *Session) bind(spec *program.Method) (*methodIO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bind %s: %w", spec.Name, err)
 	}
-	return &methodIO{spec: spec, step: step, ids: asI64(bufs[program.InputIDs]), mask: bufs[program.AttentionMask],
-		positions: asI64(bufs[program.PositionIDs]), logits: asF32(lb)}, nil
+	mask := bufs[program.AttentionMask]
+	clear(mask)
+	return &methodIO{spec: spec, step: step, ids: asI64(bufs[program.InputIDs]), mask: mask,
+		positions: asI64(bufs[program.PositionIDs]), logits: asF32(lb), maskEnd: make([]int, spec.Step)}, nil
 }
 
 // Position is the number of committed tokens (the next absolute position).
@@ -175,7 +183,7 @@ func (s *Session) append(ctx context.Context, tokens []int, each func(int, []flo
 	V := int64(s.r.man.Metadata.VocabSize)
 	for i, t := range tokens {
 		if t < 0 || int64(t) >= V {
-			return fmt.Errorf("token %d at index %d is outside the vocabulary [0,%d)", t, i, V)
+			return fmt.Errorf("%w: token %d at index %d is outside the vocabulary [0,%d)", ErrTokenOutOfRange, t, i, V)
 		}
 	}
 	if each != nil && !s.r.PrefillLogitsAll() {
@@ -225,11 +233,15 @@ func (s *Session) run(ctx context.Context, mio *methodIO, toks []int) error {
 		mio.positions[i] = int64(pos + i)
 		// keep[i][j] = j ≤ pos+min(i,n-1) && j < pos+n
 		row := mio.mask[i*C : (i+1)*C]
-		end := pos + min(i, n-1) + 1
-		for j := range row[:end] {
-			row[j] = 1
+		end, old := pos+min(i, n-1)+1, mio.maskEnd[i]
+		if end > old {
+			for j := range row[old:end] {
+				row[old+j] = 1
+			}
+		} else {
+			clear(row[end:old])
 		}
-		clear(row[end:])
+		mio.maskEnd[i] = end
 	}
 	s.version++
 	if err := mio.step.Run(ctx); err != nil {
@@ -329,6 +341,7 @@ func (s *Session) Reset() error {
 	for _, b := range s.owned {
 		clear(b)
 	}
+	s.masksCleared()
 	s.pos, s.err = 0, nil
 	clear(s.lo)
 	s.history = s.history[:0]
@@ -365,4 +378,23 @@ func asF32(b []byte) []float32 {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// masksCleared records that every mask buffer was zeroed (Reset, Restore).
+func (s *Session) masksCleared() {
+	for _, mio := range []*methodIO{s.dec, s.pre} {
+		if mio != nil {
+			clear(mio.maskEnd)
+		}
+	}
+}
+
+// masksCopied records that the mask buffers were copied from src (Fork).
+func (s *Session) masksCopied(src *Session) {
+	if s.dec != nil {
+		copy(s.dec.maskEnd, src.dec.maskEnd)
+	}
+	if s.pre != nil {
+		copy(s.pre.maskEnd, src.pre.maskEnd)
+	}
 }

@@ -154,6 +154,7 @@ func (s *Session) copyFrom(src *Session) {
 	for i, b := range src.owned {
 		copy(s.owned[i], b)
 	}
+	s.masksCopied(src)
 	s.pos, s.err = src.pos, src.err
 	copy(s.lo, src.lo)
 	s.history = append(s.history[:0], src.history...)

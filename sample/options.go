@@ -43,8 +43,9 @@ type Options struct {
 	// MinP drops tokens whose probability is below MinP times the most
 	// likely token's. 0 means off; otherwise in (0, 1].
 	MinP float32
-	// TopK keeps the TopK most likely tokens (ties to the lower id).
-	// 0 means off; must be >= 0.
+	// TopK keeps the TopK most likely tokens; a tie at the boundary goes to
+	// the lower ids, so exactly TopK stay (Hugging Face keeps every token
+	// tied with the k-th). 0 means off; must be >= 0.
 	TopK int
 	// RepetitionPenalty (Hugging Face / CTRL) divides the positive logits
 	// and multiplies the negative logits of every token in history.

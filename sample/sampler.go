@@ -169,7 +169,7 @@ func (s *Sampler) filter(work []float32, maxL float32) ([]int32, []float64) {
 		weights = weights[:len(ids)]
 		var z float64
 		for k, id := range ids {
-			weights[k] = math.Exp(float64(work[id]-maxL) * invT)
+			weights[k] = weightOf(work[id], maxL, invT)
 			z += weights[k]
 		}
 		if topP < 1 {
@@ -189,7 +189,7 @@ func (s *Sampler) filter(work []float32, maxL float32) ([]int32, []float64) {
 		for i, l := range work {
 			w := 0.0
 			if l > float32(math.Inf(-1)) {
-				w = math.Exp(float64(l-maxL) * invT)
+				w = weightOf(l, maxL, invT)
 			}
 			all[i] = w
 			z += w
@@ -301,7 +301,7 @@ func (s *Sampler) drawAll(work []float32, maxL float32) int {
 	for i, l := range work {
 		w := 0.0
 		if l > float32(math.Inf(-1)) {
-			w = math.Exp(float64(l-maxL) * invT)
+			w = weightOf(l, maxL, invT)
 		}
 		weights[i] = w
 		z += w

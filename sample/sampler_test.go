@@ -437,3 +437,22 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 }
+
+func TestExpNonPositiveMatchesMathExp(t *testing.T) {
+	worst := 0.0
+	for x := 0.0; x > -700; x -= 0.0137 {
+		got, want := expNonPositive(x), math.Exp(x)
+		if rel := math.Abs(got-want) / want; rel > worst {
+			worst = rel
+		}
+	}
+	if worst > 5e-8 {
+		t.Errorf("worst relative error %.3g, want <= 5e-8", worst)
+	}
+	if got := expNonPositive(-800); got != 0 {
+		t.Errorf("expNonPositive(-800) = %g, want 0", got)
+	}
+	if got := expNonPositive(math.Inf(-1)); got != 0 {
+		t.Errorf("expNonPositive(-Inf) = %g, want 0", got)
+	}
+}

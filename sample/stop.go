@@ -50,8 +50,8 @@ func (m *StopMatcher) Push(piece string) (emit string, stopped bool) {
 	return text[:len(text)-hold], false
 }
 
-// Flush returns the held-back text at the end of generation (when no stop
-// string occurred) and resets nothing else.
+// Flush returns the text still held back, for when generation ends without
+// a stop string (for example at EOS or a length limit).
 func (m *StopMatcher) Flush() string {
 	out := m.pending
 	m.pending = ""

@@ -100,12 +100,17 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		return out, badRequest("stop", "invalid_value", "%v", err)
 	}
 	detok := s.o.Tokenizer.NewStream(true)
+	if len(g.prompt) > 0 {
+		// The prompt's last token primes the detokenizer, so the first new token keeps
+		// its leading space (SentencePiece decoders strip it at the start of a text).
+		detok.Add(g.prompt[len(g.prompt)-1])
+	}
 	maxTokens := g.set.maxTokens
 	if maxTokens == 0 {
 		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
 	}
 	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
-		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos,
+		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(),
 		OnToken: func(tok int) error {
 			out.completionTokens++
 			if hook := s.tokenHook.Load(); hook != nil {

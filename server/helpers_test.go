@@ -231,9 +231,16 @@ func greedyReference(t testing.TB, prompt []int, maxTokens int) string {
 	if res.Reason == generate.StopEOS {
 		toks = toks[:len(toks)-1]
 	}
-	text, err := o.Tokenizer.Decode(toks, true)
+	// The completion continues the prompt: decode it after the prompt's last token, so a
+	// leading space survives the SentencePiece decoder's start-of-text strip.
+	last := prompt[len(prompt)-1:]
+	head, err := o.Tokenizer.Decode(last, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return text
+	text, err := o.Tokenizer.Decode(append(append([]int(nil), last...), toks...), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(text, head)
 }

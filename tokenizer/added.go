@@ -86,7 +86,7 @@ func newAddedVocab(tokens []addedTokenJSON, norm normalizer) (*addedVocab, error
 			return nil, invalidf("added token id %d has empty content", a.ID)
 		}
 		tok := addedToken{id: a.ID, singleWord: a.SingleWord, lstrip: a.LStrip, rstrip: a.RStrip}
-		if !a.Normalized {
+		if !a.normalized() {
 			if av.raw == nil {
 				av.raw = newTrie()
 			}

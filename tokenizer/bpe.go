@@ -32,6 +32,7 @@ type bpe struct {
 	runeIDs     []int32        // [r] id of the one-character token r (r < len), -1 if none; nil with prefix/suffix
 
 	cache wordCache
+	free  chan *mergeScratch // idle scratch buffers
 }
 
 // runeTableSize covers the alphabets before CJK (Latin to the ▁ of
@@ -43,11 +44,15 @@ type bpeMerge struct{ rank, id int32 }
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
-	m := &bpe{vocab: mj.Vocab, unk: -1, fuseUnk: mj.FuseUnk, fallback: mj.ByteFallback,
-		ignore: mj.IgnoreMerges, byteLevel: byteLevel}
-	if m.vocab == nil {
+	if isNull(mj.Vocab) {
 		return nil, invalidf("model has no vocab")
 	}
+	vocab, err := parseVocab(mj.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	m := &bpe{vocab: vocab, unk: -1, fuseUnk: mj.FuseUnk, fallback: mj.ByteFallback,
+		ignore: mj.IgnoreMerges, byteLevel: byteLevel}
 	if mj.ContinuingSubwordPrefix != nil {
 		m.prefix = *mj.ContinuingSubwordPrefix
 	}
@@ -59,8 +64,8 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 	}
 	n := 0
 	for tok, id := range m.vocab {
-		if id < 0 || id > 1<<30 {
-			return nil, invalidf("model vocab token %q has id %d out of range", tok, id)
+		if id < 0 || id > maxTokenID {
+			return nil, invalidf("model vocab token %q has id %d outside 0..%d", tok, id, maxTokenID)
 		}
 		n = max(n, id+1)
 	}
@@ -80,6 +85,7 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		m.unk = int32(id)
 	}
 	m.merges = newMergeTable(len(merges))
+	m.free = make(chan *mergeScratch, maxIdleScratch)
 	for rank, mg := range merges {
 		a, okA := m.vocab[mg[0]]
 		b, okB := m.vocab[mg[1]]
@@ -128,8 +134,27 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 	return m, nil
 }
 
+// getScratch takes a scratch from the free list (or makes one); putScratch
+// returns it. A channel keeps them across garbage collections, unlike a
+// sync.Pool, so their merge caches stay warm.
+func (m *bpe) getScratch() *mergeScratch {
+	select {
+	case sc := <-m.free:
+		return sc
+	default:
+		return &mergeScratch{merges: m.merges}
+	}
+}
+
+func (m *bpe) putScratch(sc *mergeScratch) {
+	select {
+	case m.free <- sc:
+	default:
+	}
+}
+
 // encodeWord appends the ids of one pre-tokenized word.
-func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
+func (m *bpe) encodeWord(w string, dst []int, sc *mergeScratch) ([]int, error) {
 	if w == "" {
 		return dst, nil
 	}
@@ -151,8 +176,6 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 			return dst, nil
 		}
 	}
-	sc := scratchPool.Get().(*mergeScratch)
-	defer scratchPool.Put(sc)
 	var syms []symbol
 	var err error
 	if m.byteLevel {
@@ -164,7 +187,11 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 		return nil, err
 	}
 	sc.syms = syms
-	sc.heap = m.mergeAll(w, syms, sc.heap[:0])
+	if len(syms) <= maxScanMerge {
+		sc.pairs = m.mergeScan(w, syms, sc.pairs[:0], sc)
+	} else {
+		sc.heap = m.mergeAll(w, syms, sc.heap[:0], sc)
+	}
 	start := len(dst)
 	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
 		dst = append(dst, int(syms[i].id))
@@ -178,22 +205,6 @@ func (m *bpe) encodeWord(w string, dst []int) ([]int, error) {
 	}
 	return dst, nil
 }
-
-// symbol is one node of the doubly linked list a word is merged in.
-type symbol struct {
-	id         int32
-	prev, next int32 // -1 at the ends
-	gone       bool  // merged into its left neighbour
-}
-
-// mergeScratch holds the per-word buffers of encodeWord, reused through a
-// pool so that encoding allocates little.
-type mergeScratch struct {
-	syms []symbol
-	heap mergeHeap
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
 
 func (m *bpe) byteSymbols(w string, syms []symbol) ([]symbol, error) {
 	syms = slices.Grow(syms, len(w))[:len(w)]
@@ -274,117 +285,6 @@ func (m *bpe) allFallback(s string) bool {
 		}
 	}
 	return true
-}
-
-// mergeAll applies merges in rank order (leftmost first on ties) with a
-// binary heap of candidate pairs; a candidate whose two symbols changed
-// since it was pushed is stale and skipped. It returns the heap buffer for
-// reuse.
-// In byte-level mode syms are the bytes of w.
-func (m *bpe) mergeAll(w string, syms []symbol, h mergeHeap) mergeHeap {
-	if len(syms) < 2 {
-		return h
-	}
-	for i := 0; i+1 < len(syms); i++ {
-		a, b := syms[i].id, syms[i+1].id
-		var mg bpeMerge
-		var ok bool
-		if m.bytePairs != nil {
-			mg = m.bytePairs[int(w[i])<<8|int(w[i+1])]
-			ok = mg.id >= 0
-		} else {
-			mg, ok = m.merges.get(a, b)
-		}
-		if ok {
-			h = append(h, candidate{rank: mg.rank, pos: int32(i), id: mg.id, left: a, right: b})
-		}
-	}
-	h.init()
-	for len(h) > 0 {
-		top := h.pop()
-		cur := &syms[top.pos]
-		if cur.gone || cur.next < 0 || cur.id != top.left || syms[cur.next].id != top.right {
-			continue
-		}
-		right := &syms[cur.next]
-		cur.id = top.id
-		right.gone = true
-		cur.next = right.next
-		if cur.next >= 0 {
-			syms[cur.next].prev = top.pos
-		}
-		if cur.prev >= 0 {
-			left := syms[cur.prev].id
-			if mg, ok := m.merges.get(left, cur.id); ok {
-				h.push(candidate{rank: mg.rank, pos: cur.prev, id: mg.id, left: left, right: cur.id})
-			}
-		}
-		if cur.next >= 0 {
-			next := syms[cur.next].id
-			if mg, ok := m.merges.get(cur.id, next); ok {
-				h.push(candidate{rank: mg.rank, pos: top.pos, id: mg.id, left: cur.id, right: next})
-			}
-		}
-	}
-	return h
-}
-
-type candidate struct{ rank, pos, id, left, right int32 }
-
-func (a candidate) less(b candidate) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
-}
-
-// mergeHeap is a binary min-heap of candidates.
-type mergeHeap []candidate
-
-func (h mergeHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *mergeHeap) push(c candidate) {
-	*h = append(*h, c)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s[i].less(s[p]) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *mergeHeap) pop() candidate {
-	s := *h
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	*h = s[:n]
-	h.down(0)
-	return top
-}
-
-func (h mergeHeap) down(i int) {
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		c := l
-		if r := l + 1; r < n && h[r].less(h[l]) {
-			c = r
-		}
-		if !h[c].less(h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }
 
 // maxCachedWord and maxCacheEntries bound the word cache (as in Hugging

@@ -1,11 +1,17 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // byteToChar is GPT-2's reversible byte → printable character map used by
-// byte-level vocabularies; charToByte is its inverse.
-var byteToChar, charToByte = func() (b2c [256]string, c2b map[rune]byte) {
-	c2b = make(map[rune]byte, 256)
+// byte-level vocabularies; charToByte is its inverse (-1: not a byte
+// character). All the characters are below U+0144.
+var byteToChar, charToByte = func() (b2c [256]string, c2b [0x200]int16) {
+	for i := range c2b {
+		c2b[i] = -1
+	}
 	n := 0
 	for b := 0; b < 256; b++ {
 		r := rune(b)
@@ -15,21 +21,30 @@ var byteToChar, charToByte = func() (b2c [256]string, c2b map[rune]byte) {
 			n++
 		}
 		b2c[b] = string(r)
-		c2b[r] = byte(b)
+		c2b[r] = int16(b)
 	}
 	return b2c, c2b
 }()
+
+// byteLevelEncode maps every byte of s to its GPT-2 character.
+func byteLevelEncode(s string) string {
+	var b strings.Builder
+	b.Grow(2 * len(s))
+	for i := 0; i < len(s); i++ {
+		b.WriteString(byteToChar[s[i]])
+	}
+	return b.String()
+}
 
 // byteLevelDecode maps a byte-level token back to its bytes; ok is false if
 // some character is outside the byte alphabet.
 func byteLevelDecode(tok string) (raw []byte, ok bool) {
 	raw = make([]byte, 0, len(tok))
 	for _, r := range tok {
-		b, found := charToByte[r]
-		if !found {
+		if r >= rune(len(charToByte)) || charToByte[r] < 0 {
 			return nil, false
 		}
-		raw = append(raw, b)
+		raw = append(raw, byte(charToByte[r]))
 	}
 	return raw, true
 }

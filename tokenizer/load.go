@@ -3,19 +3,21 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
-// fileJSON is the raw shape of tokenizer.json; components stay raw until
+// fileJSON is tokenizer.json split by parseFile; components stay raw until
 // their "type" is known.
 type fileJSON struct {
-	AddedTokens   []addedTokenJSON `json:"added_tokens"`
-	Normalizer    json.RawMessage  `json:"normalizer"`
-	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
-	PostProcessor json.RawMessage  `json:"post_processor"`
-	Decoder       json.RawMessage  `json:"decoder"`
-	Model         json.RawMessage  `json:"model"`
+	AddedTokens   []addedTokenJSON
+	Normalizer    json.RawMessage
+	PreTokenizer  json.RawMessage
+	PostProcessor json.RawMessage
+	Decoder       json.RawMessage
+	Model         json.RawMessage
 }
 
 type addedTokenJSON struct {
@@ -24,13 +26,20 @@ type addedTokenJSON struct {
 	SingleWord bool   `json:"single_word"`
 	LStrip     bool   `json:"lstrip"`
 	RStrip     bool   `json:"rstrip"`
-	Normalized bool   `json:"normalized"`
+	Normalized *bool  `json:"normalized"` // absent: !special, as in Hugging Face
 	Special    bool   `json:"special"`
+}
+
+func (a addedTokenJSON) normalized() bool {
+	if a.Normalized == nil {
+		return !a.Special
+	}
+	return *a.Normalized
 }
 
 type modelJSON struct {
 	Type                    string          `json:"type"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 	UnkToken                *string         `json:"unk_token"`
 	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
@@ -50,20 +59,6 @@ type configJSON struct {
 	TokenizerClass string          `json:"tokenizer_class"`
 }
 
-// componentType reads the "type" field of a component; null gives "".
-func componentType(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
-		return "", nil
-	}
-	var t struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return "", err
-	}
-	return t.Type, nil
-}
-
 func isNull(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
@@ -75,26 +70,9 @@ func isNull(raw json.RawMessage) bool {
 // add_bos_token/add_eos_token flags that transformers applies on top of the
 // post-processor.
 func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
-	var f fileJSON
-	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
-		return nil, invalidf("tokenizer.json: %v", err)
-	}
-	if isNull(f.Model) {
-		return nil, invalidf("tokenizer.json has no model")
-	}
-	modelType, err := componentType(f.Model)
+	f, mj, err := parseFile(tokenizerJSON)
 	if err != nil {
-		return nil, invalidf("model: %v", err)
-	}
-	if modelType != "BPE" && modelType != "" { // older files omit the type of BPE models
-		return nil, &UnsupportedError{Component: "model", Type: modelType}
-	}
-	var mj modelJSON
-	if err := json.Unmarshal(f.Model, &mj); err != nil {
-		return nil, invalidf("model: %v", err)
-	}
-	if mj.Merges == nil {
-		return nil, invalidf("model has no merges; only BPE models are supported")
+		return nil, err
 	}
 	if mj.Dropout != nil && *mj.Dropout != 0 {
 		return nil, invalidf("model: BPE dropout %v is not deterministic; set it to null", *mj.Dropout)
@@ -115,14 +93,19 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.model, err = newBPE(&mj, merges, t.byteLevel); err != nil {
+	if t.model, err = newBPE(mj, merges, t.byteLevel); err != nil {
 		return nil, err
 	}
 	if err := t.buildVocab(f.AddedTokens); err != nil {
 		return nil, err
 	}
-	if t.post, err = parsePostProcessor(f.PostProcessor, t.tokenID); err != nil {
+	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
 		return nil, err
+	}
+	for _, id := range t.post.added() {
+		if _, ok := t.Token(id); !ok {
+			return nil, invalidf("post_processor adds token id %d, which is not in the vocabulary", id)
+		}
 	}
 	if t.added, err = newAddedVocab(f.AddedTokens, t.normalizer); err != nil {
 		return nil, err
@@ -138,34 +121,105 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
+// parseFile splits tokenizer.json into its components. The vocabulary and
+// merges are left raw for the fast scanner; everything else goes through
+// encoding/json.
+func parseFile(data []byte) (*fileJSON, *modelJSON, error) {
+	fields, err := objectFields(data)
+	if err != nil {
+		return nil, nil, invalidf("tokenizer.json: %v", err)
+	}
+	f := &fileJSON{Normalizer: fields["normalizer"], PreTokenizer: fields["pre_tokenizer"],
+		PostProcessor: fields["post_processor"], Decoder: fields["decoder"], Model: fields["model"]}
+	if raw := fields["added_tokens"]; !isNull(raw) {
+		if err := json.Unmarshal(raw, &f.AddedTokens); err != nil {
+			return nil, nil, invalidf("added_tokens: %v", err)
+		}
+	}
+	if isNull(f.Model) {
+		return nil, nil, invalidf("tokenizer.json has no model")
+	}
+	modelFields, err := objectFields(f.Model)
+	if err != nil {
+		return nil, nil, invalidf("model: %v", err)
+	}
+	modelType := ""
+	if raw, ok := modelFields["type"]; ok {
+		if err := json.Unmarshal(raw, &modelType); err != nil {
+			return nil, nil, invalidf("model.type: %v", err)
+		}
+	}
+	if modelType != "BPE" && modelType != "" { // older files omit the type of BPE models
+		return nil, nil, &UnsupportedError{Component: "model", Type: modelType}
+	}
+	mj := &modelJSON{Vocab: modelFields["vocab"], Merges: modelFields["merges"]}
+	delete(modelFields, "vocab")
+	delete(modelFields, "merges")
+	small, err := json.Marshal(modelFields)
+	if err == nil {
+		err = json.Unmarshal(small, mj)
+	}
+	if err != nil {
+		return nil, nil, invalidf("model: %v", err)
+	}
+	if mj.Merges == nil {
+		return nil, nil, invalidf("model has no merges; only BPE models are supported")
+	}
+	return f, mj, nil
+}
+
+// LoadFS loads tokenizer.json and, if present, tokenizer_config.json from
+// the root of fsys (for example os.DirFS of a Hugging Face model folder).
+func LoadFS(fsys fs.FS) (*Tokenizer, error) {
+	data, err := fs.ReadFile(fsys, "tokenizer.json")
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: reading tokenizer.json: %w", err)
+	}
+	config, err := fs.ReadFile(fsys, "tokenizer_config.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		config, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: reading tokenizer_config.json: %w", err)
+	}
+	return Load(data, config)
+}
+
 // parseMerges accepts both merge formats: "a b" strings and ["a", "b"] pairs.
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, invalidf("model.merges: %v", err)
-	}
-	out := make([][2]string, len(items))
-	for i, it := range items {
-		if len(it) > 0 && it[0] == '"' {
-			var s string
-			if err := json.Unmarshal(it, &s); err != nil {
-				return nil, invalidf("model.merges[%d]: %v", i, err)
+	s := &jsonScanner{data: raw}
+	out := make([][2]string, 0, len(raw)/48) // a rough guess; append grows it
+	err := s.list(func() error {
+		i := len(out)
+		if s.next() == '"' {
+			str, err := s.str()
+			if err != nil {
+				return err
 			}
-			a, b, ok := strings.Cut(s, " ")
+			a, b, ok := strings.Cut(str, " ")
 			if !ok || strings.Contains(b, " ") {
-				return nil, invalidf("model.merges[%d] = %q is not two tokens separated by one space", i, s)
+				return fmt.Errorf("merge %d = %q is not two tokens separated by one space", i, str)
 			}
-			out[i] = [2]string{a, b}
-			continue
+			out = append(out, [2]string{a, b})
+			return nil
 		}
 		var pair []string
-		if err := json.Unmarshal(it, &pair); err != nil || len(pair) != 2 {
-			return nil, invalidf("model.merges[%d] = %s is neither \"a b\" nor [a, b]", i, it)
+		err := s.list(func() error {
+			tok, err := s.str()
+			pair = append(pair, tok)
+			return err
+		})
+		if err != nil || len(pair) != 2 {
+			return fmt.Errorf("merge %d is neither \"a b\" nor [a, b]", i)
 		}
-		out[i] = [2]string{pair[0], pair[1]}
+		out = append(out, [2]string{pair[0], pair[1]})
+		return nil
+	})
+	if err != nil {
+		return nil, invalidf("model.merges: %v", err)
 	}
 	return out, nil
 }
@@ -175,8 +229,8 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 	n := len(t.model.idToToken)
 	for _, a := range added {
-		if a.ID < 0 {
-			return invalidf("added token %q has negative id %d", a.Content, a.ID)
+		if a.ID < 0 || a.ID > maxTokenID {
+			return invalidf("added token %q has id %d outside 0..%d", a.Content, a.ID, maxTokenID)
 		}
 		n = max(n, a.ID+1)
 	}
@@ -196,6 +250,10 @@ func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 	}
 	return nil
 }
+
+// maxTokenID bounds token ids so that a corrupt file cannot make Load
+// allocate gigabytes (real vocabularies are below 2^20).
+const maxTokenID = 1 << 24
 
 // tokenID finds the id of a token string: added tokens first, then the model.
 func (t *Tokenizer) tokenID(tok string) (int, bool) {

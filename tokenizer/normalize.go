@@ -62,6 +62,8 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			return nil, err
 		}
 		return replaceNormalizer{pattern: p, content: j.Content}, nil
+	case "ByteLevel":
+		return byteLevelNormalizer{}, nil
 	case "Strip":
 		return strip{left: j.Left == nil || *j.Left, right: j.Right == nil || *j.Right}, nil
 	}
@@ -106,6 +108,12 @@ type replaceNormalizer struct {
 }
 
 func (r replaceNormalizer) normalize(s string) string { return replaceAll(r.pattern, s, r.content) }
+
+// byteLevelNormalizer maps bytes to GPT-2 characters (the model then
+// works on characters).
+type byteLevelNormalizer struct{}
+
+func (byteLevelNormalizer) normalize(s string) string { return byteLevelEncode(s) }
 
 type strip struct{ left, right bool }
 

@@ -9,6 +9,8 @@ type postProcessor interface {
 	apply(ids []int) []int
 	// firstSpecial is the first token added in front (the BOS), if any.
 	firstSpecial() (int, bool)
+	// added lists every id the processor may add.
+	added() []int
 }
 
 type postProcessorJSON struct {
@@ -31,7 +33,7 @@ type templateItem struct {
 	} `json:"Sequence"`
 }
 
-func parsePostProcessor(raw json.RawMessage, tokenID func(string) (int, bool)) (postProcessor, error) {
+func parsePostProcessor(raw json.RawMessage) (postProcessor, error) {
 	if isNull(raw) {
 		return &templateProcessing{}, nil
 	}
@@ -57,7 +59,7 @@ func parsePostProcessor(raw json.RawMessage, tokenID func(string) (int, bool)) (
 	case "Sequence":
 		var seq sequenceProcessor
 		for _, r := range j.Processors {
-			p, err := parsePostProcessor(r, tokenID)
+			p, err := parsePostProcessor(r)
 			if err != nil {
 				return nil, err
 			}
@@ -129,7 +131,19 @@ func (tp *templateProcessing) firstSpecial() (int, bool) {
 	return tp.before[0], true
 }
 
+func (tp *templateProcessing) added() []int {
+	return append(append([]int(nil), tp.before...), tp.after...)
+}
+
 type sequenceProcessor []postProcessor
+
+func (seq sequenceProcessor) added() []int {
+	var ids []int
+	for _, p := range seq {
+		ids = append(ids, p.added()...)
+	}
+	return ids
+}
 
 func (seq sequenceProcessor) apply(ids []int) []int {
 	for _, p := range seq {

@@ -55,7 +55,9 @@ func parsePreTokenizerChain(raw json.RawMessage) (pt preTokenizer, byteLevel boo
 			return nil, false, err
 		}
 		if bl && k != len(j.PreTokenizers)-1 {
-			return nil, false, &UnsupportedError{Component: "pre_tokenizer", Type: "ByteLevel before another pre-tokenizer"}
+			// Later pre-tokenizers must see the mapped characters.
+			p = mappedByteLevel{p.(byteLevelPreTokenizer)}
+			bl = false
 		}
 		byteLevel = byteLevel || bl
 		seq = append(seq, p)
@@ -300,6 +302,19 @@ func (bl byteLevelPreTokenizer) split(in []piece) []piece {
 		}
 		spans = bl.regex.matches(p.text, spans[:0])
 		out = splitByMatches(p, spans, behaviorIsolated, false, out)
+	}
+	return out
+}
+
+// mappedByteLevel is a ByteLevel pre-tokenizer that other pre-tokenizers
+// follow: it maps bytes to GPT-2 characters itself, and the model then
+// works on characters.
+type mappedByteLevel struct{ inner byteLevelPreTokenizer }
+
+func (m mappedByteLevel) split(in []piece) []piece {
+	out := m.inner.split(in) // may be in itself, which the caller lets us rewrite
+	for i := range out {
+		out[i].text = byteLevelEncode(out[i].text)
 	}
 	return out
 }

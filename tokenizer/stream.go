@@ -43,10 +43,20 @@ func (s *Stream) Add(id int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Hold back while the text ends in U+FFFD: it may be an incomplete
-	// character that the next byte-level token completes.
-	if strings.HasSuffix(text, "\uFFFD") || !strings.HasPrefix(text, s.emitted) {
-		return "", nil
+	if !strings.HasPrefix(text, s.emitted) {
+		return "", nil // cannot happen with the decoders implemented here
+	}
+	// A trailing U+FFFD may be an incomplete character that the next
+	// byte-level token completes (invalid UTF-8 decodes like Rust's
+	// from_utf8_lossy: one U+FFFD for the whole incomplete tail). Everything
+	// before it is final.
+	if strings.HasSuffix(text, "\uFFFD") {
+		final := text[:len(text)-len("\uFFFD")]
+		out := final[min(len(s.emitted), len(final)):]
+		if len(final) > len(s.emitted) {
+			s.emitted = final
+		}
+		return out, nil
 	}
 	out := text[len(s.emitted):]
 	// Keep the last id as context: decoders such as Strip or Metaspace

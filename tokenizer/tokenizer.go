@@ -7,9 +7,28 @@
 // It owns: parsing tokenizer.json and the special-token part of
 // tokenizer_config.json, added/special token matching, normalizers,
 // pre-tokenizers, the BPE model, post-processors (BOS/EOS) and decoders.
-// It does not own chat templates (internal/chat), truncation or padding.
+// It does not own chat templates (internal/chat), truncation, padding,
+// offsets, or models other than BPE (WordPiece, Unigram, WordLevel are
+// rejected with an *UnsupportedError).
 //
-// A Tokenizer is immutable after Load and safe for concurrent use.
+// Supported components: normalizers NFC, NFD, NFKC, NFKD, Lowercase,
+// Replace, Prepend, Strip, ByteLevel, Sequence; pre-tokenizers ByteLevel,
+// Split, Metaspace, Digits, Whitespace, WhitespaceSplit, Sequence;
+// post-processors TemplateProcessing, ByteLevel, RobertaProcessing,
+// BertProcessing, Sequence; decoders ByteLevel, Replace, ByteFallback,
+// Fuse, Strip, Metaspace, Sequence. The split regexes of GPT-2, Llama 3 and
+// Qwen 2/3 run on hand-written scanners; other regexes run on regexp2.
+//
+// Typical use:
+//
+//	tok, err := tokenizer.LoadFS(os.DirFS(modelDir))
+//	ids, err := tok.Encode(prompt, true) // with BOS where the model wants it
+//	st := tok.NewStream(true)
+//	for each generated id { piece, err := st.Add(id); print(piece) }
+//	print(st.Flush())
+//
+// A Tokenizer is immutable after Load and safe for concurrent use; a
+// Stream belongs to one generation.
 package tokenizer
 
 import (
@@ -55,13 +74,15 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 		text = lossyUTF8([]byte(text))
 	}
 	ids := make([]int, 0, len(text)/3+2)
+	sc := t.model.getScratch()
+	defer t.model.putScratch(sc)
 	var err error
 	for _, seg := range t.added.split(text, nil) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
 			continue
 		}
-		if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids); err != nil {
+		if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids, sc); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +94,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 
 // encodeSegment encodes text between non-normalized added tokens:
 // normalize, match normalized added tokens, pre-tokenize, run the model.
-func (t *Tokenizer) encodeSegment(text string, first bool, ids []int) ([]int, error) {
+func (t *Tokenizer) encodeSegment(text string, first bool, ids []int, sc *mergeScratch) ([]int, error) {
 	if t.normalizer != nil {
 		text = t.normalizer.normalize(text)
 	}
@@ -96,7 +117,7 @@ func (t *Tokenizer) encodeSegment(text string, first bool, ids []int) ([]int, er
 		}
 		for _, w := range words {
 			var err error
-			if ids, err = t.model.encodeWord(w.text, ids); err != nil {
+			if ids, err = t.model.encodeWord(w.text, ids, sc); err != nil {
 				return nil, err
 			}
 		}

@@ -1,11 +1,15 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -46,6 +50,8 @@ func TestAddedTokenFlags(t *testing.T) {
 		{"single_word accepts between spaces", `"single_word": true`, "null", "a <x> b", []int{0, 2, 6, 2, 1}},
 		{"normalized token matches normalized text", `"normalized": true`, `{"type": "Lowercase"}`, "A<X>", []int{0, 6}},
 		{"non-normalized token needs raw text", `"normalized": false`, `{"type": "Lowercase"}`, "<X>", []int{3, 4, 5}},
+		{"non-special token is normalized by default", `"special": false`, `{"type": "Lowercase"}`, "A<X>", []int{0, 6}},
+		{"special token is not normalized by default", `"lstrip": false`, `{"type": "Lowercase"}`, "<X>", []int{3, 4, 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +182,11 @@ func TestLoadRejectsMalformedFiles(t *testing.T) {
 		"unk not in vocab":      `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"}}`,
 		"template without A":    `{"post_processor": {"type": "TemplateProcessing", "single": []}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`,
 		"dropout is not stable": `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": 0.1}}`,
+		"huge vocab id":         `{"model": {"type": "BPE", "vocab": {"a": 1099511627776}, "merges": []}}`,
+		"huge added id":         `{"added_tokens": [{"id": 1099511627776, "content": "x"}], "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`,
+		"template adds unknown id": `{"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}],
+		                          "special_tokens": {"<s>": {"ids": [7]}}}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`,
+		"trailing garbage": `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}} x`,
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -294,5 +305,148 @@ func TestEncodeConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestConfigAddsEOS checks that tokenizer_config.json's add_bos_token and
+// add_eos_token rebuild the template of Llama-class tokenizers, as
+// transformers does.
+func TestConfigAddsEOS(t *testing.T) {
+	data := readTestdata(t, fixtureTokenizers["mistral"].tokenizer)
+	tests := []struct {
+		config string
+		want   []int
+	}{
+		{`{"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "add_eos_token": true}`, []int{1, 22557, 2}},
+		{`{"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "add_bos_token": false}`, []int{22557}},
+		{`{"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "add_bos_token": false}`, []int{1, 22557}},
+		{`{"bos_token": {"content": "<s>", "special": true}}`, []int{1, 22557}},
+	}
+	for _, tt := range tests {
+		tok, err := Load(data, []byte(tt.config))
+		if err != nil {
+			t.Fatalf("Load with %s: %v", tt.config, err)
+		}
+		got, err := tok.Encode("Hello", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("config %s: Encode(Hello, true) (-want +got):\n%s", tt.config, diff)
+		}
+	}
+	if _, err := Load(data, []byte(`{"bos_token": "<nope>"}`)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown bos_token: error = %v, want ErrInvalid", err)
+	}
+}
+
+func TestLoadFS(t *testing.T) {
+	data := readTestdata(t, fixtureTokenizers["stories260K"].tokenizer)
+	config := readTestdata(t, fixtureTokenizers["stories260K"].config)
+	withConfig, err := LoadFS(fstest.MapFS{"tokenizer.json": {Data: data}, "tokenizer_config.json": {Data: config}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{2}, withConfig.EOS()); diff != "" {
+		t.Errorf("EOS with config (-want +got):\n%s", diff)
+	}
+	withoutConfig, err := LoadFS(fstest.MapFS{"tokenizer.json": {Data: data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bos, ok := withoutConfig.BOS(); !ok || bos != 1 {
+		t.Errorf("BOS without config = %d, %v; want 1 from the post-processor", bos, ok)
+	}
+	if _, err := LoadFS(fstest.MapFS{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("empty FS: error = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// withComponents returns a fixture tokenizer.json with some top-level
+// components replaced by raw JSON.
+func withComponents(t *testing.T, name string, replace map[string]string) []byte {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(readTestdata(t, fixtureTokenizers[name].tokenizer), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range replace {
+		doc[k] = json.RawMessage(v)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestByteLevelBeforeAnotherPreTokenizer runs Llama 3 with a Split on tab
+// after ByteLevel: bytes are mapped to characters before it (a tab becomes
+// "ĉ" and no longer splits) and the model works on characters, so the ids
+// must not change.
+func TestByteLevelBeforeAnotherPreTokenizer(t *testing.T) {
+	pre := `{"type": "Sequence", "pretokenizers": [
+	  {"type": "Split", "pattern": {"Regex": ` + strconv.Quote(llama3Regex) + `}, "behavior": "Isolated", "invert": false},
+	  {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false},
+	  {"type": "Split", "pattern": {"String": "\t"}, "behavior": "Removed", "invert": false}]}`
+	tok := mustLoad(t, withComponents(t, "llama3", map[string]string{"pre_tokenizer": pre}))
+	if tok.byteLevel {
+		t.Fatal("model works on raw bytes although ByteLevel is not the last pre-tokenizer")
+	}
+	for _, v := range fixtureVectors(t, "llama3") {
+		got, err := tok.Encode(v.Text, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(nonNil(v.IDs), nonNil(got)); diff != "" {
+			t.Errorf("Encode(%q) (-want +got):\n%s", v.Text, diff)
+		}
+	}
+}
+
+// TestByteLevelNormalizerRoundTrips uses the ByteLevel normalizer instead
+// of the pre-tokenizer: the whole text is one word of GPT-2 characters and
+// must decode back to itself.
+func TestByteLevelNormalizerRoundTrips(t *testing.T) {
+	tok := mustLoad(t, withComponents(t, "llama3", map[string]string{
+		"normalizer": `{"type": "ByteLevel"}`, "pre_tokenizer": "null"}))
+	for _, v := range fixtureVectors(t, "llama3") {
+		ids, err := tok.Encode(v.Text, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tok.Decode(ids, false); err != nil || got != v.Text {
+			t.Errorf("Decode(Encode(%q)) = %q, %v", v.Text, got, err)
+		}
+	}
+}
+
+// TestPreTokenizers uses the examples of Hugging Face's pre-tokenizer
+// documentation.
+func TestPreTokenizers(t *testing.T) {
+	tests := []struct {
+		json, text string
+		want       []string
+	}{
+		{`{"type": "Whitespace"}`, "Hello there!", []string{"Hello", "there", "!"}},
+		{`{"type": "WhitespaceSplit"}`, "Hello there!", []string{"Hello", "there!"}},
+		{`{"type": "Digits", "individual_digits": true}`, "Call 123 please", []string{"Call ", "1", "2", "3", " please"}},
+		{`{"type": "Digits", "individual_digits": false}`, "Call 123 please", []string{"Call ", "123", " please"}},
+		{`{"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}`, "Hello my friend", []string{" Hello", " my", " friend"}},
+		{`{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}`, "Hey friend!", []string{"▁Hey", "▁friend!"}},
+		{`{"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": true}]}`, "a12 b", []string{"a", "1", "2", "b"}},
+	}
+	for _, tt := range tests {
+		pt, _, err := parsePreTokenizerChain([]byte(tt.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.json, err)
+		}
+		var got []string
+		for _, p := range pt.split([]piece{{text: tt.text, first: true}}) {
+			got = append(got, p.text)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s on %q (-want +got):\n%s", tt.json, tt.text, diff)
+		}
 	}
 }

@@ -17,10 +17,10 @@ import (
 
 func newExportCmd() *cobra.Command {
 	var (
-		out, cacheDType, weights, prefillLogits, layout string
-		prefill, context                                int
-		keep                                            []string
-		quiet                                           bool
+		out, cacheDType, weights, embedWeights, prefillLogits, layout string
+		prefill, context                                              int
+		keep                                                          []string
+		quiet                                                         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export MODEL_DIR -o PROGRAM",
@@ -39,7 +39,7 @@ method of P tokens.`,
 			}
 			defer ckpt.Close()
 			opts := export.Options{
-				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights,
+				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
 			}
 			var bar *progressbar.ProgressBar
@@ -97,6 +97,7 @@ method of P tokens.`,
 	f.IntVar(&context, "context", 0, "context capacity C (default: the model's max_position_embeddings capped at 4096)")
 	f.StringVar(&cacheDType, "cache-dtype", "f16", "K/V cache dtype: f16 or f32")
 	f.StringVar(&weights, "weights", "", "weight type: f32, f16, bf16, q8, q4 (default: the checkpoint's dtype)")
+	f.StringVar(&embedWeights, "embed-weights", "", "type of the embedding and output matrices (default: q8 with --weights q4, else --weights)")
 	f.StringSliceVar(&keep, "weights-keep", nil, "checkpoint tensors to keep in float when quantizing (comma-separated)")
 	f.StringVar(&prefillLogits, "prefill-logits", "last", "rows of logits the prefill method returns: last or all")
 	f.StringVar(&layout, "sliding-layout", "ring", "cache layout of sliding-window layers: ring or full")

@@ -46,7 +46,9 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd())
+	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
+		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())
+	root.AddCommand(newBenchCmd())
 	root.AddCommand(newServeCmd())
 	return root
 }

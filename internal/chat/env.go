@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,6 +13,19 @@ import (
 // addEnvironment adds the globals Hugging Face's template environment
 // provides beyond the Jinja built-ins.
 func addEnvironment(data map[string]jinja.Value, now time.Time) {
+	depth := 0
+	data["__hf_enter_macro"] = jinja.NewCallable("macro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		depth++
+		if depth > maxMacroDepth {
+			return jinja.Undefined(), fmt.Errorf("%w: macros nested deeper than %d", ErrLimit, maxMacroDepth)
+		}
+		return jinja.NewString(""), nil
+	})
+	data["__hf_leave_macro"] = jinja.NewCallable("endmacro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		depth--
+		return jinja.NewString(""), nil
+	})
+	data["range"] = jinja.NewCallable("range", rangeFunc)
 	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
 	data["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
@@ -19,6 +33,55 @@ func addEnvironment(data map[string]jinja.Value, now time.Time) {
 		}
 		return jinja.NewString(strftime(now, args[0].AsString())), nil
 	})
+}
+
+// Limits that keep a hostile or broken template from exhausting the
+// process; real chat templates stay far below them.
+const (
+	maxMacroDepth = 200
+	maxSequence   = 1 << 20 // items of a range, bytes or items of a repetition
+)
+
+// ErrLimit is returned when a template exceeds a resource limit.
+var ErrLimit = errors.New("chat: template exceeds a resource limit")
+
+// rangeFunc is Python's range(stop) / range(start, stop[, step]), capped.
+func rangeFunc(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	var r [3]int64
+	r[2] = 1
+	for i, a := range args {
+		if !a.IsInt() {
+			return jinja.Undefined(), fmt.Errorf("range: argument %d is a %s, want an integer", i+1, kindName(a))
+		}
+	}
+	switch len(args) {
+	case 1:
+		r[1] = args[0].AsInt()
+	case 2, 3:
+		for i, a := range args {
+			r[i] = a.AsInt()
+		}
+	default:
+		return jinja.Undefined(), fmt.Errorf("range: want 1 to 3 arguments, got %d", len(args))
+	}
+	start, stop, step := r[0], r[1], r[2]
+	if step == 0 {
+		return jinja.Undefined(), errors.New("range: step must not be zero")
+	}
+	var n int64
+	if step > 0 && stop > start {
+		n = (stop - start + step - 1) / step
+	} else if step < 0 && stop < start {
+		n = (start - stop - step - 1) / -step
+	}
+	if n > maxSequence {
+		return jinja.Undefined(), fmt.Errorf("%w: range of %d items", ErrLimit, n)
+	}
+	items := make([]jinja.Value, n)
+	for i := range items {
+		items[i] = jinja.NewInt(start + int64(i)*step)
+	}
+	return jinja.NewList(items), nil
 }
 
 func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {

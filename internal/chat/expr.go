@@ -214,12 +214,20 @@ func (p *exprParser) math1() (string, error) {
 }
 
 func (p *exprParser) concat() (string, error) {
-	return p.leftAssoc(p.math2, func() (string, bool) {
-		if p.isOp("~") {
-			return "~", true
+	left, err := p.math2()
+	if err != nil {
+		return "", err
+	}
+	for p.isOp("~") {
+		p.next()
+		right, err := p.math2()
+		if err != nil {
+			return "", err
 		}
-		return "", false
-	}, false)
+		// The engine prints floats and containers unlike Python.
+		left = "(__hf_str(" + left + ") ~ __hf_str(" + right + "))"
+	}
+	return left, nil
 }
 
 func (p *exprParser) math2() (string, error) {
@@ -257,10 +265,15 @@ func (p *exprParser) leftAssoc(operand func() (string, error), op func() (string
 		if err != nil {
 			return "", err
 		}
-		if strict {
-			left, right = strictOperand(left), strictOperand(right)
+		switch {
+		case o == "*":
+			// __hf_mul caps the size of repeated strings and lists.
+			left = "__hf_mul(" + left + ", " + right + ")"
+		case strict:
+			left = "(" + strictOperand(left) + " " + o + " " + strictOperand(right) + ")"
+		default:
+			left = "(" + left + " " + o + " " + right + ")"
 		}
-		left = "(" + left + " " + o + " " + right + ")"
 	}
 }
 
@@ -399,11 +412,24 @@ func (p *exprParser) postfix(x string) (string, error) {
 			x += "." + t.text
 		case p.isOp("["):
 			p.next()
-			sub, err := p.subscript()
+			parts, err := p.subscript()
 			if err != nil {
 				return "", err
 			}
-			x += "[" + sub + "]"
+			if len(parts) == 1 {
+				x += "[" + parts[0] + "]"
+				break
+			}
+			// Slices follow Python exactly (and cheaply) in __hf_slice.
+			for len(parts) < 3 {
+				parts = append(parts, "")
+			}
+			for i, part := range parts {
+				if part == "" {
+					parts[i] = "none"
+				}
+			}
+			x = "__hf_slice(" + x + ", " + strings.Join(parts, ", ") + ")"
 		case p.isOp("("):
 			args, err := p.callArgs()
 			if err != nil {
@@ -416,8 +442,9 @@ func (p *exprParser) postfix(x string) (string, error) {
 	}
 }
 
-// subscript parses the inside of [...] (an index or a slice) and the "]".
-func (p *exprParser) subscript() (string, error) {
+// subscript parses the inside of [...] and the "]": one index, or two or
+// three slice parts ("" where omitted).
+func (p *exprParser) subscript() ([]string, error) {
 	var parts []string
 	cur := ""
 	for {
@@ -425,18 +452,21 @@ func (p *exprParser) subscript() (string, error) {
 		case p.isOp("]"):
 			p.next()
 			parts = append(parts, cur)
-			return strings.Join(parts, ":"), nil
+			if len(parts) > 3 || (len(parts) == 1 && cur == "") {
+				return nil, fmt.Errorf("%w: bad subscript", errExprSyntax)
+			}
+			return parts, nil
 		case p.isOp(":"):
 			p.next()
 			parts = append(parts, cur)
 			cur = ""
 		default:
 			if cur != "" {
-				return "", fmt.Errorf("%w: bad subscript", errExprSyntax)
+				return nil, fmt.Errorf("%w: bad subscript", errExprSyntax)
 			}
 			x, err := p.cond()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			cur = x
 		}
@@ -523,6 +553,15 @@ func (p *exprParser) filters(x string) (string, error) {
 					return "", err
 				}
 				args = "(" + arg + ")"
+			}
+			if _, ok := extraTests[name]; ok {
+				// A Jinja2 test the engine lacks: evaluate it here.
+				call := "__hf_test(" + quoteLiteral(name) + ", " + x
+				if args != "" {
+					call += ", " + args[1:len(args)-1]
+				}
+				x = "(" + strings.TrimSuffix(neg, " ") + " " + call + "))"
+				break
 			}
 			x = "(" + x + " is " + neg + name + args + ")"
 		case p.isOp("("):

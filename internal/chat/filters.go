@@ -12,14 +12,25 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// errNotIterable is returned when a for loop or a filter meets a value that
-// Hugging Face's renderers refuse to iterate (undefined or none).
-var errNotIterable = errors.New("value is not iterable")
+// ErrNotIterable is returned when a for loop or a filter meets a value that
+// Hugging Face's renderers refuse to iterate (undefined or none), typically
+// a variable the template needs and the caller did not pass (tools, documents).
+var ErrNotIterable = errors.New("template iterates a value that is undefined or none")
 
 // addFilters adds the replacements named in hfFilters, plus __hf_iterable.
 func addFilters(data map[string]jinja.Value) {
 	data["__hf_iterable"] = jinja.NewCallable("for", iterable)
 	data["__hf_operand"] = jinja.NewCallable("operand", operand)
+	data["__hf_mul"] = jinja.NewCallable("*", multiply)
+	data["__hf_slice"] = jinja.NewCallable("slice", slice)
+	data["__hf_str"] = jinja.NewCallable("str", pyStr)
+	data["__hf_test"] = jinja.NewCallable("test", extraTest)
+	for name, fn := range map[string]filterFunc{
+		"sort": sortFilter, "dictsort": dictsortFilter, "unique": uniqueFilter,
+		"int": intFilter, "float": floatFilter, "map": mapFilter, "string": stringFilterPy,
+	} {
+		data["__hf_"+name] = jinja.NewCallable(name, fn)
+	}
 	data["__hf_tojson"] = jinja.NewCallable("tojson", tojson)
 	data["__hf_selectattr"] = jinja.NewCallable("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 		return selectAttr("selectattr", true, args)
@@ -62,22 +73,170 @@ func iterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 	if v.IsList() || v.IsDict() || v.IsString() {
 		return v, nil
 	}
-	return jinja.Undefined(), fmt.Errorf("for loop over %s: %w", kindName(v), errNotIterable)
+	return jinja.Undefined(), fmt.Errorf("for loop over %s: %w", kindName(v), ErrNotIterable)
 }
 
-// errUndefinedOperand is returned when arithmetic or an ordering
+// ErrUndefinedOperand is returned when arithmetic or an ordering
 // comparison meets an undefined or none value, as in Hugging Face's
-// renderers (the engine alone would treat it as "" or 0).
-var errUndefinedOperand = errors.New("operand is undefined or none")
+// renderers (the engine alone would treat it as "" or 0): the template needs
+// a variable or message field the input lacks.
+var ErrUndefinedOperand = errors.New("template computes with a value that is undefined or none")
 
 func operand(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) != 1 {
 		return jinja.Undefined(), fmt.Errorf("operand: %d values", len(args))
 	}
 	if v := args[0]; v.IsUndefined() || v.IsNone() {
-		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), errUndefinedOperand)
+		return jinja.Undefined(), fmt.Errorf("arithmetic or comparison on %s: %w", kindName(v), ErrUndefinedOperand)
 	}
 	return args[0], nil
+}
+
+// multiply is Python's *: numbers multiply, a string or list times an
+// integer repeats (capped at maxSequence), undefined and none fail.
+func multiply(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), fmt.Errorf("*: %d operands", len(args))
+	}
+	a, b := args[0], args[1]
+	for _, v := range args {
+		if v.IsUndefined() || v.IsNone() {
+			return jinja.Undefined(), fmt.Errorf("* on %s: %w", kindName(v), ErrUndefinedOperand)
+		}
+	}
+	if b.IsString() || b.IsList() {
+		a, b = b, a
+	}
+	switch {
+	case a.IsInt() && b.IsInt():
+		return jinja.NewInt(a.AsInt() * b.AsInt()), nil
+	case a.IsNumber() && b.IsNumber():
+		return jinja.NewFloat(toFloat(a) * toFloat(b)), nil
+	case (a.IsString() || a.IsList()) && b.IsInt():
+		n := max(b.AsInt(), 0)
+		size := int64(0)
+		if a.IsString() {
+			size = int64(len(a.AsString()))
+		} else {
+			size = int64(a.AsList().Len())
+		}
+		if size > 0 && n > maxSequence/size {
+			return jinja.Undefined(), fmt.Errorf("%w: repeating %d items %d times", ErrLimit, size, n)
+		}
+		if a.IsString() {
+			return jinja.NewString(strings.Repeat(a.AsString(), int(n))), nil
+		}
+		var items []jinja.Value
+		for range n {
+			items = append(items, a.AsList().Items...)
+		}
+		return jinja.NewList(items), nil
+	}
+	return jinja.Undefined(), fmt.Errorf("*: cannot multiply %s by %s", kindName(a), kindName(b))
+}
+
+// slice is Python's seq[start:stop:step] for strings (by code point) and
+// lists; none means an omitted part.
+func slice(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 4 {
+		return jinja.Undefined(), fmt.Errorf("slice: %d arguments", len(args))
+	}
+	seq := args[0]
+	var n int
+	var runes []rune
+	switch {
+	case seq.IsString():
+		runes = []rune(seq.AsString())
+		n = len(runes)
+	case seq.IsList():
+		n = seq.AsList().Len()
+	default:
+		return jinja.Undefined(), fmt.Errorf("cannot slice a %s", kindName(seq))
+	}
+	var bound [3]*int64
+	for i, a := range args[1:] {
+		switch {
+		case a.IsNone() || a.IsUndefined():
+		case a.IsInt():
+			v := a.AsInt()
+			bound[i] = &v
+		default:
+			return jinja.Undefined(), fmt.Errorf("slice indices must be integers or none, got a %s", kindName(a))
+		}
+	}
+	step := int64(1)
+	if bound[2] != nil {
+		step = *bound[2]
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("slice step cannot be zero")
+	}
+	start, stop := sliceBounds(bound[0], bound[1], step, int64(n))
+	var idx []int
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		idx = append(idx, int(i))
+	}
+	if seq.IsString() {
+		out := make([]rune, len(idx))
+		for k, i := range idx {
+			out[k] = runes[i]
+		}
+		return jinja.NewString(string(out)), nil
+	}
+	items := make([]jinja.Value, len(idx))
+	for k, i := range idx {
+		items[k] = seq.AsList().Get(i)
+	}
+	return jinja.NewList(items), nil
+}
+
+// sliceBounds resolves start and stop like Python's slice.indices(n).
+func sliceBounds(startP, stopP *int64, step, n int64) (start, stop int64) {
+	clamp := func(v *int64, def, lo, hi int64) int64 {
+		if v == nil {
+			return def
+		}
+		x := *v
+		if x < 0 {
+			x += n
+		}
+		return min(max(x, lo), hi)
+	}
+	if step > 0 {
+		return clamp(startP, 0, 0, n), clamp(stopP, n, 0, n)
+	}
+	return clamp(startP, n-1, -1, n-1), clamp(stopP, -1, -1, n-1)
+}
+
+// extraTests are the Jinja2 tests the engine lacks; the translator turns
+// "x is name(args)" for these into __hf_test("name", x, args...).
+var extraTests = map[string]func(v jinja.Value, args []jinja.Value) (bool, error){
+	"divisibleby": func(v jinja.Value, args []jinja.Value) (bool, error) {
+		if len(args) != 1 || !args[0].IsInt() || !v.IsInt() {
+			return false, errors.New("divisibleby: want an integer tested against an integer")
+		}
+		if args[0].AsInt() == 0 {
+			return false, errors.New("divisibleby: division by zero")
+		}
+		return v.AsInt()%args[0].AsInt() == 0, nil
+	},
+	// No value is markup-escaped in a chat template environment.
+	"escaped": func(jinja.Value, []jinja.Value) (bool, error) { return false, nil },
+}
+
+func extraTest(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 2 || !args[0].IsString() {
+		return jinja.Undefined(), errors.New("test: want a test name and a value")
+	}
+	fn, ok := extraTests[args[0].AsString()]
+	if !ok {
+		return jinja.Undefined(), fmt.Errorf("unknown test %q", args[0].AsString())
+	}
+	r, err := fn(args[1], args[2:])
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewBool(r), nil
 }
 
 // selectAttr implements selectattr/rejectattr: keep the mappings whose
@@ -88,7 +247,7 @@ func selectAttr(name string, keep bool, args []jinja.Value) (jinja.Value, error)
 	}
 	seq := args[0]
 	if !seq.IsList() {
-		return jinja.Undefined(), fmt.Errorf("%s on %s: %w", name, kindName(seq), errNotIterable)
+		return jinja.Undefined(), fmt.Errorf("%s on %s: %w", name, kindName(seq), ErrNotIterable)
 	}
 	if !args[1].IsString() {
 		return jinja.Undefined(), fmt.Errorf("%s: attribute name must be a string, got %s", name, kindName(args[1]))

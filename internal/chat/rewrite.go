@@ -8,21 +8,25 @@ import (
 	"unicode/utf8"
 )
 
-// The Jinja engine used here differs from Hugging Face's environment in a
-// few places that cannot be changed from outside it: its whitespace control
-// looks past expressions for the nearest text, it decodes only a few string
-// escapes, and its tojson/selectattr/for cannot be replaced. rewriteSource
-// therefore lexes the template the way Jinja2 does and hands the engine an
-// equivalent program:
+// The Jinja engine used here differs from Hugging Face's environment in
+// ways that cannot be changed from outside it: its whitespace control looks
+// past expressions for the nearest text, it decodes few string escapes, its
+// operator precedence is not Jinja2's, and its built-in filters cannot be
+// replaced. rewriteSource therefore lexes the template the way Jinja2 does
+// and hands the engine an equivalent program:
 //
 //   - whitespace control (-/+ markers, trim_blocks, lstrip_blocks, comments,
 //     raw blocks) is applied here, and every remaining text run becomes a
 //     string literal output, so the engine's own trimming has nothing to act on;
 //   - string literals are re-encoded with all of Python's escapes decoded;
-//   - filters that must behave like Hugging Face's are renamed to the
-//     environment's versions (see hfFilters);
+//   - expressions are re-emitted fully parenthesised with Jinja2's
+//     precedence, with Python semantics for arithmetic on undefined, *,
+//     slices and printing (expr.go);
+//   - filters that must behave like Jinja2's are renamed to the
+//     environment's versions (hfFilters);
 //   - the iterable of every for loop is checked, so iterating an undefined
-//     or none value is an error as in Hugging Face's renderers.
+//     or none value is an error as in Hugging Face's renderers;
+//   - macro bodies count their depth, so runaway recursion is an error.
 
 // pieceKind is the kind of one lexed template piece.
 type pieceKind int
@@ -47,6 +51,13 @@ var hfFilters = map[string]string{
 	"tojson":     "__hf_tojson",
 	"selectattr": "__hf_selectattr",
 	"rejectattr": "__hf_rejectattr",
+	"sort":       "__hf_sort",
+	"dictsort":   "__hf_dictsort",
+	"unique":     "__hf_unique",
+	"int":        "__hf_int",
+	"float":      "__hf_float",
+	"map":        "__hf_map",
+	"string":     "__hf_string",
 }
 
 var endRawRe = regexp.MustCompile(`\{%([-+]?)\s*endraw\s*([-+]?)%\}`)
@@ -186,6 +197,16 @@ func applyWhitespace(ps []piece) {
 	}
 }
 
+// stmtKeyword returns the first word of a statement tag's body.
+func stmtKeyword(body string) string {
+	body = strings.TrimSpace(body)
+	end := strings.IndexFunc(body, func(r rune) bool { return !unicode.IsLetter(r) && r != '_' })
+	if end < 0 {
+		return body
+	}
+	return body[:end]
+}
+
 func isAllSpace(s string) bool {
 	return strings.TrimFunc(s, unicode.IsSpace) == ""
 }
@@ -215,13 +236,23 @@ func rewriteSource(src string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			b.WriteString("{{ " + body + " }}")
+			// Print floats, lists and dicts as Python does.
+			b.WriteString("{{ __hf_str(" + body + ") }}")
 		case pieceStmt:
 			body, err := rewriteCode(p.body, true)
 			if err != nil {
 				return "", err
 			}
+			// Count macro depth so runaway recursion is an error, not a
+			// stack overflow that would kill the process.
+			kw := stmtKeyword(p.body)
+			if kw == "endmacro" {
+				b.WriteString("{{ __hf_leave_macro() }}")
+			}
 			b.WriteString("{% " + body + " %}")
+			if kw == "macro" {
+				b.WriteString("{{ __hf_enter_macro() }}")
+			}
 		}
 	}
 	return b.String(), nil

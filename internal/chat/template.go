@@ -36,8 +36,17 @@ type Template struct {
 	bosToken, eosToken string
 }
 
+// ErrEngine wraps a failure inside the Jinja engine itself (a panic it
+// raised on this template), reported as an error instead.
+var ErrEngine = errors.New("chat: Jinja engine failure")
+
 // Parse compiles template source with Hugging Face's Jinja settings.
-func Parse(src string) (*Template, error) {
+func Parse(src string) (t *Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("%w while compiling: %v", ErrEngine, r)
+		}
+	}()
 	program, err := rewriteSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat: lex template: %w", err)
@@ -177,12 +186,17 @@ var reserved = map[string]bool{
 
 // Render renders the conversation. A template's raise_exception(msg) comes
 // back as a *RaiseError.
-func (t *Template) Render(in Input) (string, error) {
+func (t *Template) Render(in Input) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("%w while rendering: %v", ErrEngine, r)
+		}
+	}()
 	data, err := t.data(in)
 	if err != nil {
 		return "", err
 	}
-	out, err := t.compiled.RenderValues(data)
+	out, err = t.compiled.RenderValues(data)
 	if err != nil {
 		var re *RaiseError
 		if errors.As(err, &re) {

@@ -78,6 +78,17 @@ func (p *Program) compile(spec *program.Method) (*Method, error) {
 			m.buffers[b.Name] = b
 		}
 	}
+	used := map[string]bool{}
+	for _, op := range spec.Ops {
+		for _, n := range append(op.In, op.Out...) {
+			used[n] = true
+		}
+	}
+	for _, a := range spec.Activations {
+		if !used[a.Name] {
+			return nil, &program.FormatError{Item: fmt.Sprintf("method %q activation %q", spec.Name, a.Name), Problem: "not used by any op"}
+		}
+	}
 	for i := range spec.Ops {
 		op := &spec.Ops[i]
 		in := make([]operand, len(op.In))
@@ -184,8 +195,10 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 		return func(s *Step) (func(*Step) error, error) {
 			as, bs, ys := a.f32(s), b.f32(s), out.f32(s)
 			return func(s *Step) error {
-				k := min(s.n, rows) * width
-				kernels.Add(ys[:k], as[:k], bs[:k])
+				// Row by row: a row's result must not depend on how many rows the step has.
+				for off := 0; off < min(s.n, rows)*width; off += width {
+					kernels.Add(ys[off:off+width], as[off:off+width], bs[off:off+width])
+				}
 				return nil
 			}, nil
 		}, nil
@@ -202,11 +215,13 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 		return func(s *Step) (func(*Step) error, error) {
 			gs, us, ys := g.f32(s), u.f32(s), out.f32(s)
 			return func(s *Step) error {
-				k := min(s.n, rows) * width
-				if gelu {
-					kernels.GELUTanhMul(ys[:k], gs[:k], us[:k])
-				} else {
-					kernels.SiLUMul(ys[:k], gs[:k], us[:k])
+				for off := 0; off < min(s.n, rows)*width; off += width {
+					y, g, u := ys[off:off+width], gs[off:off+width], us[off:off+width]
+					if gelu {
+						kernels.GELUTanhMul(y, g, u)
+					} else {
+						kernels.SiLUMul(y, g, u)
+					}
 				}
 				return nil
 			}, nil
@@ -228,7 +243,9 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 				if rows == S {
 					nr = s.n
 				}
-				kernels.SoftCap(xs[:nr*width], c)
+				for off := 0; off < nr*width; off += width {
+					kernels.SoftCap(xs[off:off+width], c)
+				}
 				return nil
 			}, nil
 		}, nil

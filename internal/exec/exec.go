@@ -162,11 +162,9 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 }
 
 // Run executes one step. On error the bound buffers may be partly updated; the caller
-// (the runner) treats the session as poisoned.
+// (the runner) treats the session as poisoned. A step is not interrupted part-way: ctx is
+// for the caller to check between steps.
 func (s *Step) Run(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := s.begin(); err != nil {
 		return fmt.Errorf("method %q: %w", s.m.spec.Name, err)
 	}

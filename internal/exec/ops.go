@@ -70,6 +70,7 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (binde
 	_, isOutput := m.spec.Output(out.name)
 	return func(s *Step) (func(*Step) error, error) {
 		xs, ys := x.f32(s), out.f32(s)
+		written := rows // rows of a method output that may hold values from an earlier step
 		var bs []float32
 		if bias != nil {
 			bs = bias.f32(s)
@@ -82,9 +83,10 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (binde
 				return nil
 			}
 			pool.MatMul(ys[:nr*n], xs[:nr*k], nr, w, bs)
-			if isOutput {
-				clear(ys[nr*n:]) // padding rows of a method output hold zeros, not stale values
+			if isOutput && written > nr {
+				clear(ys[nr*n : written*n]) // padding rows of a method output hold zeros, not stale values
 			}
+			written = nr
 			return nil
 		}, nil
 	}, nil

@@ -40,6 +40,9 @@ type Options struct {
 	// Weights is the weight type of matrices (f32, f16, bf16, q8, q4); "" keeps the
 	// checkpoint's float type.
 	Weights string
+	// EmbedWeights is the type of the embedding and output (lm_head) matrices; "" means
+	// q8 when Weights is q4 (they are the most sensitive to quantization), else Weights.
+	EmbedWeights string
 	// Keep lists checkpoint tensor names kept in the checkpoint's float type when quantizing.
 	Keep []string
 	// SlidingLayout is ring (default when "") or full.
@@ -106,6 +109,7 @@ type plan struct {
 	opts    Options
 	context int
 	weights kernels.WeightType
+	embed   kernels.WeightType // embedding and output matrices
 	keep    map[string]bool
 	float   kernels.WeightType // the checkpoint's float type
 }
@@ -159,6 +163,17 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 			return nil, fmt.Errorf("%w: weights: %v", ErrOptions, err)
 		}
 		p.weights = t
+	}
+	p.embed = p.weights
+	if p.weights == kernels.Q4 {
+		p.embed = kernels.Q8
+	}
+	if opts.EmbedWeights != "" {
+		t, err := kernels.ParseWeightType(opts.EmbedWeights)
+		if err != nil {
+			return nil, fmt.Errorf("%w: embed weights: %v", ErrOptions, err)
+		}
+		p.embed = t
 	}
 	for _, n := range opts.Keep {
 		if _, ok := ckpt.Tensor(n); !ok {
@@ -304,6 +319,9 @@ func (p *plan) writeWeight(pw *program.Writer, it weightItem) error {
 		return pw.WriteTensor(it.name, program.F32, it.shape, f32Bytes(vals))
 	}
 	wt := p.weights
+	if it.name == p.spec.Names.Embed || it.name == p.spec.Names.LMHead {
+		wt = p.embed
+	}
 	if p.keep[it.name] {
 		wt = p.float
 	}

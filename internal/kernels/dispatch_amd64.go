@@ -4,85 +4,202 @@ package kernels
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
 
-//go:generate go run asm_gen.go -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
+//go:generate go run -tags asmgen ./asmgen -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
 
 // useAVX512 selects the generated assembly (kernels_amd64.s). It needs
 // AVX-512 F/BW/VL/DQ plus FMA and F16C, all checked once at start-up.
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 	cpu.X86.HasAVX512DQ && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// useAVX2 selects the 8-lane AVX2+FMA+F16C assembly on CPUs without
+// AVX-512.
+var useAVX2 = !useAVX512 && cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+// useVNNI selects the int8 dot-product kernels (VPDPBUSD) for the q8/q4
+// matrix-vector product.
+var useVNNI = useAVX512 && cpu.X86.HasAVX512VNNI
+
+// Streaming kernels: the assembly takes whole vectors (16 lanes with
+// AVX-512, 8 with AVX2), Go the tail.
+
 func dot(a, b []float32) float32 {
-	n16 := len(a) &^ 15
-	if !useAVX512 || n16 == 0 {
-		return dotGeneric(a, b)
+	b = b[:len(a)]
+	switch n := len(a); {
+	case useAVX512 && n >= 16:
+		n16 := n &^ 15
+		return dotAVX512(&a[0], &b[0], n16) + dotGeneric(a[n16:], b[n16:])
+	case useAVX2 && n >= 8:
+		n8 := n &^ 7
+		return dotAVX2(&a[0], &b[0], n8) + dotGeneric(a[n8:], b[n8:])
 	}
-	return dotAVX512(&a[0], &b[0], n16) + dotGeneric(a[n16:], b[n16:len(a)])
+	return dotGeneric(a, b)
 }
 
 func axpy(alpha float32, x, y []float32) {
-	n16 := len(x) &^ 15
-	if !useAVX512 || n16 == 0 {
-		axpyGeneric(alpha, x, y)
-		return
+	y = y[:len(x)]
+	n := 0
+	switch {
+	case useAVX512 && len(x) >= 16:
+		n = len(x) &^ 15
+		axpyAVX512(alpha, &x[0], &y[0], n)
+	case useAVX2 && len(x) >= 8:
+		n = len(x) &^ 7
+		axpyAVX2(alpha, &x[0], &y[0], n)
 	}
-	axpyAVX512(alpha, &x[0], &y[0], n16)
-	axpyGeneric(alpha, x[n16:], y[n16:len(x)])
+	axpyGeneric(alpha, x[n:], y[n:])
 }
 
 func dotF16(a []float32, b []uint16) float32 {
-	n16 := len(a) &^ 15
-	if !useAVX512 || n16 == 0 {
-		return dotF16Generic(a, b)
+	b = b[:len(a)]
+	switch n := len(a); {
+	case useAVX512 && n >= 16:
+		n16 := n &^ 15
+		return dotF16AVX512(&a[0], &b[0], n16) + dotF16Generic(a[n16:], b[n16:])
+	case useAVX2 && n >= 8:
+		n8 := n &^ 7
+		return dotF16AVX2(&a[0], &b[0], n8) + dotF16Generic(a[n8:], b[n8:])
 	}
-	return dotF16AVX512(&a[0], &b[0], n16) + dotF16Generic(a[n16:], b[n16:len(a)])
+	return dotF16Generic(a, b)
 }
 
 func axpyF16(alpha float32, x []uint16, y []float32) {
-	n16 := len(x) &^ 15
-	if !useAVX512 || n16 == 0 {
-		axpyF16Generic(alpha, x, y)
-		return
+	y = y[:len(x)]
+	n := 0
+	switch {
+	case useAVX512 && len(x) >= 16:
+		n = len(x) &^ 15
+		axpyF16AVX512(alpha, &x[0], &y[0], n)
+	case useAVX2 && len(x) >= 8:
+		n = len(x) &^ 7
+		axpyF16AVX2(alpha, &x[0], &y[0], n)
 	}
-	axpyF16AVX512(alpha, &x[0], &y[0], n16)
-	axpyF16Generic(alpha, x[n16:], y[n16:len(x)])
+	axpyF16Generic(alpha, x[n:], y[n:])
 }
 
 func f32ToF16Slice(dst []uint16, src []float32) {
-	n16 := len(src) &^ 15
-	if !useAVX512 || n16 == 0 {
-		f32ToF16SliceGeneric(dst, src)
-		return
+	dst = dst[:len(src)]
+	n := 0
+	switch {
+	case useAVX512 && len(src) >= 16:
+		n = len(src) &^ 15
+		f32ToF16AVX512(&dst[0], &src[0], n)
+	case useAVX2 && len(src) >= 8:
+		n = len(src) &^ 7
+		f32ToF16AVX2(&dst[0], &src[0], n)
 	}
-	f32ToF16AVX512(&dst[0], &src[0], n16)
-	f32ToF16SliceGeneric(dst[n16:], src[n16:])
+	f32ToF16SliceGeneric(dst[n:], src[n:])
 }
 
 func f16ToF32Slice(dst []float32, src []uint16) {
-	n16 := len(src) &^ 15
-	if !useAVX512 || n16 == 0 {
-		f16ToF32SliceGeneric(dst, src)
-		return
+	dst = dst[:len(src)]
+	n := 0
+	switch {
+	case useAVX512 && len(src) >= 16:
+		n = len(src) &^ 15
+		f16ToF32AVX512(&dst[0], &src[0], n)
+	case useAVX2 && len(src) >= 8:
+		n = len(src) &^ 7
+		f16ToF32AVX2(&dst[0], &src[0], n)
 	}
-	f16ToF32AVX512(&dst[0], &src[0], n16)
-	f16ToF32SliceGeneric(dst[n16:], src[n16:])
+	f16ToF32SliceGeneric(dst[n:], src[n:])
 }
 
-func rmsNorm(dst, x, w []float32, eps float32) { rmsNormGeneric(dst, x, w, eps) }
-func softmax(x []float32)                      { softmaxGeneric(x) }
-func siluMul(dst, gate, up []float32)          { siluMulGeneric(dst, gate, up) }
-func geluTanhMul(dst, gate, up []float32)      { geluTanhMulGeneric(dst, gate, up) }
-func add(dst, a, b []float32)                  { addGeneric(dst, a, b) }
-func scale(x []float32, s float32)             { scaleGeneric(x, s) }
-func softCap(x []float32, cap float32)         { softCapGeneric(x, cap) }
-func rope(x1, x2, cos, sin []float32)          { ropeGeneric(x1, x2, cos, sin) }
+func rmsNorm(dst, x, w []float32, eps float32) {
+	n16 := len(x) &^ 15
+	if !useAVX512 || n16 == 0 {
+		rmsNormGeneric(dst, x, w, eps)
+		return
+	}
+	ss := dot(x, x)
+	inv := float32(1 / math.Sqrt(float64(ss/float32(len(x))+eps)))
+	var wp *float32
+	if w != nil {
+		wp = &w[0]
+	}
+	mulScaleAVX512(&dst[0], &x[0], wp, n16, inv)
+	for i := n16; i < len(x); i++ {
+		v := x[i] * inv
+		if w != nil {
+			v *= w[i]
+		}
+		dst[i] = v
+	}
+}
+
+func softmax(x []float32) {
+	n16 := len(x) &^ 15
+	if !useAVX512 || n16 == 0 {
+		softmaxGeneric(x)
+		return
+	}
+	mx := maxAVX512(&x[0], n16)
+	for _, v := range x[n16:] {
+		mx = max(mx, v)
+	}
+	if math.IsInf(float64(mx), -1) {
+		clear(x)
+		return
+	}
+	sum := expSumAVX512(&x[0], n16, mx)
+	for i := n16; i < len(x); i++ {
+		x[i] = expf(x[i] - mx)
+		sum += x[i]
+	}
+	scale(x, 1/sum)
+}
+
+// vecLen is how many leading values the AVX-512 routines take: whole
+// vectors, or none without AVX-512.
+func vecLen(n int) int {
+	if !useAVX512 {
+		return 0
+	}
+	return n &^ 15
+}
+
+func siluMul(dst, gate, up []float32) {
+	n16 := vecLen(len(gate))
+	if n16 > 0 {
+		siluMulAVX512(&dst[0], &gate[0], &up[0], n16)
+	}
+	siluMulGeneric(dst[n16:], gate[n16:], up[n16:])
+}
+
+func geluTanhMul(dst, gate, up []float32) {
+	n16 := vecLen(len(gate))
+	if n16 > 0 {
+		geluTanhMulAVX512(&dst[0], &gate[0], &up[0], n16)
+	}
+	geluTanhMulGeneric(dst[n16:], gate[n16:], up[n16:])
+}
+
+func add(dst, a, b []float32) {
+	n16 := vecLen(len(a))
+	if n16 > 0 {
+		addAVX512(&dst[0], &a[0], &b[0], n16)
+	}
+	addGeneric(dst[n16:], a[n16:], b[n16:])
+}
+
+func scale(x []float32, s float32) {
+	n16 := vecLen(len(x))
+	if n16 > 0 {
+		mulScaleAVX512(&x[0], &x[0], nil, n16, s)
+	}
+	scaleGeneric(x[n16:], s)
+}
+
+func softCap(x []float32, cap float32) { softCapGeneric(x, cap) }
+func rope(x1, x2, cos, sin []float32)  { ropeGeneric(x1, x2, cos, sin) }
 
 func dequantizeRow(t WeightType, row []byte, dst []float32) {
-	if !useAVX512 {
+	if !useAVX512 && !useAVX2 {
 		dequantizeRowGeneric(t, row, dst)
 		return
 	}
@@ -91,6 +208,15 @@ func dequantizeRow(t WeightType, row []byte, dst []float32) {
 		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
 	case F16:
 		f16ToF32Slice(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case BF16:
+		src := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst))
+		n := vecLen(len(dst))
+		if n > 0 {
+			bf16ToF32AVX512(&dst[0], &src[0], n)
+		}
+		for i := n; i < len(dst); i++ {
+			dst[i] = bf16ToF32(src[i])
+		}
 	case Q8, Q4:
 		cols := len(dst)
 		nb := (cols + BlockSize - 1) / BlockSize
@@ -109,10 +235,15 @@ func dequantHead(t WeightType, dst []float32, row []byte, nb, full int) {
 	if full == 0 {
 		return
 	}
-	if t == Q8 {
+	switch {
+	case useAVX512 && t == Q8:
 		dequantQ8(&dst[0], &row[0], &row[2*nb], full)
-	} else {
+	case useAVX512:
 		dequantQ4(&dst[0], &row[0], &row[2*nb], full)
+	case t == Q8:
+		dequantQ8AVX2(&dst[0], &row[0], &row[2*nb], full)
+	default:
+		dequantQ4AVX2(&dst[0], &row[0], &row[2*nb], full)
 	}
 }
 

@@ -25,3 +25,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 }
 
 func (p *Pool) prepare(j *matmulJob) {}
+
+// gemmScratch is the packing memory of the assembly matrix product; the
+// pure-Go build has none.
+type gemmScratch struct{}

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -30,6 +29,8 @@ func (w Matrix) CheckMatMul(y, x []float32, m int, bias []float32) error {
 // bias != nil) for i < m, splitting the rows of w across the pool. m == 1 is
 // the decode matrix-vector product, m > 1 the prefill matrix product. y must
 // not overlap x. Shapes are the caller's responsibility (see CheckMatMul).
+// Accuracy: float32 accumulation, except that q8/q4 with m < 4 may quantize
+// x to int8 blocks (see the package comment for the bound).
 func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
 	_ = x[m*w.Cols-1]
 	_ = y[m*w.Rows-1]
@@ -39,45 +40,41 @@ func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
 	p.call.Lock()
 	defer p.call.Unlock()
 	chunk := rowChunk(w.Rows, p.threads)
-	p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, chunk: chunk, chunks: int64((w.Rows + chunk - 1) / chunk)}
+	p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, chunk: chunk}
 	p.prepare(&p.job)
-	p.runJob()
+	p.runJob((w.Rows + chunk - 1) / chunk)
 	p.job = matmulJob{}
 }
 
 // rowChunk picks how many weight rows a thread takes at a time: small enough
-// that threads finish together, a multiple of 16 so tiles stay whole.
+// that threads finish together, a multiple of 16 so tiles stay whole, and
+// few enough chunks to fit the pool's claim word.
 func rowChunk(rows, threads int) int {
 	if threads == 1 {
 		return rows
 	}
 	c := (rows/(threads*8) + 15) &^ 15
+	c = max(c, (rows/(maxChunks-1)+16)&^15)
 	return max(c, 16)
 }
 
 type matmulJob struct {
-	y, x   []float32
-	m      int
-	w      Matrix
-	bias   []float32
-	chunk  int
-	chunks int64
-	xq     []float32 // x padded to whole blocks (quantized matrix-vector path)
-	xs     []float32 // per-block sums of xq (q4 matrix-vector path)
-	next   atomic.Int64
+	y, x  []float32
+	m     int
+	w     Matrix
+	bias  []float32
+	chunk int
+	xq    []float32 // x padded to whole blocks (quantized matrix-vector path)
+	xs    []float32 // per-block sums of xq (q4 matrix-vector path), or of xq8 (VNNI)
+	xq8   []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
+	dx    []float32 // scales of xq8 blocks
+	nbp   int       // blocks per row of xq8 (a multiple of 16); 0 when unused
 }
 
-// run takes chunks of rows until none are left.
-func (j *matmulJob) run(p *Pool, id int) {
-	for {
-		c := j.next.Add(1) - 1
-		if c >= j.chunks {
-			return
-		}
-		lo := int(c) * j.chunk
-		hi := min(lo+j.chunk, j.w.Rows)
-		matmulRows(p, id, j, lo, hi)
-	}
+// runChunk computes the weight rows of chunk c on thread id.
+func (j *matmulJob) runChunk(p *Pool, id, c int) {
+	lo := c * j.chunk
+	matmulRows(p, id, j, lo, min(lo+j.chunk, j.w.Rows))
 }
 
 // matmulRowsGeneric computes output columns [lo, hi) of y with pure Go.

@@ -5,22 +5,48 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 )
 
-// Blocking of the float matrix product (m > 1): a thread takes panelRows
-// weight rows at a time and walks K in kcBlock steps, so a 4-row slice of x
-// (4×kcBlock floats) and the weight panel slice stay in L1/L2 while register
-// tiles of 4 inputs × 5 weight rows sweep over them.
+// Shapes of the matrix-vector kernels (m < tileM): register tiles of up to
+// 3 inputs × 5 weight rows of dot products for float weights, quantRows
+// weight rows per call for quantized weights. panelRows weight rows are
+// handled per pass so their tails are dotted while still in cache.
 const (
 	panelRows = 40
-	kcBlock   = 512
 	tileM     = 4
 	tileN     = 5
-	quantRows = 4 // weight rows per quantized matrix-vector kernel call
+	quantRows = 4
 )
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
+
+// tileSet is a family of register-tile kernels: up to m inputs × n weight
+// rows, taking a multiple of lanes columns.
+type tileSet struct {
+	m, n, lanes int
+	f           *[3][tileM][tileN]tileFunc
+}
+
+var (
+	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles}
+	tilesAVX2   = tileSet{m: 3, n: 3, lanes: 8, f: &[3][tileM][tileN]tileFunc{
+		{
+			{tileF32AVX2_1x1, tileF32AVX2_1x2, tileF32AVX2_1x3},
+			{tileF32AVX2_2x1, tileF32AVX2_2x2, tileF32AVX2_2x3},
+			{tileF32AVX2_3x1, tileF32AVX2_3x2, tileF32AVX2_3x3},
+		},
+		{
+			{tileF16AVX2_1x1, tileF16AVX2_1x2, tileF16AVX2_1x3},
+			{tileF16AVX2_2x1, tileF16AVX2_2x2, tileF16AVX2_2x3},
+			{tileF16AVX2_3x1, tileF16AVX2_3x2, tileF16AVX2_3x3},
+		},
+		{
+			{tileBF16AVX2_1x1, tileBF16AVX2_1x2, tileBF16AVX2_1x3},
+			{tileBF16AVX2_2x1, tileBF16AVX2_2x2, tileBF16AVX2_2x3},
+			{tileBF16AVX2_3x1, tileBF16AVX2_3x2, tileBF16AVX2_3x3},
+		},
+	}}
+)
 
 var tiles = [3][tileM][tileN]tileFunc{
 	{
@@ -43,12 +69,17 @@ var tiles = [3][tileM][tileN]tileFunc{
 	},
 }
 
+var vnniRowsQ8 = [quantRows]func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32){vnniRowsQ8_1, vnniRowsQ8_2, vnniRowsQ8_3, vnniRowsQ8_4}
+
+var vnniRowsQ4 = [quantRows]func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32){vnniRowsQ4_1, vnniRowsQ4_2, vnniRowsQ4_3, vnniRowsQ4_4}
+
 var rowsQ8 = [quantRows]func(x *float32, w *byte, ldw int, nb int, y *float32){rowsQ8_1, rowsQ8_2, rowsQ8_3, rowsQ8_4}
 
 var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32){rowsQ4_1, rowsQ4_2, rowsQ4_3, rowsQ4_4}
 
-// prepare readies per-call inputs shared by all threads: for the quantized
-// matrix-vector path, x padded with zeros to whole blocks and (q4) the
+// prepare readies per-call inputs shared by all threads for the quantized
+// matrix-vector path: with VNNI, x quantized to int8 per block (see
+// prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
 	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) || j.m >= tileM {
@@ -56,6 +87,10 @@ func (p *Pool) prepare(j *matmulJob) {
 	}
 	cols := j.w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
+	if useVNNI {
+		p.prepareVNNI(j, nb)
+		return
+	}
 	j.xq = j.x
 	if cols%BlockSize != 0 {
 		if cap(p.xpad) < j.m*nb*BlockSize {
@@ -87,23 +122,67 @@ func (p *Pool) prepare(j *matmulJob) {
 	}
 }
 
+// prepareVNNI quantizes each input row to int8 blocks of 32 with a float32
+// scale per block, padded with zero blocks to a multiple of 16, in the
+// layout the VNNI kernel of the weight type expects.
+func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
+	cols := j.w.Cols
+	nbp := (nb + 15) &^ 15
+	ld := nbp * BlockSize
+	x := j.x
+	if cols != ld {
+		p.xpad = growFloats(p.xpad, j.m*ld)
+		for i := range j.m {
+			row := p.xpad[i*ld : (i+1)*ld]
+			copy(row, j.x[i*cols:(i+1)*cols])
+			clear(row[cols:])
+		}
+		x = p.xpad
+	}
+	if cap(p.xq8) < j.m*ld {
+		p.xq8 = make([]byte, j.m*ld)
+	}
+	p.dx = growFloats(p.dx, j.m*nbp)
+	p.xsum = growFloats(p.xsum, j.m*nbp)
+	j.xq8, j.dx, j.xs, j.nbp = p.xq8[:j.m*ld], p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
+	for i := range j.m {
+		if j.w.Type == Q8 {
+			quantizeXQ8(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+		} else {
+			quantizeXQ4(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+		}
+	}
+}
+
+func growFloats(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
 func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	if !useAVX512 {
+		if useAVX2 && j.w.Type != Q8 && j.w.Type != Q4 {
+			initRows(j.y, j.m, j.w.Rows, j.bias, lo, hi)
+			rb := j.w.Type.RowBytes(j.w.Cols)
+			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
+			return
+		}
 		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
 		return
 	}
 	w, m := j.w, j.m
-	if w.Type == Q8 || w.Type == Q4 {
-		if m < tileM {
-			quantRowsAVX512(j, lo, hi)
-			return
-		}
-		quantTilesAVX512(p, id, j, lo, hi)
-		return
+	switch {
+	case m >= tileM:
+		bgemmRows(p, id, j, lo, hi)
+	case w.Type == Q8 || w.Type == Q4:
+		quantRowsAVX512(j, lo, hi)
+	default:
+		initRows(j.y, m, w.Rows, j.bias, lo, hi)
+		rb := w.Type.RowBytes(w.Cols)
+		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 	}
-	initRows(j.y, m, w.Rows, j.bias, lo, hi)
-	rb := w.Type.RowBytes(w.Cols)
-	floatTiles(w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
@@ -119,8 +198,9 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 }
 
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
-// (ldw bytes apart, type t in {F32, F16, BF16}).
-func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+// (ldw bytes apart, type t in {F32, F16, BF16}), for m < tileM input rows:
+// register tiles of dot products, each weight byte read once per tile.
+func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -129,20 +209,15 @@ func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w 
 	case BF16:
 		ti, esize = 2, 2
 	}
-	k16 := cols &^ 15
-	kc := kcBlock
-	if m == 1 {
-		kc = k16
-	}
+	k16 := cols / ts.lanes * ts.lanes
 	for jb := 0; jb < n; jb += panelRows {
 		jn := min(panelRows, n-jb)
-		for kb := 0; kb < k16; kb += kc {
-			kl := min(kc, k16-kb)
-			for i := 0; i < m; i += tileM {
-				mr := min(tileM, m-i)
-				for jj := jb; jj < jb+jn; jj += tileN {
-					nr := min(tileN, jb+jn-jj)
-					tiles[ti][mr-1][nr-1](&x[i*cols+kb], cols, &w[jj*ldw+kb*esize], ldw, kl, &y[i*ldy+jj], ldy)
+		if k16 > 0 {
+			for i := 0; i < m; i += ts.m {
+				mr := min(ts.m, m-i)
+				for jj := 0; jj < jn; jj += ts.n {
+					nr := min(ts.n, jn-jj)
+					ts.f[ti][mr-1][nr-1](&x[i*cols], cols, &w[(jb+jj)*ldw], ldw, k16, &y[i*ldy+jb+jj], ldy)
 				}
 			}
 		}
@@ -184,12 +259,17 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 		nr := min(quantRows, hi-r)
 		wp := &w.Data[r*rb]
 		for i := range j.m {
-			xp := &j.xq[i*nb*BlockSize]
 			y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
-			if w.Type == Q8 {
+			switch {
+			case j.nbp > 0 && w.Type == Q8:
+				vnniRowsQ8[nr-1](&j.xq8[i*j.nbp*BlockSize], &j.dx[i*j.nbp], &j.xs[i*j.nbp], wp, rb, nb, &y[0])
+			case j.nbp > 0:
+				vnniRowsQ4[nr-1](&j.xq8[i*j.nbp*BlockSize], &j.dx[i*j.nbp], &j.xs[i*j.nbp], wp, rb, nb, &y[0])
+			case w.Type == Q8:
+				xp := &j.xq[i*nb*BlockSize]
 				rowsQ8[nr-1](xp, wp, rb, nb, &y[0])
-			} else {
-				rowsQ4[nr-1](xp, &j.xs[i*nb], wp, rb, nb, &y[0])
+			default:
+				rowsQ4[nr-1](&j.xq[i*nb*BlockSize], &j.xs[i*nb], wp, rb, nb, &y[0])
 			}
 			if j.bias != nil {
 				for k := range y {
@@ -197,27 +277,5 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 				}
 			}
 		}
-	}
-}
-
-// quantTilesAVX512 is the quantized matrix product (m >= tileM): weight
-// panels are dequantized into the thread's scratch, then multiplied with the
-// float tiles.
-func quantTilesAVX512(p *Pool, id int, j *matmulJob, lo, hi int) {
-	w := j.w
-	cols := w.Cols
-	nb := (cols + BlockSize - 1) / BlockSize
-	ld := nb * BlockSize
-	rb := w.Type.RowBytes(cols)
-	panel := p.grow(id, panelRows*ld)
-	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
-	for r := lo; r < hi; r += panelRows {
-		n := min(panelRows, hi-r)
-		for k := range n {
-			row := w.Data[(r+k)*rb : (r+k+1)*rb]
-			dequantHead(w.Type, panel[k*ld:(k+1)*ld], row, nb, nb)
-		}
-		pb := unsafe.Slice((*byte)(unsafe.Pointer(&panel[0])), 4*n*ld)
-		floatTiles(F32, j.y[r:], w.Rows, j.x, j.m, cols, pb, 4*ld, n)
 	}
 }

@@ -45,6 +45,9 @@ func checkMatMul(tb testing.TB, p *Pool, rng *rand.Rand, typ WeightType, m, rows
 				abs += math.Abs(float64(bias[r]))
 			}
 			tol := 4e-6*math.Sqrt(float64(cols))*abs + 1e-30
+			if (typ == Q8 || typ == Q4) && m < 4 {
+				tol += activationQuantBound(x[i*cols:(i+1)*cols], row)
+			}
 			g, w := got[i*rows+r], want[i*rows+r]
 			if e := math.Abs(float64(g - w)); !(e <= tol) {
 				tb.Fatalf("%v m=%d rows=%d cols=%d bias=%v threads=%d: y[%d][%d] = %v, want %v (tol %g)",
@@ -57,6 +60,22 @@ func checkMatMul(tb testing.TB, p *Pool, rng *rand.Rand, typ WeightType, m, rows
 			tb.Fatalf("%v m=%d rows=%d cols=%d: wrote past y at %d", typ, m, rows, cols, i)
 		}
 	}
+}
+
+// activationQuantBound is the error the q8/q4 matrix-vector path may add
+// by quantizing x to int8 per block of 32 (each element off by at most
+// max|x_b|/254): sum over blocks of that times sum |w| over the block.
+func activationQuantBound(x, w []float32) float64 {
+	var bound float64
+	for b := 0; b < len(x); b += BlockSize {
+		var amax, wabs float64
+		for c := b; c < min(b+BlockSize, len(x)); c++ {
+			amax = max(amax, math.Abs(float64(x[c])))
+			wabs += math.Abs(float64(w[c]))
+		}
+		bound += amax / 254 * wabs * 1.01
+	}
+	return bound
 }
 
 func TestMatMulMatchesReference(t *testing.T) {
@@ -179,5 +198,23 @@ func BenchmarkMatMul(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkPoolOverhead measures the fixed cost of one MatMul dispatch: a
+// tiny matrix so the time is the pool's wake-up and join.
+func BenchmarkPoolOverhead(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			w, _ := randMatrix(b, rng, F32, 64, 64)
+			x, y := randVec(rng, 64), make([]float32, 64)
+			p := NewPool(threads)
+			defer p.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				p.MatMul(y, x, 1, w, nil)
+			}
+		})
 	}
 }

@@ -6,32 +6,46 @@ import (
 	"time"
 )
 
-// spinTime is how long an idle worker (or a caller waiting for workers)
-// busy-waits before parking. Decode issues hundreds of matmuls per token a
-// few microseconds apart; a futex wake-up per matmul would cost more than
-// the spin.
+// spinTime is how long an idle worker (or a caller waiting for a chunk a
+// worker still holds) busy-waits before parking. Decode issues hundreds of
+// matmuls per token a few microseconds apart; a futex wake-up per matmul
+// would cost more than the spin.
 const spinTime = 50 * time.Microsecond
+
+// maxChunks bounds the chunks of one job: the chunk count and the next
+// chunk index share one atomic word with the job generation.
+const maxChunks = 1 << 16
 
 // Pool is a persistent worker pool that splits MatMul across threads. The
 // calling goroutine is one of the threads; Threads()-1 goroutines are owned
 // by the pool and stopped by Close. Calls are serialized: one Pool serves one
 // executor. A MatMul allocates nothing once the pool's scratch has grown to
 // the largest shape seen.
+//
+// Work is handed out in chunks of weight rows claimed with one atomic
+// compare-and-swap, so a worker that the OS has not scheduled yet never
+// delays a call: the caller claims the remaining chunks itself and only
+// waits for chunks a worker has already started.
 type Pool struct {
 	threads int
 	call    sync.Mutex // serializes MatMul calls
 	scratch []workerScratch
 	xpad    []float32 // x padded to whole blocks, shared by all threads
-	xsum    []float32 // per-block sums of xpad
+	xsum    []float32 // per-block sums of xpad (or of xq8)
+	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
+	dx      []float32 // scales of the xq8 blocks
 
-	// The current job, written by the caller before gen is bumped.
-	job    matmulJob
-	gen    atomic.Uint64 // bumped once per job; workers run a job when it changes
-	active atomic.Int32  // pool workers still running the current job
+	// The current job, written by the caller before claim is published.
+	job matmulJob
+	gen uint32 // generation of the current job, caller-owned
+	// claim packs the job generation (bits 32-63), its chunk count (bits
+	// 16-31) and the next unclaimed chunk (bits 0-15).
+	claim atomic.Uint64
+	done  atomic.Int64 // chunks of the current job finished
 
 	mu            sync.Mutex // guards parking
 	wake          *sync.Cond // workers park here
-	done          *sync.Cond // the caller parks here
+	finished      *sync.Cond // the caller parks here
 	sleepers      int        // workers parked on wake, guarded by mu
 	callerWaiting atomic.Bool
 	closed        atomic.Bool
@@ -41,8 +55,9 @@ type Pool struct {
 // workerScratch is per-thread scratch memory, padded to keep threads off
 // each other's cache lines.
 type workerScratch struct {
-	buf []float32
-	_   [64 - 24]byte
+	buf  []float32
+	gemm *gemmScratch
+	_    [64 - 32]byte
 }
 
 // NewPool starts a pool of threads threads (the caller counts as one);
@@ -51,7 +66,7 @@ func NewPool(threads int) *Pool {
 	threads = max(threads, 1)
 	p := &Pool{threads: threads, scratch: make([]workerScratch, threads)}
 	p.wake = sync.NewCond(&p.mu)
-	p.done = sync.NewCond(&p.mu)
+	p.finished = sync.NewCond(&p.mu)
 	p.exited.Add(threads - 1)
 	for id := 1; id < threads; id++ {
 		go p.worker(id)
@@ -78,31 +93,27 @@ func (p *Pool) Close() {
 
 func (p *Pool) worker(id int) {
 	defer p.exited.Done()
-	var seen uint64 // gen starts at 0 and only the caller bumps it
+	var seen uint32 // generation 0 is never a job
 	for {
-		if !p.waitJob(seen) {
+		g, ok := p.waitJob(seen)
+		if !ok {
 			return
 		}
-		seen = p.gen.Load()
-		p.job.run(p, id)
-		if p.active.Add(-1) == 0 && p.callerWaiting.Load() {
-			p.mu.Lock()
-			p.done.Signal()
-			p.mu.Unlock()
-		}
+		seen = g
+		p.work(id, g)
 	}
 }
 
-// waitJob spins, then parks, until gen moves past seen. It reports false
-// when the pool is closed.
-func (p *Pool) waitJob(seen uint64) bool {
+// waitJob spins, then parks, until a job generation other than seen is
+// published. It reports false when the pool is closed.
+func (p *Pool) waitJob(seen uint32) (uint32, bool) {
 	start := time.Now()
 	for i := 1; ; i++ {
 		if p.closed.Load() {
-			return false
+			return 0, false
 		}
-		if p.gen.Load() != seen {
-			return true
+		if g := uint32(p.claim.Load() >> 32); g != seen {
+			return g, true
 		}
 		if i%256 == 0 && time.Since(start) > spinTime {
 			break
@@ -111,39 +122,56 @@ func (p *Pool) waitJob(seen uint64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sleepers++
-	for p.gen.Load() == seen && !p.closed.Load() {
+	for uint32(p.claim.Load()>>32) == seen && !p.closed.Load() {
 		p.wake.Wait()
 	}
 	p.sleepers--
-	return !p.closed.Load()
+	return uint32(p.claim.Load() >> 32), !p.closed.Load()
 }
 
-// runJob runs p.job on every thread and returns when all are done.
-func (p *Pool) runJob() {
-	workers := p.threads - 1
-	if p.closed.Load() {
-		workers = 0
+// work claims and runs chunks of job generation g until none are left.
+func (p *Pool) work(id int, g uint32) {
+	for {
+		c := p.claim.Load()
+		next, chunks := c&0xffff, c>>16&0xffff
+		if uint32(c>>32) != g || next >= chunks {
+			return
+		}
+		if !p.claim.CompareAndSwap(c, c+1) {
+			continue
+		}
+		p.job.runChunk(p, id, int(next))
+		if p.done.Add(1) == int64(chunks) && p.callerWaiting.Load() {
+			p.mu.Lock()
+			p.finished.Signal()
+			p.mu.Unlock()
+		}
 	}
-	if workers > 0 {
-		p.active.Store(int32(workers))
-		p.gen.Add(1)
+}
+
+// runJob runs p.job's chunks on every thread and returns when all are done.
+func (p *Pool) runJob(chunks int) {
+	p.gen++
+	if p.gen == 0 {
+		p.gen = 1
+	}
+	p.done.Store(0)
+	p.claim.Store(uint64(p.gen)<<32 | uint64(chunks)<<16)
+	if p.threads > 1 && !p.closed.Load() {
 		p.mu.Lock()
 		if p.sleepers > 0 {
 			p.wake.Broadcast()
 		}
 		p.mu.Unlock()
 	}
-	p.job.run(p, 0)
-	if workers == 0 {
-		return
-	}
+	p.work(0, p.gen)
 	start := time.Now()
-	for i := 1; p.active.Load() != 0; i++ {
+	for i := 1; p.done.Load() != int64(chunks); i++ {
 		if i%256 == 0 && time.Since(start) > spinTime {
 			p.mu.Lock()
 			p.callerWaiting.Store(true)
-			for p.active.Load() != 0 {
-				p.done.Wait()
+			for p.done.Load() != int64(chunks) {
+				p.finished.Wait()
 			}
 			p.callerWaiting.Store(false)
 			p.mu.Unlock()

@@ -70,7 +70,7 @@ func blockScale(amax float32, qmax int) (uint16, error) {
 	}
 	d := amax / float32(qmax)
 	h := f32ToF16(d)
-	if f16ToF32(h) < d {
+	if f16ToF32(h) < d || h == 0 { // h == 0: amax/qmax underflowed float32
 		h++
 	}
 	if h >= 0x7c00 {

@@ -138,7 +138,7 @@ func elementBound(typ WeightType, row []byte, cols, c int, x float32) float64 {
 	case F16:
 		return max(ax*math.Pow(2, -11), math.Pow(2, -25))
 	case BF16:
-		return ax * math.Pow(2, -8)
+		return max(ax*math.Pow(2, -8), math.Pow(2, -134)) // subnormals: half an ulp of 2^-133
 	case Q8, Q4:
 		d := f16ToF32(binary.LittleEndian.Uint16(row[2*(c/BlockSize):]))
 		return float64(d) / 2 * (1 + 1e-6)

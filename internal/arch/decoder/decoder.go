@@ -2,8 +2,10 @@
 // (Llama, Mistral, Qwen2/3, Gemma 2/3) from a validated, architecture-neutral Spec.
 //
 // Architecture packages translate their Hugging Face config into a Spec; this package turns
-// a Spec into program ops, tensor names and RoPE tables. It knows nothing about files,
-// kernels or runner policy.
+// a Spec into program ops, tensor names and RoPE tables. It also holds the config rules that
+// several families share: which layers slide (LayerTypes), RoPE scaling (NewRoPE), and
+// absent-versus-null config fields (Opt). It knows nothing about files, kernels or runner
+// policy.
 package decoder
 
 import (

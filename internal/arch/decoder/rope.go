@@ -18,6 +18,13 @@ type RopeScaling struct {
 	BetaSlow                      *float64 `json:"beta_slow"`
 }
 
+// RopeParameters is one rope_parameters object of transformers v5 configs, which replaced
+// rope_theta and rope_scaling: the base and the scaling fields together.
+type RopeParameters struct {
+	RopeScaling
+	RopeTheta *float64 `json:"rope_theta"`
+}
+
 // Kind is the scaling type ("default" when none).
 func (r *RopeScaling) Kind() string {
 	if r == nil {

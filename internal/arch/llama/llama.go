@@ -1,6 +1,11 @@
 // Package llama gives the meaning of Llama-family Hugging Face configs (LlamaForCausalLM,
 // MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) as decoder specs. It knows config
 // fields and weight names; it does not read files or run anything.
+//
+// Sliding layers follow transformers (decoder.LayerTypes): Mistral slides every layer when
+// sliding_window is set (4096 when the field is absent, none when null); Qwen2/3 slide the
+// layers from max_window_layers (default 28) on when use_sliding_window is true; Llama
+// ignores sliding_window. An explicit layer_types list wins, except for Llama.
 package llama
 
 import (
@@ -14,25 +19,26 @@ import (
 
 // rawConfig is config.json as written by transformers, for the fields this family uses.
 type rawConfig struct {
-	HiddenSize            int                  `json:"hidden_size"`
-	NumHiddenLayers       int                  `json:"num_hidden_layers"`
-	NumAttentionHeads     int                  `json:"num_attention_heads"`
-	NumKeyValueHeads      *int                 `json:"num_key_value_heads"`
-	HeadDim               *int                 `json:"head_dim"`
-	IntermediateSize      int                  `json:"intermediate_size"`
-	VocabSize             int                  `json:"vocab_size"`
-	RMSNormEps            float64              `json:"rms_norm_eps"`
-	RopeTheta             *float64             `json:"rope_theta"`
-	RopeScaling           *decoder.RopeScaling `json:"rope_scaling"`
-	TieWordEmbeddings     *bool                `json:"tie_word_embeddings"`
-	AttentionBias         bool                 `json:"attention_bias"`
-	MLPBias               bool                 `json:"mlp_bias"`
-	HiddenAct             string               `json:"hidden_act"`
-	MaxPositionEmbeddings int                  `json:"max_position_embeddings"`
-	SlidingWindow         *int                 `json:"sliding_window"`
-	UseSlidingWindow      *bool                `json:"use_sliding_window"`
-	MaxWindowLayers       *int                 `json:"max_window_layers"`
-	LayerTypes            []string             `json:"layer_types"`
+	HiddenSize            int                     `json:"hidden_size"`
+	NumHiddenLayers       int                     `json:"num_hidden_layers"`
+	NumAttentionHeads     int                     `json:"num_attention_heads"`
+	NumKeyValueHeads      *int                    `json:"num_key_value_heads"`
+	HeadDim               *int                    `json:"head_dim"`
+	IntermediateSize      int                     `json:"intermediate_size"`
+	VocabSize             int                     `json:"vocab_size"`
+	RMSNormEps            float64                 `json:"rms_norm_eps"`
+	RopeTheta             *float64                `json:"rope_theta"`
+	RopeScaling           *decoder.RopeScaling    `json:"rope_scaling"`
+	RopeParameters        *decoder.RopeParameters `json:"rope_parameters"` // transformers v5: replaces rope_theta and rope_scaling
+	TieWordEmbeddings     *bool                   `json:"tie_word_embeddings"`
+	AttentionBias         bool                    `json:"attention_bias"`
+	MLPBias               bool                    `json:"mlp_bias"`
+	HiddenAct             string                  `json:"hidden_act"`
+	MaxPositionEmbeddings int                     `json:"max_position_embeddings"`
+	SlidingWindow         decoder.Opt[int]        `json:"sliding_window"`
+	UseSlidingWindow      bool                    `json:"use_sliding_window"`
+	MaxWindowLayers       decoder.Opt[int]        `json:"max_window_layers"`
+	LayerTypes            []string                `json:"layer_types"`
 }
 
 // Variant is one architecture of the family.
@@ -42,19 +48,24 @@ type Variant struct {
 	QKVBias bool
 	// QKNorm: Qwen3's per-head q/k RMSNorm.
 	QKNorm bool
-	// SlidingFromQwen: layer types from use_sliding_window / max_window_layers;
-	// otherwise (Mistral) every layer slides when sliding_window is set.
-	SlidingFromQwen bool
-	defaultTheta    float64
+	// Sliding decides the layer types when config.json has no layer_types.
+	Sliding decoder.SlidingRule
+	// defaultWindow is transformers' sliding_window default, used when the field is
+	// absent (an explicit null means no window).
+	defaultWindow int
+	defaultTheta  float64
 }
 
 // Variants lists the supported architectures by Hugging Face class name.
 var Variants = []Variant{
-	{Name: "LlamaForCausalLM", defaultTheta: 10000},
-	{Name: "MistralForCausalLM", defaultTheta: 10000},
-	{Name: "Qwen2ForCausalLM", QKVBias: true, SlidingFromQwen: true, defaultTheta: 10000},
-	{Name: "Qwen3ForCausalLM", QKNorm: true, SlidingFromQwen: true, defaultTheta: 10000},
+	{Name: "LlamaForCausalLM", Sliding: decoder.NoSliding, defaultTheta: 10000},
+	{Name: "MistralForCausalLM", Sliding: decoder.AllSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Name: "Qwen2ForCausalLM", QKVBias: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Name: "Qwen3ForCausalLM", QKNorm: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
 }
+
+// defaultMaxWindowLayers is Qwen2Config's and Qwen3Config's max_window_layers default.
+const defaultMaxWindowLayers = 28
 
 // Spec validates a raw config and returns the model's decoder spec and its trained context.
 func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
@@ -110,11 +121,17 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	default:
 		return nil, 0, bad("hidden_act", c.HiddenAct, "unsupported (silu, gelu_pytorch_tanh)")
 	}
-	theta := v.defaultTheta
+	theta, scaling := v.defaultTheta, c.RopeScaling
 	if c.RopeTheta != nil {
 		theta = *c.RopeTheta
 	}
-	rope, err := decoder.NewRoPE(headDim, theta, c.RopeScaling, c.MaxPositionEmbeddings)
+	if p := c.RopeParameters; p != nil {
+		if p.RopeTheta != nil {
+			theta = *p.RopeTheta
+		}
+		scaling = &p.RopeScaling
+	}
+	rope, err := decoder.NewRoPE(headDim, theta, scaling, c.MaxPositionEmbeddings)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
 	}
@@ -142,53 +159,19 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	return s, c.MaxPositionEmbeddings, s.Validate()
 }
 
+// layerTypes applies transformers' defaults for absent fields, then the family's rule.
 func (v Variant) layerTypes(c *rawConfig) ([]program.LayerType, int, error) {
-	types := make([]program.LayerType, c.NumHiddenLayers)
-	window := 0
-	if c.SlidingWindow != nil {
-		window = *c.SlidingWindow
+	maxWindow := defaultMaxWindowLayers
+	if p := c.MaxWindowLayers.Value; p != nil {
+		maxWindow = *p
 	}
-	if len(c.LayerTypes) > 0 {
-		if len(c.LayerTypes) != c.NumHiddenLayers {
-			return nil, 0, fmt.Errorf("%s config: layer_types has %d entries for %d layers", v.Name, len(c.LayerTypes), c.NumHiddenLayers)
-		}
-		for i, t := range c.LayerTypes {
-			switch t {
-			case "full_attention":
-				types[i] = program.LayerFull
-			case "sliding_attention":
-				types[i] = program.LayerSliding
-			default:
-				return nil, 0, fmt.Errorf("%s config: layer_types[%d] = %q is not full_attention or sliding_attention", v.Name, i, t)
-			}
-		}
-	} else {
-		for i := range types {
-			slide := window > 0
-			if v.SlidingFromQwen {
-				maxWindow := 0
-				if c.MaxWindowLayers != nil {
-					maxWindow = *c.MaxWindowLayers
-				}
-				slide = slide && c.UseSlidingWindow != nil && *c.UseSlidingWindow && i >= maxWindow
-			}
-			types[i] = program.LayerFull
-			if slide {
-				types[i] = program.LayerSliding
-			}
-		}
-	}
-	sliding := false
-	for _, t := range types {
-		sliding = sliding || t == program.LayerSliding
-	}
-	if !sliding {
-		return types, 0, nil
-	}
-	if window <= 0 {
-		return nil, 0, fmt.Errorf("%s config: sliding layers need sliding_window > 0, got %d", v.Name, window)
-	}
-	return types, window, nil
+	return decoder.LayerTypes(v.Name, v.Sliding, decoder.SlidingConfig{
+		Layers:           c.NumHiddenLayers,
+		LayerTypes:       c.LayerTypes,
+		Window:           c.SlidingWindow.Or(v.defaultWindow),
+		UseSlidingWindow: c.UseSlidingWindow,
+		MaxWindowLayers:  maxWindow,
+	})
 }
 
 // Names are the transformers weight names of the family.

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hfstatic/hfstatic/generate"
+	"github.com/hfstatic/hfstatic/internal/accuracy"
+)
+
+func newAccuracyCmd() *cobra.Command {
+	var (
+		tokens, prompt  string
+		extend, threads int
+	)
+	cmd := &cobra.Command{
+		Use:   "accuracy REFERENCE CANDIDATE [--tokens IDS | --prompt TEXT] [--generate N]",
+		Short: "Compare a candidate program's logits (e.g. quantized) with a reference program's",
+		Long: `accuracy runs one token sequence through both programs and prints the argmax agreement and the
+mean KL divergence KL(reference ‖ candidate) over every position. The sequence is --tokens, or
+--prompt encoded with the reference's tokenizer (default: just BOS), extended by --generate N
+greedy tokens of the reference.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			ref, err := openProgram(ctx, args[0], threads)
+			if err != nil {
+				return err
+			}
+			defer ref.Close()
+			cand, err := openProgram(ctx, args[1], threads)
+			if err != nil {
+				return err
+			}
+			defer cand.Close()
+			var seq []int
+			if cmd.Flags().Changed("tokens") {
+				if seq, err = parseTokens(tokens); err != nil {
+					return err
+				}
+			} else {
+				tok, err := ref.Tokenizer()
+				if err != nil {
+					return err
+				}
+				if seq, err = tok.Encode(prompt, true); err != nil {
+					return err
+				}
+			}
+			if len(seq) == 0 {
+				return usagef("the token sequence is empty")
+			}
+			if extend > 0 {
+				if seq, err = extendGreedy(ctx, ref, seq, extend); err != nil {
+					return err
+				}
+			}
+			rep, err := compareLogits(ctx, ref, cand, seq)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) vs %s (%s): %s\n", ref.name, ref.Runner.Metadata().Source.Weights,
+				cand.name, cand.Runner.Metadata().Source.Weights, rep)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&tokens, "tokens", "", "comma-separated token ids")
+	f.StringVar(&prompt, "prompt", "", "prompt text")
+	f.IntVar(&extend, "generate", 200, "extend the sequence with N greedy tokens of the reference")
+	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	return cmd
+}
+
+func extendGreedy(ctx context.Context, m *loaded, seq []int, n int) ([]int, error) {
+	s, err := m.Runner.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	res, err := generate.Run(ctx, s, seq, generate.Options{MaxTokens: n})
+	if err != nil {
+		return nil, err
+	}
+	out := append(append([]int(nil), seq...), res.Tokens...)
+	return out[:min(len(out), m.Runner.Shape().Context)], nil
+}
+
+// compareLogits runs seq through both programs and compares the logits after every token.
+func compareLogits(ctx context.Context, ref, cand *loaded, seq []int) (accuracy.Report, error) {
+	rows := make([][]float32, 0, len(seq))
+	rs, err := ref.Runner.NewSession()
+	if err != nil {
+		return accuracy.Report{}, err
+	}
+	defer rs.Close()
+	err = rs.AppendEach(ctx, seq, func(i int, row []float32) error {
+		rows = append(rows, append([]float32(nil), row...))
+		return nil
+	})
+	if err != nil {
+		return accuracy.Report{}, fmt.Errorf("reference: %w", err)
+	}
+	cs, err := cand.Runner.NewSession()
+	if err != nil {
+		return accuracy.Report{}, err
+	}
+	defer cs.Close()
+	var acc accuracy.Accumulator
+	err = cs.AppendEach(ctx, seq, func(i int, row []float32) error { return acc.Add(rows[i], row) })
+	if err != nil {
+		return accuracy.Report{}, fmt.Errorf("candidate: %w", err)
+	}
+	return acc.Report(), nil
+}

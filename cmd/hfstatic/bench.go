@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hfstatic/hfstatic/generate"
+	"github.com/hfstatic/hfstatic/runner"
+)
+
+// benchOptions are the bench command's flags.
+type benchOptions struct {
+	promptTokens int    // tokens appended by the measured prefill
+	genTokens    int    // decode steps measured after the prompt
+	threads      int    // executor threads
+	repeat       int    // measured repeats; medians are reported
+	asJSON       bool   // print benchReport as JSON
+	cpuProfile   string // file for a CPU profile of the measured repeats; "" for none
+}
+
+// benchReport is the --json output of bench; its field names are a stable interface.
+// Rates are medians over Repeat runs; the *_runs fields hold every run in order.
+type benchReport struct {
+	Program      string    `json:"program"`
+	Weights      string    `json:"weights"`       // the program's weight type (f32, f16, bf16, q8, q4)
+	ProgramBytes int64     `json:"program_bytes"` // size of the program file
+	Threads      int       `json:"threads"`
+	Context      int       `json:"context"`      // C
+	PrefillStep  int       `json:"prefill_step"` // P; 0 when the program has no prefill method
+	PromptTokens int       `json:"prompt_tokens"`
+	GenTokens    int       `json:"gen_tokens"`
+	Repeat       int       `json:"repeat"`
+	LoadS        float64   `json:"load_s"`        // opening and loading the program
+	FirstTokenS  float64   `json:"first_token_s"` // load plus the first one-token step (startup)
+	PrefillTokS  float64   `json:"prefill_tok_s"`
+	DecodeTokS   float64   `json:"decode_tok_s"`
+	PrefillRuns  []float64 `json:"prefill_runs_tok_s"`
+	DecodeRuns   []float64 `json:"decode_runs_tok_s"`
+}
+
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench [PROGRAM]",
+		Short: "Measure startup, prefill and decode speed of a program",
+		Long: `bench loads a program, runs one token (startup), warms up, and then, on a fresh
+session for each repeat, times the prefill of a prompt of --prompt-tokens fixed
+pseudo-random token ids and --gen-tokens greedy decode steps after it. It prints
+the median tokens per second of --repeat runs (like llama-bench -p and -n).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := runBench(cmd.Context(), argOr(args, 0), o)
+			if err != nil {
+				return err
+			}
+			if o.asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			printBench(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.promptTokens, "prompt-tokens", 128, "prompt tokens processed by the measured prefill")
+	f.IntVar(&o.genTokens, "gen-tokens", 64, "tokens generated (decode steps) after the prompt")
+	f.IntVar(&o.threads, "threads", defaultThreads(), "worker threads")
+	f.IntVar(&o.repeat, "repeat", 3, "measured repeats (medians are reported)")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured repeats to this file")
+	return cmd
+}
+
+func runBench(ctx context.Context, path string, o benchOptions) (benchReport, error) {
+	switch {
+	case o.promptTokens < 1:
+		return benchReport{}, usagef("--prompt-tokens %d must be ≥ 1", o.promptTokens)
+	case o.genTokens < 1:
+		return benchReport{}, usagef("--gen-tokens %d must be ≥ 1", o.genTokens)
+	case o.repeat < 1:
+		return benchReport{}, usagef("--repeat %d must be ≥ 1", o.repeat)
+	}
+	start := time.Now()
+	m, err := openProgram(ctx, path, o.threads)
+	if err != nil {
+		return benchReport{}, err
+	}
+	defer m.Close()
+	loadS := time.Since(start).Seconds()
+
+	md := m.Runner.Metadata()
+	shape := m.Runner.Shape()
+	rep := benchReport{
+		Program: m.name, Weights: md.Source.Weights, ProgramBytes: m.File.Size(),
+		Threads: o.threads, Context: shape.Context, PrefillStep: shape.Prefill,
+		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Repeat: o.repeat, LoadS: loadS,
+	}
+	// Every measured decode step is appended, so prompt + gen positions are needed.
+	if need := o.promptTokens + o.genTokens; need > shape.Context {
+		return rep, usagef("--prompt-tokens %d plus --gen-tokens %d need %d positions, but the program's context is %d: lower them or export with a larger --context",
+			o.promptTokens, o.genTokens, need, shape.Context)
+	}
+	prompt := benchPrompt(o.promptTokens, md.VocabSize)
+
+	sess, err := m.Runner.NewSession()
+	if err != nil {
+		return rep, err
+	}
+	defer sess.Close()
+	if err := sess.Append(ctx, prompt[:1]); err != nil {
+		return rep, fmt.Errorf("first token: %w", err)
+	}
+	rep.FirstTokenS = time.Since(start).Seconds()
+	// Warm-up: one full prefill and a few decode steps touch every weight page and buffer.
+	if err := sess.Reset(); err != nil {
+		return rep, err
+	}
+	if _, _, err := benchOnce(ctx, sess, prompt, min(4, o.genTokens)); err != nil {
+		return rep, fmt.Errorf("warm-up: %w", err)
+	}
+	sess.Close()
+
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return rep, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return rep, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for r := 0; r < o.repeat; r++ {
+		s, err := m.Runner.NewSession()
+		if err != nil {
+			return rep, err
+		}
+		// Reset writes every cache page once, so first-touch page faults of the new
+		// buffers stay out of the timed region; so does collecting earlier garbage.
+		if err := s.Reset(); err != nil {
+			s.Close()
+			return rep, err
+		}
+		runtime.GC()
+		pre, dec, err := benchOnce(ctx, s, prompt, o.genTokens)
+		s.Close()
+		if err != nil {
+			return rep, fmt.Errorf("repeat %d: %w", r+1, err)
+		}
+		rep.PrefillRuns = append(rep.PrefillRuns, float64(o.promptTokens)/pre.Seconds())
+		rep.DecodeRuns = append(rep.DecodeRuns, float64(o.genTokens)/dec.Seconds())
+	}
+	rep.PrefillTokS = median(rep.PrefillRuns)
+	rep.DecodeTokS = median(rep.DecodeRuns)
+	return rep, nil
+}
+
+// benchOnce appends prompt to an empty session, then runs gen greedy decode steps, each
+// appending the argmax of the previous logits. It returns the time of each phase.
+func benchOnce(ctx context.Context, s *runner.Session, prompt []int, gen int) (prefill, decode time.Duration, err error) {
+	t := time.Now()
+	if err := s.Append(ctx, prompt); err != nil {
+		return 0, 0, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
+	}
+	prefill = time.Since(t)
+	greedy := generate.Greedy{}
+	next := make([]int, 1)
+	t = time.Now()
+	for i := 0; i < gen; i++ {
+		next[0] = greedy.Sample(s.Logits().View(), nil)
+		if err := s.Append(ctx, next); err != nil {
+			return 0, 0, fmt.Errorf("decode step %d: %w", i+1, err)
+		}
+	}
+	return prefill, time.Since(t), nil
+}
+
+// benchPrompt is n token ids drawn from a fixed seed, so every run processes the same prompt.
+func benchPrompt(n, vocab int) []int {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = rng.IntN(vocab)
+	}
+	return ids
+}
+
+// median of xs (which it does not modify); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func printBench(w io.Writer, r benchReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "program\t%s (%s bytes, weights %s)\n", r.Program, groupDigits(r.ProgramBytes), r.Weights)
+	fmt.Fprintf(tw, "shape\tcontext %d, prefill step %d\n", r.Context, r.PrefillStep)
+	fmt.Fprintf(tw, "threads\t%d\n", r.Threads)
+	fmt.Fprintf(tw, "startup\tload %.3f s, first token at %.3f s\n", r.LoadS, r.FirstTokenS)
+	tw.Flush()
+	fmt.Fprintf(w, "\n%-8s  %7s  %12s  %21s\n", "test", "tokens", "median tok/s", "runs (tok/s)")
+	fmt.Fprintf(w, "%-8s  %7d  %12.2f  %21s\n", "prefill", r.PromptTokens, r.PrefillTokS, runList(r.PrefillRuns))
+	fmt.Fprintf(w, "%-8s  %7d  %12.2f  %21s\n", "decode", r.GenTokens, r.DecodeTokS, runList(r.DecodeRuns))
+}
+
+func runList(xs []float64) string {
+	s := ""
+	for i, x := range xs {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%.1f", x)
+	}
+	return s
+}

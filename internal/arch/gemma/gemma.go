@@ -1,0 +1,320 @@
+// Package gemma gives the meaning of Gemma 2 and Gemma 3 Hugging Face configs
+// (Gemma2ForCausalLM, Gemma3ForCausalLM with model_type gemma3_text) as decoder specs:
+// (1+w) RMSNorm folded into the weights at export, embeddings scaled by sqrt(hidden), pre-
+// and post-norms around attention and feed-forward, GELU (tanh), attention scaled by
+// query_pre_attn_scalar^-0.5, interleaved sliding-window and full layers, Gemma 3's q/k norm
+// and separate local/global RoPE bases, Gemma 2's attention and final logit soft-caps.
+//
+// It knows config fields and weight names; it does not read files or run anything. The
+// multimodal Gemma3ForConditionalGeneration (config nested under text_config, weights under
+// language_model.) is not handled here.
+package gemma
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/hfstatic/hfstatic/internal/arch/decoder"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// rawConfig is config.json as transformers writes it for Gemma 2 and Gemma 3 (text).
+// Fields that transformers defaults when absent are Opt, so the default applies only to
+// an absent field and an explicit null keeps its meaning.
+type rawConfig struct {
+	ModelType         string               `json:"model_type"`
+	HiddenSize        int                  `json:"hidden_size"`
+	NumHiddenLayers   int                  `json:"num_hidden_layers"`
+	NumAttentionHeads int                  `json:"num_attention_heads"`
+	NumKeyValueHeads  int                  `json:"num_key_value_heads"`
+	HeadDim           int                  `json:"head_dim"`
+	IntermediateSize  int                  `json:"intermediate_size"`
+	VocabSize         int                  `json:"vocab_size"`
+	RMSNormEps        decoder.Opt[float64] `json:"rms_norm_eps"`
+	RopeTheta         decoder.Opt[float64] `json:"rope_theta"`
+	RopeLocalBaseFreq decoder.Opt[float64] `json:"rope_local_base_freq"`
+	RopeScaling       *decoder.RopeScaling `json:"rope_scaling"`
+	// RopeParameters (transformers v5) replaces rope_theta, rope_scaling and
+	// rope_local_base_freq: one object, or one per layer type (full_attention,
+	// sliding_attention).
+	RopeParameters        json.RawMessage      `json:"rope_parameters"`
+	QueryPreAttnScalar    decoder.Opt[float64] `json:"query_pre_attn_scalar"`
+	AttnLogitSoftcapping  decoder.Opt[float64] `json:"attn_logit_softcapping"`
+	FinalLogitSoftcapping decoder.Opt[float64] `json:"final_logit_softcapping"`
+	TieWordEmbeddings     decoder.Opt[bool]    `json:"tie_word_embeddings"`
+	AttentionBias         bool                 `json:"attention_bias"`
+	HiddenActivation      string               `json:"hidden_activation"`
+	HiddenAct             string               `json:"hidden_act"` // older spelling, used when hidden_activation is absent
+	MaxPositionEmbeddings decoder.Opt[int]     `json:"max_position_embeddings"`
+	SlidingWindow         decoder.Opt[int]     `json:"sliding_window"`
+	SlidingWindowPattern  decoder.Opt[int]     `json:"sliding_window_pattern"`
+	LayerTypes            []string             `json:"layer_types"`
+}
+
+// Variant is one Gemma generation. The defaults are transformers' for absent fields.
+type Variant struct {
+	Name string
+	// ModelTypes lists the accepted model_type values.
+	ModelTypes []string
+	// Sliding decides the layer types when config.json has no layer_types.
+	Sliding decoder.SlidingRule
+	// QKNorm: Gemma 3's per-head q/k RMSNorm.
+	QKNorm bool
+	// LocalRoPE: sliding layers use rope_local_base_freq without scaling (Gemma 3);
+	// otherwise every layer uses rope_theta and rope_scaling.
+	LocalRoPE bool
+
+	defaultTheta, defaultLocalTheta         float64
+	defaultAttnSoftCap, defaultFinalSoftCap float64
+	defaultQueryPreAttnScalar               float64
+	defaultMaxPos, defaultWindow            int
+	defaultPattern                          int
+}
+
+// Variants lists the supported architectures by Hugging Face class name.
+var Variants = []Variant{
+	{
+		Name: "Gemma2ForCausalLM", ModelTypes: []string{"gemma2"}, Sliding: decoder.AlternateSliding,
+		defaultTheta: 10000, defaultMaxPos: 8192, defaultAttnSoftCap: 50, defaultFinalSoftCap: 30,
+		defaultWindow: 4096, defaultQueryPreAttnScalar: 256,
+	},
+	{
+		Name: "Gemma3ForCausalLM", ModelTypes: []string{"gemma3_text"}, Sliding: decoder.PatternSliding,
+		QKNorm: true, LocalRoPE: true,
+		defaultTheta: 1e6, defaultMaxPos: 131072, defaultWindow: 4096, defaultPattern: 6,
+		defaultQueryPreAttnScalar: 256, defaultLocalTheta: 1e4,
+	},
+}
+
+// Spec validates a raw config and returns the model's decoder spec and its trained context.
+func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
+	var c rawConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+	}
+	bad := func(field string, val any, want string) error {
+		return fmt.Errorf("%s config: %s = %v, %s", v.Name, field, val, want)
+	}
+	if c.ModelType != "" && !slices.Contains(v.ModelTypes, c.ModelType) {
+		return nil, 0, bad("model_type", fmt.Sprintf("%q", c.ModelType), fmt.Sprintf("want one of %q for %s", v.ModelTypes, v.Name))
+	}
+	sizes := []struct {
+		field string
+		v     int
+	}{{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumHiddenLayers},
+		{"num_attention_heads", c.NumAttentionHeads}, {"num_key_value_heads", c.NumKeyValueHeads},
+		{"head_dim", c.HeadDim}, {"intermediate_size", c.IntermediateSize}, {"vocab_size", c.VocabSize}}
+	for _, f := range sizes {
+		if f.v <= 0 {
+			return nil, 0, bad(f.field, f.v, "must be present and > 0")
+		}
+	}
+	if c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
+		return nil, 0, bad("num_key_value_heads", c.NumKeyValueHeads, fmt.Sprintf("must divide num_attention_heads %d", c.NumAttentionHeads))
+	}
+	if c.HeadDim%2 != 0 {
+		return nil, 0, bad("head_dim", c.HeadDim, "must be even for RoPE")
+	}
+	if c.AttentionBias {
+		return nil, 0, bad("attention_bias", true, "unsupported for Gemma (no released checkpoint uses it)")
+	}
+	act := c.HiddenActivation
+	if act == "" {
+		act = c.HiddenAct
+	}
+	switch act {
+	case "gelu_pytorch_tanh", "gelu_tanh", "":
+	default:
+		return nil, 0, bad("hidden_activation", act, "unsupported (gelu_pytorch_tanh)")
+	}
+	eps, err := positive(c.RMSNormEps, 1e-6, "rms_norm_eps")
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+	}
+	maxPos, err := positive(c.MaxPositionEmbeddings, v.defaultMaxPos, "max_position_embeddings")
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+	}
+	scalar, err := positive(c.QueryPreAttnScalar, v.defaultQueryPreAttnScalar, "query_pre_attn_scalar")
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+	}
+	attnCap, finalCap := optional(c.AttnLogitSoftcapping, v.defaultAttnSoftCap), optional(c.FinalLogitSoftcapping, v.defaultFinalSoftCap)
+	if attnCap < 0 || finalCap < 0 {
+		return nil, 0, bad("attn_logit_softcapping / final_logit_softcapping", fmt.Sprint(attnCap, " / ", finalCap), "must be > 0 or null")
+	}
+	ropes, err := v.ropes(&c, maxPos)
+	if err != nil {
+		return nil, 0, err
+	}
+	types, window, err := decoder.LayerTypes(v.Name, v.Sliding, decoder.SlidingConfig{
+		Layers:     c.NumHiddenLayers,
+		LayerTypes: c.LayerTypes,
+		Window:     c.SlidingWindow.Or(v.defaultWindow),
+		Pattern:    *nonNull(c.SlidingWindowPattern, v.defaultPattern),
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	s := &decoder.Spec{
+		Hidden: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads,
+		HeadDim: c.HeadDim, FFN: c.IntermediateSize, Vocab: c.VocabSize,
+		NormEps:       float32(eps),
+		NormOffset:    1, // Gemma's RMSNorm multiplies by (1 + w)
+		Activation:    program.ActGELUTanh,
+		QKNorm:        v.QKNorm,
+		SandwichNorms: true,
+		// transformers computes hidden_size**0.5 and keeps it as a float32 tensor when the
+		// model runs in float32 (in bfloat16 it would round the factor to bfloat16 first).
+		EmbedScale:   float32(math.Sqrt(float64(c.HiddenSize))),
+		AttnScale:    float32(math.Pow(scalar, -0.5)),
+		AttnSoftCap:  float32(attnCap),
+		FinalSoftCap: float32(finalCap),
+		Tied:         *nonNull(c.TieWordEmbeddings, true),
+		LayerTypes:   types,
+		Window:       window,
+		RoPE:         ropes,
+		Names:        Names,
+	}
+	return s, maxPos, s.Validate()
+}
+
+// ropes returns the RoPE of each layer type: Gemma 3's sliding layers use
+// rope_local_base_freq without scaling, its full layers rope_theta with rope_scaling;
+// Gemma 2 uses rope_theta everywhere. A v5 rope_parameters object overrides these.
+func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.RoPE, error) {
+	theta, err := positive(c.RopeTheta, v.defaultTheta, "rope_theta")
+	if err != nil {
+		return nil, fmt.Errorf("%s config: %w", v.Name, err)
+	}
+	global := decoder.RopeParameters{RopeTheta: &theta}
+	if c.RopeScaling != nil {
+		global.RopeScaling = *c.RopeScaling
+	}
+	local := global
+	if v.LocalRoPE {
+		localTheta, err := positive(c.RopeLocalBaseFreq, v.defaultLocalTheta, "rope_local_base_freq")
+		if err != nil {
+			return nil, fmt.Errorf("%s config: %w", v.Name, err)
+		}
+		local = decoder.RopeParameters{RopeTheta: &localTheta}
+	}
+	if err := v.applyRopeParameters(c.RopeParameters, &global, &local); err != nil {
+		return nil, err
+	}
+	out := map[program.LayerType]decoder.RoPE{}
+	for t, p := range map[program.LayerType]decoder.RopeParameters{program.LayerFull: global, program.LayerSliding: local} {
+		if p.RopeTheta == nil || *p.RopeTheta <= 0 {
+			return nil, fmt.Errorf("%s config: rope_parameters for %s layers need rope_theta > 0", v.Name, t)
+		}
+		r, err := decoder.NewRoPE(c.HeadDim, *p.RopeTheta, &p.RopeScaling, maxPos)
+		if err != nil {
+			return nil, fmt.Errorf("%s config: %s layers: %w", v.Name, t, err)
+		}
+		out[t] = r
+	}
+	return out, nil
+}
+
+// applyRopeParameters replaces global and local with a v5 rope_parameters object: either
+// {"full_attention": {...}, "sliding_attention": {...}} (a missing or null entry keeps
+// that type's RoPE) or one object for every layer (Gemma 2) or for the full layers
+// (Gemma 3). Each object is complete: rope_type and rope_theta.
+func (v Variant) applyRopeParameters(raw json.RawMessage, global, local *decoder.RopeParameters) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var byType map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byType); err != nil {
+		return fmt.Errorf("%s config: rope_parameters: %w", v.Name, err)
+	}
+	merge := func(field string, b json.RawMessage, dst *decoder.RopeParameters) error {
+		if len(b) == 0 || string(b) == "null" {
+			return nil
+		}
+		var p decoder.RopeParameters
+		if err := json.Unmarshal(b, &p); err != nil {
+			return fmt.Errorf("%s config: %s: %w", v.Name, field, err)
+		}
+		if p.RopeTheta == nil {
+			return fmt.Errorf("%s config: %s has no rope_theta", v.Name, field)
+		}
+		*dst = p
+		return nil
+	}
+	full, hasFull := byType["full_attention"]
+	sliding, hasSliding := byType["sliding_attention"]
+	if !hasFull && !hasSliding {
+		if err := merge("rope_parameters", raw, global); err != nil {
+			return err
+		}
+		if !v.LocalRoPE {
+			*local = *global
+		}
+		return nil
+	}
+	if err := merge("rope_parameters.full_attention", full, global); err != nil {
+		return err
+	}
+	return merge("rope_parameters.sliding_attention", sliding, local)
+}
+
+type number interface{ ~int | ~float64 }
+
+// positive reads a field that must be > 0, defaulting when absent or null.
+func positive[T number](o decoder.Opt[T], def T, field string) (T, error) {
+	v := *nonNull(o, def)
+	if v <= 0 {
+		return 0, fmt.Errorf("%s = %v, must be > 0", field, v)
+	}
+	return v, nil
+}
+
+// optional reads a soft-cap: def when absent, 0 (none) when null.
+func optional(o decoder.Opt[float64], def float64) float64 {
+	if p := o.Or(def); p != nil {
+		return *p
+	}
+	return 0
+}
+
+// nonNull is the field's value, or def when it is absent or null.
+func nonNull[T any](o decoder.Opt[T], def T) *T {
+	if o.Value != nil {
+		return o.Value
+	}
+	return &def
+}
+
+// Names are the transformers weight names of Gemma 2 and 3. Unlike Llama, where
+// post_attention_layernorm is the norm before the MLP, in Gemma it normalizes the
+// attention output; pre_feedforward_layernorm is the norm before the MLP.
+var Names = decoder.Names{
+	Embed:     "model.embed_tokens.weight",
+	FinalNorm: "model.norm.weight",
+	LMHead:    "lm_head.weight",
+	Layer: func(l int, r decoder.Role) string {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		switch r {
+		case decoder.AttnNorm:
+			return p + "input_layernorm.weight"
+		case decoder.PostAttnNorm:
+			return p + "post_attention_layernorm.weight"
+		case decoder.FFNNorm:
+			return p + "pre_feedforward_layernorm.weight"
+		case decoder.PostFFNNorm:
+			return p + "post_feedforward_layernorm.weight"
+		case decoder.Q, decoder.K, decoder.V, decoder.O:
+			return p + "self_attn." + string(r) + "_proj.weight"
+		case decoder.QNorm:
+			return p + "self_attn.q_norm.weight"
+		case decoder.KNorm:
+			return p + "self_attn.k_norm.weight"
+		case decoder.Gate, decoder.Up, decoder.Down:
+			return p + "mlp." + string(r) + "_proj.weight"
+		}
+		return p + string(r)
+	},
+}

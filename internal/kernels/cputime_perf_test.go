@@ -1,0 +1,117 @@
+//go:build perf && linux
+
+// Run with: go test -tags perf -run Perf -v .
+// Times kernels by thread CPU time (steadier than wall time on a shared
+// machine) and prints medians over repetitions.
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type perfCase struct {
+	name    string
+	typ     WeightType
+	m, r, c int
+	setup   func()
+}
+
+func TestPerf(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	vn := useVNNI
+	cases := []perfCase{
+		{"f32 gemv", F32, 1, 4096, 4096, func() {}},
+		{"f16 gemv", F16, 1, 4096, 4096, func() {}},
+		{"bf16 gemv", BF16, 1, 4096, 4096, func() {}},
+		{"q8 gemv vnni", Q8, 1, 4096, 4096, func() { useVNNI = vn }},
+		{"q8 gemv f32", Q8, 1, 4096, 4096, func() { useVNNI = false }},
+		{"q4 gemv vnni", Q4, 1, 4096, 4096, func() { useVNNI = vn }},
+		{"q4 gemv f32", Q4, 1, 4096, 4096, func() { useVNNI = false }},
+		{"f32 gemm", F32, 128, 1024, 1024, func() {}},
+		{"f16 gemm", F16, 128, 1024, 1024, func() {}},
+		{"q8 gemm", Q8, 128, 1024, 1024, func() {}},
+		{"q4 gemm", Q4, 128, 1024, 1024, func() {}},
+	}
+	p := NewPool(1)
+	defer p.Close()
+	res := map[string][]float64{}
+	ws := map[string]Matrix{}
+	for _, c := range cases {
+		w := Matrix{Type: c.typ, Rows: c.r, Cols: c.c, Data: make([]byte, c.r*c.typ.RowBytes(c.c))}
+		Quantize(c.typ, w.Data, randVec(rng, c.r*c.c), c.r, c.c)
+		ws[c.name] = w
+	}
+	for rep := 0; rep < 7; rep++ {
+		for _, c := range cases {
+			c.setup()
+			w := ws[c.name]
+			x, y := randVec(rng, c.m*c.c), make([]float32, c.m*c.r)
+			p.MatMul(y, x, c.m, w, nil)
+			n := 0
+			t0 := threadCPU()
+			for threadCPU()-t0 < 30*time.Millisecond {
+				p.MatMul(y, x, c.m, w, nil)
+				n++
+			}
+			d := (threadCPU() - t0).Seconds() / float64(n)
+			res[c.name] = append(res[c.name], d)
+		}
+	}
+	useVNNI = vn
+	for _, c := range cases {
+		d := res[c.name]
+		sort.Float64s(d)
+		med, best := d[len(d)/2], d[0]
+		w := ws[c.name]
+		fmt.Printf("%-14s m=%-3d %dx%d  median %8.1f us  %6.1f GB/s  %6.1f GFLOP/s  (best %6.1f GB/s %6.1f GFLOP/s)\n", c.name, c.m, c.r, c.c, med*1e6,
+			float64(len(w.Data))/med/1e9, 2*float64(c.m*c.r*c.c)/med/1e9, float64(len(w.Data))/best/1e9, 2*float64(c.m*c.r*c.c)/best/1e9)
+	}
+}
+
+func TestPerfKernel(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	xp := make([]float32, 12*256)
+	wp := make([]float32, 32*256)
+	y := make([]float32, 12*64)
+	for rep := 0; rep < 5; rep++ {
+		n := 0
+		t0 := threadCPU()
+		for threadCPU()-t0 < 30*time.Millisecond {
+			for k := 0; k < 100; k++ {
+				bgemm_12(&xp[0], &wp[0], 256, &y[0], 64, 0xffffffff)
+			}
+			n += 100
+		}
+		d := (threadCPU() - t0).Seconds() / float64(n)
+		fmt.Printf("bgemm_12 kc=256: %.1f GFLOP/s\n", 2*12*32*256/d/1e9)
+	}
+	a := make([]float32, 1024)
+	for rep := 0; rep < 3; rep++ {
+		n := 0
+		t0 := threadCPU()
+		for threadCPU()-t0 < 30*time.Millisecond {
+			for k := 0; k < 100; k++ {
+				tileF32_4x5(&a[0], 0, f32Bytes(&a[0]), 0, 1024, &y[0], 8)
+			}
+			n += 100
+		}
+		d := (threadCPU() - t0).Seconds() / float64(n)
+		fmt.Printf("tile 4x5 k=1024: %.1f GFLOP/s\n", 2*20*1024/d/1e9)
+	}
+}

@@ -1,0 +1,71 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// emulateVNNIRow is the exact arithmetic of the VNNI matrix-vector path:
+// x quantized per block like quantizeX, integer dot products, float64 sum.
+func emulateVNNIRow(x, w []float32, scales []float32) float64 {
+	var y float64
+	for b := 0; b*BlockSize < len(x); b++ {
+		blk := x[b*BlockSize : min(len(x), (b+1)*BlockSize)]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		dx := amax * float32(1.0/127)
+		inv := 127 / max(amax, 1e-30)
+		var isum float64
+		for k, v := range blk {
+			q := math.RoundToEven(float64(v * inv))
+			isum += q * float64(w[b*BlockSize+k]/scales[b])
+		}
+		y += float64(scales[b]) * float64(dx) * isum
+	}
+	return y
+}
+
+func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
+	if !useVNNI {
+		t.Log("no AVX-512 VNNI on this CPU: the VNNI kernels are not used")
+		return
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range []WeightType{Q8, Q4} {
+		for _, cols := range []int{1, 31, 32, 33, 64, 100, 172, 511, 512, 545, 1000} {
+			for _, m := range []int{1, 2, 3} {
+				rows := 1 + rng.IntN(13)
+				w, _ := randMatrix(t, rng, typ, rows, cols)
+				x := randVec(rng, m*cols)
+				y := make([]float32, m*rows)
+				p.MatMul(y, x, m, w, nil)
+				row := make([]float32, cols)
+				nb := (cols + BlockSize - 1) / BlockSize
+				scales := make([]float32, nb)
+				for r := range rows {
+					dequantizeRowGeneric(typ, w.row(r), row)
+					for b := range scales {
+						scales[b] = f16ToF32(uint16(w.row(r)[2*b]) | uint16(w.row(r)[2*b+1])<<8)
+						if scales[b] == 0 {
+							scales[b] = 1
+						}
+					}
+					for i := range m {
+						want := emulateVNNIRow(x[i*cols:(i+1)*cols], row, scales)
+						tol := 4e-6*math.Sqrt(float64(cols))*sumAbsProd(x[i*cols:(i+1)*cols], row) + 1e-30
+						if g := y[i*rows+r]; math.Abs(float64(g)-want) > tol {
+							t.Fatalf("%v m=%d rows=%d cols=%d: y[%d][%d] = %v, want %v (tol %g)", typ, m, rows, cols, i, r, g, want, tol)
+						}
+					}
+				}
+			}
+		}
+	}
+}

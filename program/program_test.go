@@ -1,0 +1,139 @@
+package program
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// tinyProgram writes a small valid program and returns its bytes.
+func tinyProgram(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteTensor("w", F32, Shape{2, 2}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteAsset("tokenizer.json", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	m := Method{Name: "decode", Step: 1, Logits: LogitsLast,
+		Inputs:      []IO{{Name: "x", DType: F32, Shape: Shape{1, 2}}},
+		Outputs:     []IO{{Name: "y", DType: F32, Shape: Shape{1, 2}}},
+		Activations: []IO{{Name: "h", DType: F32, Shape: Shape{1, 2}}},
+		Ops: []Op{{Kind: OpLinear, In: []string{"x", "w"}, Out: []string{"h"}},
+			{Kind: OpAdd, In: []string{"h", "x"}, Out: []string{"y"}}}}
+	if _, err := w.Finish(Metadata{Contract: "hf_static", Version: 1}, []Method{m}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestDecodeRoundTrip(t *testing.T) {
+	data := tinyProgram(t)
+	f, err := Decode(data, DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, b, ok := f.TensorData("w")
+	if !ok || len(b) != 16 || tt.Offset%Alignment != 0 {
+		t.Errorf("tensor w: ok %v, %d bytes at offset %d", ok, len(b), tt.Offset)
+	}
+	if a, ok := f.Asset("tokenizer.json"); !ok || string(a) != "{}" {
+		t.Errorf("asset = %q, %v", a, ok)
+	}
+	if len(f.Fingerprint) != 32 {
+		t.Errorf("fingerprint %q", f.Fingerprint)
+	}
+}
+
+func TestDecodeRejectsDamagedFiles(t *testing.T) {
+	good := tinyProgram(t)
+	flip := func(at int) []byte {
+		b := bytes.Clone(good)
+		b[at] ^= 0x40
+		return b
+	}
+	version := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(version[8:], 7)
+	var ve *VersionError
+	var fe *FormatError
+	cases := []struct {
+		name string
+		data []byte
+		is   func(error) bool
+	}{
+		{"empty", nil, func(err error) bool { return errors.Is(err, ErrNotProgram) }},
+		{"foreign", []byte("PK\x03\x04 this is a zip file, not a program........................................................................"), func(err error) bool { return errors.Is(err, ErrNotProgram) }},
+		{"truncated header", good[:20], func(err error) bool { return errors.Is(err, ErrTruncated) }},
+		{"truncated", good[:len(good)-100], func(err error) bool { return errors.Is(err, ErrTruncated) }},
+		{"one byte short", good[:len(good)-1], func(err error) bool { return errors.Is(err, ErrTruncated) }},
+		{"tensor byte flipped", flip(64 + 3), func(err error) bool { return errors.Is(err, ErrChecksum) }},
+		{"manifest byte flipped", flip(len(good) - 64 - 10), func(err error) bool { return errors.Is(err, ErrChecksum) }},
+		{"unknown format version", version, func(err error) bool { return errors.As(err, &ve) && ve.Got == 7 }},
+		{"trailer offset flipped", flip(len(good) - 64 + 12), func(err error) bool { return errors.As(err, &fe) || errors.Is(err, ErrChecksum) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode(c.data, DecodeOptions{})
+			if err == nil || !c.is(err) {
+				t.Fatalf("Decode = %v, want the typed error for %s", err, c.name)
+			}
+			if err.Error() == "" {
+				t.Error("empty message")
+			}
+		})
+	}
+}
+
+func TestWriterRejectsInvalidMethods(t *testing.T) {
+	cases := []struct {
+		name string
+		m    Method
+	}{
+		{"unknown op", Method{Name: "decode", Step: 1, Logits: LogitsLast, Ops: []Op{{Kind: "conv", In: []string{"w"}, Out: []string{"w"}}}}},
+		{"unknown input", Method{Name: "decode", Step: 1, Logits: LogitsLast,
+			Activations: []IO{{Name: "h", DType: F32, Shape: Shape{1, 2}}},
+			Ops:         []Op{{Kind: OpAdd, In: []string{"nope", "w"}, Out: []string{"h"}}}}},
+		{"write to constant", Method{Name: "decode", Step: 1, Logits: LogitsLast,
+			Ops: []Op{{Kind: OpSoftCap, In: []string{"w"}, Out: []string{"w"}, Attr: Attr{SoftCap: 1}}}}},
+		{"zero step", Method{Name: "decode", Step: 0, Logits: LogitsLast}},
+		{"bad logits rows", Method{Name: "decode", Step: 1, Logits: "some"}},
+		{"bad arity", Method{Name: "decode", Step: 1, Logits: LogitsLast,
+			Activations: []IO{{Name: "h", DType: F32, Shape: Shape{1, 2}}},
+			Ops:         []Op{{Kind: OpAdd, In: []string{"w"}, Out: []string{"h"}}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, _ := NewWriter(&bytes.Buffer{})
+			w.WriteTensor("w", F32, Shape{2, 2}, make([]byte, 16))
+			_, err := w.Finish(Metadata{}, []Method{c.m})
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Finish = %v, want *FormatError", err)
+			}
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	good := tinyProgram(f)
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte(Magic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Decode(data, DecodeOptions{})
+		if err != nil {
+			return
+		}
+		for _, tt := range file.Manifest.Tensors {
+			if _, b, ok := file.TensorData(tt.Name); !ok || int64(len(b)) != tt.Size {
+				t.Fatalf("tensor %q not readable after a successful decode", tt.Name)
+			}
+		}
+	})
+}
