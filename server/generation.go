@@ -83,7 +83,10 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	s.metrics.started()
 	start := time.Now()
 	defer func() {
-		s.metrics.finished(out.promptTokens, out.cachedTokens, out.completionTokens, time.Since(start))
+		d := time.Since(start)
+		s.metrics.finished(out.promptTokens, out.cachedTokens, out.completionTokens, d)
+		s.log.Info("generation", "prompt_tokens", out.promptTokens, "cached_tokens", out.cachedTokens,
+			"completion_tokens", out.completionTokens, "finish", out.finishReason, "duration", d)
 	}()
 	if err := g.begin(); err != nil {
 		return out, err

@@ -233,6 +233,8 @@ func (s *Server) chatInput(req *chatRequest) ([]int, settings, error) {
 		return nil, settings{}, badRequest("logprobs", "unsupported_value", "logprobs are not supported")
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
 		return nil, settings{}, badRequest("response_format", "unsupported_value", "response_format %q is not supported (only text)", req.ResponseFormat.Type)
+	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
+		return nil, settings{}, badRequest("modalities", "unsupported_value", "modalities %q: this model outputs text only", req.Modalities)
 	case req.MaxCompletionTokens != nil && req.MaxTokens != nil && *req.MaxCompletionTokens != *req.MaxTokens:
 		return nil, settings{}, badRequest("max_completion_tokens", "invalid_value", "max_tokens and max_completion_tokens disagree; send one")
 	}

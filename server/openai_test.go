@@ -86,7 +86,9 @@ func TestOpenAIClientChatConversation(t *testing.T) {
 	}
 
 	// The same request streamed gives the same reply.
-	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	streamed := params
+	streamed.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := client.Chat.Completions.NewStreaming(ctx, streamed)
 	acc := openai.ChatCompletionAccumulator{}
 	for stream.Next() {
 		acc.AddChunk(stream.Current())
@@ -96,6 +98,9 @@ func TestOpenAIClientChatConversation(t *testing.T) {
 	}
 	if got := acc.Choices[0].Message.Content; got != first.Choices[0].Message.Content {
 		t.Errorf("streamed reply %q, want %q", got, first.Choices[0].Message.Content)
+	}
+	if acc.Usage.CompletionTokens != first.Usage.CompletionTokens || acc.Usage.PromptTokens != first.Usage.PromptTokens {
+		t.Errorf("streamed usage %+v, want %+v", acc.Usage, first.Usage)
 	}
 
 	params.Messages = append(msgs, first.Choices[0].Message.ToParam(), openai.UserMessage("What happened next?"))

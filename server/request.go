@@ -42,10 +42,15 @@ type samplingParams struct {
 	Metadata    json.RawMessage `json:"metadata"`
 	Store       *bool           `json:"store"`
 	ServiceTier string          `json:"service_tier"`
+	// The prompt cache here is automatic (see SessionPool); these hints change nothing.
+	PromptCacheKey       string `json:"prompt_cache_key"`
+	PromptCacheRetention string `json:"prompt_cache_retention"`
+	SafetyIdentifier     string `json:"safety_identifier"`
 }
 
 type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+	IncludeUsage       bool  `json:"include_usage"`
+	IncludeObfuscation *bool `json:"include_obfuscation"` // accepted and ignored
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -70,6 +75,11 @@ type chatRequest struct {
 	Logprobs            *bool             `json:"logprobs"`
 	TopLogprobs         *int              `json:"top_logprobs"`
 	ChatTemplateKwargs  map[string]any    `json:"chat_template_kwargs"`
+	Modalities          []string          `json:"modalities"`
+	// Accepted and ignored: a template's own variables (chat_template_kwargs) control
+	// reasoning.
+	ReasoningEffort string `json:"reasoning_effort"`
+	Verbosity       string `json:"verbosity"`
 }
 
 type responseFormat struct {

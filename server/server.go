@@ -15,6 +15,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -185,7 +186,12 @@ func (s *Server) route(path, method string, h func(w http.ResponseWriter, r *htt
 				writeError(w, jsonError(&http.MaxBytesError{Limit: s.o.MaxBodyBytes}))
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+			body, err := readBody(w, r, s.o.MaxBodyBytes)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			r.Body = body
 		}
 		h(w, r)
 	})
@@ -246,6 +252,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		Handler:           s.Handler(),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	var handlers sync.WaitGroup
@@ -279,4 +286,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return e
 	}
 	return err
+}
+
+// bodyReadTimeout bounds reading a request body, so a client that sends slowly cannot hold
+// a connection forever (http.Server.ReadTimeout would also cancel long streams).
+const bodyReadTimeout = time.Minute
+
+// readBody reads the whole body, at most limit bytes, within bodyReadTimeout.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.ReadCloser, error) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, jsonError(err)
+		}
+		return nil, badRequest("", "invalid_body", "cannot read the request body: %v", err)
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
 }
