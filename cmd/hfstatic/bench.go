@@ -132,6 +132,26 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	}
 	sess.Close()
 
+	// One fresh session per repeat, made up front: Reset writes every cache page once, so
+	// first-touch page faults of new buffers stay out of the timings and the profile.
+	sessions := make([]*runner.Session, o.repeat)
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	for r := range sessions {
+		s, err := m.Runner.NewSession()
+		if err != nil {
+			return rep, err
+		}
+		sessions[r] = s
+		if err := s.Reset(); err != nil {
+			return rep, err
+		}
+	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -143,23 +163,13 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		}
 		defer pprof.StopCPUProfile()
 	}
-	for r := 0; r < o.repeat; r++ {
-		s, err := m.Runner.NewSession()
-		if err != nil {
-			return rep, err
-		}
-		// Reset writes every cache page once, so first-touch page faults of the new
-		// buffers stay out of the timed region; so does collecting earlier garbage.
-		if err := s.Reset(); err != nil {
-			s.Close()
-			return rep, err
-		}
-		runtime.GC()
+	for r, s := range sessions {
+		runtime.GC() // collect earlier garbage outside the timed region
 		pre, dec, err := benchOnce(ctx, s, prompt, o.genTokens)
-		s.Close()
 		if err != nil {
 			return rep, fmt.Errorf("repeat %d: %w", r+1, err)
 		}
+		s.Close()
 		rep.PrefillRuns = append(rep.PrefillRuns, float64(o.promptTokens)/pre.Seconds())
 		rep.DecodeRuns = append(rep.DecodeRuns, float64(o.genTokens)/dec.Seconds())
 	}
