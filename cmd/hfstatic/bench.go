@@ -179,23 +179,37 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 }
 
 // benchOnce appends prompt to an empty session, then runs gen greedy decode steps, each
-// appending the argmax of the previous logits. It returns the time of each phase.
+// appending the argmax of the previous logits. It returns the time of each phase. CPU
+// profile samples taken on the calling goroutine carry the label phase=prefill or
+// phase=decode (pool workers are not labelled), for pprof -tagfocus.
 func benchOnce(ctx context.Context, s *runner.Session, prompt []int, gen int) (prefill, decode time.Duration, err error) {
-	t := time.Now()
-	if err := s.Append(ctx, prompt); err != nil {
-		return 0, 0, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
-	}
-	prefill = time.Since(t)
-	greedy := generate.Greedy{}
-	next := make([]int, 1)
-	t = time.Now()
-	for i := 0; i < gen; i++ {
-		next[0] = greedy.Sample(s.Logits().View(), nil)
-		if err := s.Append(ctx, next); err != nil {
-			return 0, 0, fmt.Errorf("decode step %d: %w", i+1, err)
+	pprof.Do(ctx, pprof.Labels("phase", "prefill"), func(ctx context.Context) {
+		t := time.Now()
+		if err = s.Append(ctx, prompt); err != nil {
+			err = fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
 		}
+		prefill = time.Since(t)
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	return prefill, time.Since(t), nil
+	pprof.Do(ctx, pprof.Labels("phase", "decode"), func(ctx context.Context) {
+		greedy := generate.Greedy{}
+		next := make([]int, 1)
+		t := time.Now()
+		for i := 0; i < gen; i++ {
+			next[0] = greedy.Sample(s.Logits().View(), nil)
+			if err = s.Append(ctx, next); err != nil {
+				err = fmt.Errorf("decode step %d: %w", i+1, err)
+				return
+			}
+		}
+		decode = time.Since(t)
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return prefill, decode, nil
 }
 
 // benchPrompt is n token ids drawn from a fixed seed, so every run processes the same prompt.
