@@ -132,6 +132,26 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	}
 	sess.Close()
 
+	// One fresh session per repeat, made up front: Reset writes every cache page once, so
+	// first-touch page faults of new buffers stay out of the timings and the profile.
+	sessions := make([]*runner.Session, o.repeat)
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	for r := range sessions {
+		s, err := m.Runner.NewSession()
+		if err != nil {
+			return rep, err
+		}
+		sessions[r] = s
+		if err := s.Reset(); err != nil {
+			return rep, err
+		}
+	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -143,23 +163,13 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		}
 		defer pprof.StopCPUProfile()
 	}
-	for r := 0; r < o.repeat; r++ {
-		s, err := m.Runner.NewSession()
-		if err != nil {
-			return rep, err
-		}
-		// Reset writes every cache page once, so first-touch page faults of the new
-		// buffers stay out of the timed region; so does collecting earlier garbage.
-		if err := s.Reset(); err != nil {
-			s.Close()
-			return rep, err
-		}
-		runtime.GC()
+	for r, s := range sessions {
+		runtime.GC() // collect earlier garbage outside the timed region
 		pre, dec, err := benchOnce(ctx, s, prompt, o.genTokens)
-		s.Close()
 		if err != nil {
 			return rep, fmt.Errorf("repeat %d: %w", r+1, err)
 		}
+		s.Close()
 		rep.PrefillRuns = append(rep.PrefillRuns, float64(o.promptTokens)/pre.Seconds())
 		rep.DecodeRuns = append(rep.DecodeRuns, float64(o.genTokens)/dec.Seconds())
 	}
@@ -169,23 +179,37 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 }
 
 // benchOnce appends prompt to an empty session, then runs gen greedy decode steps, each
-// appending the argmax of the previous logits. It returns the time of each phase.
+// appending the argmax of the previous logits. It returns the time of each phase. CPU
+// profile samples taken on the calling goroutine carry the label phase=prefill or
+// phase=decode (pool workers are not labelled), for pprof -tagfocus.
 func benchOnce(ctx context.Context, s *runner.Session, prompt []int, gen int) (prefill, decode time.Duration, err error) {
-	t := time.Now()
-	if err := s.Append(ctx, prompt); err != nil {
-		return 0, 0, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
-	}
-	prefill = time.Since(t)
-	greedy := generate.Greedy{}
-	next := make([]int, 1)
-	t = time.Now()
-	for i := 0; i < gen; i++ {
-		next[0] = greedy.Sample(s.Logits().View(), nil)
-		if err := s.Append(ctx, next); err != nil {
-			return 0, 0, fmt.Errorf("decode step %d: %w", i+1, err)
+	pprof.Do(ctx, pprof.Labels("phase", "prefill"), func(ctx context.Context) {
+		t := time.Now()
+		if err = s.Append(ctx, prompt); err != nil {
+			err = fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
 		}
+		prefill = time.Since(t)
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	return prefill, time.Since(t), nil
+	pprof.Do(ctx, pprof.Labels("phase", "decode"), func(ctx context.Context) {
+		greedy := generate.Greedy{}
+		next := make([]int, 1)
+		t := time.Now()
+		for i := 0; i < gen; i++ {
+			next[0] = greedy.Sample(s.Logits().View(), nil)
+			if err = s.Append(ctx, next); err != nil {
+				err = fmt.Errorf("decode step %d: %w", i+1, err)
+				return
+			}
+		}
+		decode = time.Since(t)
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return prefill, decode, nil
 }
 
 // benchPrompt is n token ids drawn from a fixed seed, so every run processes the same prompt.
