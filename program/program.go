@@ -190,6 +190,15 @@ type Tokens struct {
 	Pad int64   `json:"pad"`
 }
 
+// EOSIDs returns the end-of-sequence ids as ints.
+func (t Tokens) EOSIDs() []int {
+	out := make([]int, len(t.EOS))
+	for i, e := range t.EOS {
+		out[i] = int(e)
+	}
+	return out
+}
+
 // Source records where a program came from, for inspection.
 type Source struct {
 	Architecture string `json:"architecture"`

@@ -114,9 +114,7 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	for _, e := range opts.Runner.Metadata().Tokens.EOS {
-		s.eos = append(s.eos, int(e))
-	}
+	s.eos = opts.Runner.Metadata().Tokens.EOSIDs()
 	s.mux = http.NewServeMux()
 	s.route("/v1/models", http.MethodGet, s.handleModels)
 	s.route("/v1/models/{id}", http.MethodGet, s.handleModel)

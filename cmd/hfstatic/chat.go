@@ -46,10 +46,7 @@ stay in the session's cache: only new tokens are processed. Commands: /reset, /e
 			if err != nil {
 				return fmt.Errorf("%w; use generate for plain text models", err)
 			}
-			var eos []int
-			for _, e := range m.Runner.Metadata().Tokens.EOS {
-				eos = append(eos, int(e))
-			}
+			eos := m.Runner.Metadata().Tokens.EOSIDs()
 			if id, ok := tok.TokenID(tmpl.EOSToken()); ok && !slices.Contains(eos, id) {
 				eos = append(eos, id)
 			}

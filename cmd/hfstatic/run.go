@@ -132,10 +132,7 @@ Without PROGRAM it runs the embedded stories260K model.`,
 			}
 			defer m.Close()
 			md := m.Runner.Metadata()
-			var eos []int
-			for _, e := range md.Tokens.EOS {
-				eos = append(eos, int(e))
-			}
+			eos := md.Tokens.EOSIDs()
 			var tok *tokenizer.Tokenizer
 			if !ids || !cmd.Flags().Changed("tokens") {
 				if tok, err = m.Tokenizer(); err != nil {
