@@ -1,0 +1,112 @@
+package exec_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/hfstatic/hfstatic/internal/exec"
+	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/models"
+	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/program/programtest"
+)
+
+// decodeStep loads stories260K (context 8, f32 caches) and binds its decode method to
+// fresh buffers.
+func decodeStep(t *testing.T) (*exec.Step, map[string][]byte) {
+	t.Helper()
+	ckpt, err := hf.Open(models.Stories260K())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	var buf bytes.Buffer
+	if _, err := export.Export(context.Background(), ckpt, &buf, export.Options{Context: 8, CacheDType: program.F32}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := program.Decode(programtest.Aligned(buf.Bytes()), program.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := exec.Load(f, exec.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	m, _ := p.Method("decode")
+	bufs := map[string][]byte{}
+	for _, list := range [][]program.IO{m.Spec().Inputs, m.Spec().Outputs} {
+		for _, b := range list {
+			bufs[b.Name] = programtest.Aligned(make([]byte, b.Bytes()))
+		}
+	}
+	s, err := m.Bind(bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, bufs
+}
+
+func i64(b []byte) []int64 { return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8) }
+
+// setStep fills the decode inputs for token id at position pos.
+func setStep(bufs map[string][]byte, id int64, pos int) {
+	i64(bufs[program.InputIDs])[0] = id
+	i64(bufs[program.PositionIDs])[0] = int64(pos)
+	mask := bufs[program.AttentionMask]
+	clear(mask)
+	for j := 0; j <= pos; j++ {
+		mask[j] = 1
+	}
+}
+
+func TestDecodeStepAllocatesNothing(t *testing.T) {
+	s, bufs := decodeStep(t)
+	ctx := context.Background()
+	pos := 0
+	allocs := testing.AllocsPerRun(6, func() {
+		setStep(bufs, 1, pos)
+		if err := s.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pos++
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per decode step, want 0", allocs)
+	}
+	if c := i64(bufs[program.Counter(0)])[0]; c != int64(pos) {
+		t.Errorf("counter_0 = %d after %d steps", c, pos)
+	}
+}
+
+func TestInvalidStepInputsAreErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(bufs map[string][]byte)
+	}{
+		{"token id outside the vocabulary", func(b map[string][]byte) { setStep(b, 512, 0) }},
+		{"negative token id", func(b map[string][]byte) { setStep(b, -1, 0) }},
+		{"no real row in the mask", func(b map[string][]byte) { setStep(b, 1, 0); clear(b[program.AttentionMask]) }},
+		{"counter disagrees with the position", func(b map[string][]byte) { setStep(b, 1, 3) }},
+		{"position past the RoPE table", func(b map[string][]byte) {
+			setStep(b, 1, 0)
+			i64(b[program.PositionIDs])[0] = 100
+			for l := 0; l < 5; l++ {
+				i64(b[program.Counter(l)])[0] = 100
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, bufs := decodeStep(t)
+			c.setup(bufs)
+			if err := s.Run(context.Background()); !errors.Is(err, exec.ErrStep) {
+				t.Errorf("Run = %v, want ErrStep", err)
+			}
+		})
+	}
+}
