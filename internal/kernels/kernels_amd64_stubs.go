@@ -713,3 +713,163 @@ func vnniRowsQ8_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int,
 //
 //go:noescape
 func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniTileQ8_1x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_1x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_1x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_1x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_1x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_1x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_1x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_1x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_1x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_1x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_2x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_2x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_2x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_2x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_2x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_2x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_3x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_3x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_3x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_3x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_3x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_3x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_4x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x1 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_4x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x2 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_4x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ8_4x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ8_4x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+//
+//go:noescape
+func vnniTileQ4_4x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)

@@ -82,13 +82,16 @@ var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int
 // prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
-	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) || j.m >= tileM {
+	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) {
 		return
 	}
 	cols := j.w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
 	if useVNNI && !p.exact {
 		p.prepareVNNI(j, nb)
+		return
+	}
+	if j.m >= tileM {
 		return
 	}
 	j.xq = j.x
@@ -174,6 +177,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	w, m := j.w, j.m
 	switch {
+	case j.nbp > 0 && m >= tileM:
+		vnniTileRows(j, lo, hi)
 	case m >= tileM:
 		bgemmRows(p, id, j, lo, hi)
 	case w.Type == Q8 || w.Type == Q4:
@@ -246,6 +251,62 @@ func tailDot(t WeightType, x []float32, w []byte) float32 {
 		}
 	}
 	return s
+}
+
+// vnniTileQ8 and vnniTileQ4 are the int8 matrix-product micro-kernels
+// [mr-1][nr-1] for mr activation rows × nr weight rows (m >= tileM).
+var (
+	vnniTileQ8 = [vnniTileM][vnniTileN]vnniTileFunc{
+		{vnniTileQ8_1x1, vnniTileQ8_1x2, vnniTileQ8_1x3, vnniTileQ8_1x4},
+		{vnniTileQ8_2x1, vnniTileQ8_2x2, vnniTileQ8_2x3, vnniTileQ8_2x4},
+		{vnniTileQ8_3x1, vnniTileQ8_3x2, vnniTileQ8_3x3, vnniTileQ8_3x4},
+		{vnniTileQ8_4x1, vnniTileQ8_4x2, vnniTileQ8_4x3, vnniTileQ8_4x4},
+	}
+	vnniTileQ4 = [vnniTileM][vnniTileN]vnniTileFunc{
+		{vnniTileQ4_1x1, vnniTileQ4_1x2, vnniTileQ4_1x3, vnniTileQ4_1x4},
+		{vnniTileQ4_2x1, vnniTileQ4_2x2, vnniTileQ4_2x3, vnniTileQ4_2x4},
+		{vnniTileQ4_3x1, vnniTileQ4_3x2, vnniTileQ4_3x3, vnniTileQ4_3x4},
+		{vnniTileQ4_4x1, vnniTileQ4_4x2, vnniTileQ4_4x3, vnniTileQ4_4x4},
+	}
+)
+
+// Tile shape of the int8 matrix product (must match asmgen).
+const (
+	vnniTileM = 4
+	vnniTileN = 4
+)
+
+type vnniTileFunc func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileRows is the quantized matrix product with VNNI (m >= tileM):
+// register tiles of vnniTileM activation rows × vnniTileN weight rows,
+// each weight tile reused for every activation row while it is in L1. Each
+// output is computed with the arithmetic of the matrix-vector kernel
+// (vnniRows), so every row of y equals MatMul of that row alone, bit for bit.
+func vnniTileRows(j *matmulJob, lo, hi int) {
+	w := j.w
+	nb := (w.Cols + BlockSize - 1) / BlockSize
+	rb := w.Type.RowBytes(w.Cols)
+	ldx := j.nbp * BlockSize
+	tiles := &vnniTileQ8
+	if w.Type == Q4 {
+		tiles = &vnniTileQ4
+	}
+	for r := lo; r < hi; r += vnniTileN {
+		nr := min(vnniTileN, hi-r)
+		for i := 0; i < j.m; i += vnniTileM {
+			mr := min(vnniTileM, j.m-i)
+			tiles[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], w.Rows*4)
+		}
+		if j.bias != nil {
+			for i := range j.m {
+				y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
+				for k := range y {
+					y[k] += j.bias[r+k]
+				}
+			}
+		}
+	}
 }
 
 // quantRowsAVX512 is the quantized matrix-vector product (m < tileM):

@@ -74,6 +74,12 @@ func main() {
 		genVNNIRows("Q8", nr, idx8)
 		genVNNIRows("Q4", nr, idx4)
 	}
+	for mr := 1; mr <= 4; mr++ {
+		for nr := 1; nr <= 4; nr++ {
+			genVNNITile("Q8", mr, nr, idx8)
+			genVNNITile("Q4", mr, nr, idx4)
+		}
+	}
 	Generate()
 }
 
