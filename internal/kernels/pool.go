@@ -17,7 +17,7 @@ const spinTime = 50 * time.Microsecond
 // chunk index share one atomic word with the job generation.
 const maxChunks = 1 << 16
 
-// Pool is a persistent worker pool that splits MatMul across threads. The
+// Pool is a persistent worker pool that splits MatMul (and For) across threads. The
 // calling goroutine is one of the threads; Threads()-1 goroutines are owned
 // by the pool and stopped by Close. Calls are serialized: one Pool serves one
 // executor. A MatMul allocates nothing once the pool's scratch has grown to
@@ -37,8 +37,12 @@ type Pool struct {
 	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
 	dx      []float32 // scales of the xq8 blocks
 
-	// The current job, written by the caller before claim is published.
-	job matmulJob
+	// The current job, written by the caller before claim is published:
+	// a MatMul, or (forFn != nil) a For over forN items, forPer per chunk.
+	job    matmulJob
+	forFn  func(worker, i int)
+	forN   int
+	forPer int
 	gen uint32 // generation of the current job, caller-owned
 	// claim packs the job generation (bits 32-63), its chunk count (bits
 	// 16-31) and the next unclaimed chunk (bits 0-15).
@@ -164,13 +168,49 @@ func (p *Pool) work(id int, g uint32) {
 		if !p.claim.CompareAndSwap(c, c+1) {
 			continue
 		}
-		p.job.runChunk(p, id, int(next))
+		p.runChunk(id, int(next))
 		if p.done.Add(1) == int64(chunks) && p.callerWaiting.Load() {
 			p.mu.Lock()
 			p.finished.Signal()
 			p.mu.Unlock()
 		}
 	}
+}
+
+// runChunk runs chunk c of the current job on thread id.
+func (p *Pool) runChunk(id, c int) {
+	if p.forFn == nil {
+		p.job.runChunk(p, id, c)
+		return
+	}
+	for i := c * p.forPer; i < min(p.forN, (c+1)*p.forPer); i++ {
+		p.forFn(id, i)
+	}
+}
+
+// For calls fn(worker, i) once for every i in [0, n), spread over the
+// pool's threads, and returns when all calls have returned. worker is in
+// [0, Threads()) and no two calls running at the same time share it, so it
+// can index per-thread scratch. Items are claimed one at a time (or in
+// equal runs when n is very large), so uneven items balance. Calls are
+// serialized with MatMul and For; fn must not call back into the pool. For
+// allocates nothing: build fn once, not per call.
+func (p *Pool) For(n int, fn func(worker, i int)) {
+	if n <= 0 {
+		return
+	}
+	p.call.Lock()
+	defer p.call.Unlock()
+	if p.threads == 1 || n == 1 {
+		for i := range n {
+			fn(0, i)
+		}
+		return
+	}
+	per := (n + maxChunks - 2) / (maxChunks - 1)
+	p.forFn, p.forN, p.forPer = fn, n, per
+	p.runJob((n + per - 1) / per)
+	p.forFn = nil
 }
 
 // runJob runs p.job's chunks on every thread and returns when all are done.
