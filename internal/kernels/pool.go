@@ -35,6 +35,7 @@ type Pool struct {
 	xpad    []float32 // x padded to whole blocks, shared by all threads
 	xsum    []float32 // per-block sums of xpad (or of xq8)
 	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
+	xq8t    []byte    // xq8 transposed for the q8 VNNI matrix product
 	dx      []float32 // scales of the xq8 blocks
 
 	// The current job, written by the caller before claim is published:
@@ -63,7 +64,8 @@ type Pool struct {
 type workerScratch struct {
 	buf  []float32
 	gemm *gemmScratch
-	_    [64 - 32]byte
+	wt   []byte // q8 weight rows transposed for vnniTileQ8
+	_    [64 - 56]byte
 }
 
 // PoolOptions configures NewPoolWith.

@@ -39,7 +39,7 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for _, typ := range []WeightType{Q8, Q4} {
-		for _, cols := range []int{1, 31, 32, 33, 64, 100, 172, 511, 512, 545, 1000} {
+		for _, cols := range []int{1, 31, 32, 33, 64, 100, 172, 256, 300, 511, 512, 545, 1000} {
 			for _, m := range []int{1, 2, 3, 5} {
 				rows := 1 + rng.IntN(13)
 				w, _ := randMatrix(t, rng, typ, rows, cols)
