@@ -50,7 +50,7 @@ func TestPerf(t *testing.T) {
 		{"q4 gemm f32", Q4, 128, 1024, 1024, func() { useVNNI = false }},
 		{"f32 gemm 2k", F32, 128, 2048, 2048, func() {}},
 		{"f16 gemm 2k", F16, 128, 2048, 2048, func() {}},
-		{"q8 gemm 2k", Q8, 128, 2048, 2048, func() {}},
+		{"q8 gemm 2k", Q8, 128, 2048, 2048, func() { useVNNI = vn }},
 	}
 	p := NewPool(1)
 	defer p.Close()

@@ -19,7 +19,9 @@
 // products that read each weight once; q8/q4 weights use VPDPBUSD on int8
 // activations (see below) or, without VNNI, dequantize in registers. For
 // m >= 4 (prefill) q8/q4 weights with VNNI use register tiles of 4 input
-// rows × 4 weight rows of VPDPBUSD; every other case converts the weights
+// rows × 3 (q8) or 4 (q4) weight rows of VPDPBUSD (q8 transposes weights
+// and inputs per 16 blocks so that one lane sums one whole block); every
+// other case converts the weights
 // per 32-row panel to float32, packs them k-major with the inputs, and
 // multiplies them by a 12×32 outer-product micro-kernel (24 ZMM
 // accumulators).

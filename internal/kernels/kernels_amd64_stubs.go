@@ -722,7 +722,7 @@ func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int,
 // vnniTileQ8_1x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_1x1 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -732,7 +732,7 @@ func vnniTileQ4_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_1x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_1x2 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -742,17 +742,12 @@ func vnniTileQ4_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_1x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_1x3 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
 //go:noescape
 func vnniTileQ4_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_1x4 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
-//
-//go:noescape
-func vnniTileQ8_1x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
 
 // vnniTileQ4_1x4 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -762,7 +757,7 @@ func vnniTileQ4_1x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_2x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_2x1 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -772,7 +767,7 @@ func vnniTileQ4_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_2x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_2x2 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -782,17 +777,12 @@ func vnniTileQ4_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_2x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_2x3 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
 //go:noescape
 func vnniTileQ4_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_2x4 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
-//
-//go:noescape
-func vnniTileQ8_2x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
 
 // vnniTileQ4_2x4 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -802,7 +792,7 @@ func vnniTileQ4_2x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_3x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_3x1 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -812,7 +802,7 @@ func vnniTileQ4_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_3x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_3x2 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -822,17 +812,12 @@ func vnniTileQ4_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_3x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_3x3 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
 //go:noescape
 func vnniTileQ4_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_3x4 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
-//
-//go:noescape
-func vnniTileQ8_3x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
 
 // vnniTileQ4_3x4 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -842,7 +827,7 @@ func vnniTileQ4_3x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_4x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_4x1 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -852,7 +837,7 @@ func vnniTileQ4_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_4x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_4x2 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
@@ -862,17 +847,12 @@ func vnniTileQ4_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 // vnniTileQ8_4x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ8_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+func vnniTileQ8_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
 // vnniTileQ4_4x3 is the int8 matrix-product micro-kernel (see genVNNITile).
 //
 //go:noescape
 func vnniTileQ4_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_4x4 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
-//
-//go:noescape
-func vnniTileQ8_4x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
 
 // vnniTileQ4_4x4 is the int8 matrix-product micro-kernel (see genVNNITile).
 //

@@ -282,11 +282,11 @@ func tailDot(t WeightType, x []float32, w []byte) float32 {
 // vnniTileQ8 and vnniTileQ4 are the int8 matrix-product micro-kernels
 // [mr-1][nr-1] for mr activation rows × nr weight rows (m >= tileM).
 var (
-	vnniTileQ8 = [vnniTileM][vnniTileN]vnniTileQ8Func{
-		{vnniTileQ8_1x1, vnniTileQ8_1x2, vnniTileQ8_1x3, vnniTileQ8_1x4},
-		{vnniTileQ8_2x1, vnniTileQ8_2x2, vnniTileQ8_2x3, vnniTileQ8_2x4},
-		{vnniTileQ8_3x1, vnniTileQ8_3x2, vnniTileQ8_3x3, vnniTileQ8_3x4},
-		{vnniTileQ8_4x1, vnniTileQ8_4x2, vnniTileQ8_4x3, vnniTileQ8_4x4},
+	vnniTileQ8 = [vnniTileM][vnniTileQ8N]vnniTileQ8Func{
+		{vnniTileQ8_1x1, vnniTileQ8_1x2, vnniTileQ8_1x3},
+		{vnniTileQ8_2x1, vnniTileQ8_2x2, vnniTileQ8_2x3},
+		{vnniTileQ8_3x1, vnniTileQ8_3x2, vnniTileQ8_3x3},
+		{vnniTileQ8_4x1, vnniTileQ8_4x2, vnniTileQ8_4x3},
 	}
 	vnniTileQ4 = [vnniTileM][vnniTileN]vnniTileFunc{
 		{vnniTileQ4_1x1, vnniTileQ4_1x2, vnniTileQ4_1x3, vnniTileQ4_1x4},
@@ -298,13 +298,14 @@ var (
 
 // Tile shape of the int8 matrix product (must match asmgen).
 const (
-	vnniTileM = 4
-	vnniTileN = 4
+	vnniTileM   = 4
+	vnniTileN   = 4
+	vnniTileQ8N = 3
 )
 
-type vnniTileQ8Func func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)
+type vnniTileQ8Func func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileRowsQ8 is vnniTileRows for q8: each vnniTileN weight rows are
+// vnniTileRowsQ8 is vnniTileRows for q8: each vnniTileQ8N weight rows are
 // first made unsigned and transposed (transposeWQ8) into the thread's
 // scratch, then multiplied with every group of vnniTileM activation rows
 // (transposed by prepareVNNI), so VPDPBUSD sums whole blocks in one lane.
@@ -314,17 +315,17 @@ func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
 	rb := w.Type.RowBytes(w.Cols)
 	ldx := j.nbp * BlockSize
 	s := &p.scratch[id]
-	if len(s.wt) < vnniTileN*ldx {
-		s.wt = make([]byte, vnniTileN*ldx)
+	if len(s.wt) < vnniTileQ8N*ldx {
+		s.wt = make([]byte, vnniTileQ8N*ldx)
 	}
-	for r := lo; r < hi; r += vnniTileN {
-		nr := min(vnniTileN, hi-r)
+	for r := lo; r < hi; r += vnniTileQ8N {
+		nr := min(vnniTileQ8N, hi-r)
 		for k := range nr {
 			transposeWQ8(&w.Data[(r+k)*rb], nb, &s.wt[k*ldx])
 		}
 		for i := 0; i < j.m; i += vnniTileM {
 			mr := min(vnniTileM, j.m-i)
-			vnniTileQ8[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, &s.wt[0], ldx, nb, &j.y[i*w.Rows+r], w.Rows*4)
+			vnniTileQ8[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, &s.wt[0], nb, &j.y[i*w.Rows+r], w.Rows*4)
 		}
 		if j.bias != nil {
 			for i := range j.m {

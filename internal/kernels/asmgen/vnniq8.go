@@ -12,17 +12,19 @@ import (
 )
 
 // The q8 VNNI kernels compute, per group of 16 blocks, the exact integer
-// dot product I[b] of each block (weights made unsigned by xor 0x80), in
-// one vector lane per block, then per group
+// dot product D[b] = sum (w+128)*xq - 128*xqs of each block (weights made
+// unsigned by xor 0x80, xqs the block sum of xq) in one vector lane per
+// block, then per group
 //
-//	S = cvt(dw) * dx;  corr += xqs * S;  acc += cvt(I) * S
+//	S = cvt(dw) * dx;  acc += cvt(D) * S
 //
-// and finally y = hsum(acc) - 128*hsum(corr). The matrix-vector kernel
-// (vnniRowsQ8_<nr>) gets I by reducing the VPDPBUSD lanes of the 8 units of
-// a group with permutes and integer adds; the matrix-product kernel
+// and finally y = hsum(acc). The matrix-vector kernel (vnniRowsQ8_<nr>)
+// gets D by reducing the VPDPBUSD lanes of the 8 units of a group with
+// permutes and integer adds; the matrix-product kernel
 // (vnniTileQ8_<mr>x<nr>) transposes weights and activations so that
-// VPDPBUSD accumulates I directly. Integer sums are exact, so both give the
-// same float operations on the same values: bit-identical outputs.
+// VPDPBUSD accumulates D directly, starting from -128*xqs. Integer sums are
+// exact, so both give the same float operations on the same values:
+// bit-identical outputs.
 
 // q8EvenOdd holds the dword indices 2l (first 64 bytes) and 2l+1.
 var q8EvenOdd Mem
@@ -209,10 +211,9 @@ func genVNNIRowsQ8(nr int) {
 	idxE, idxO := Z8, Z9
 	VMOVDQU32(q8EvenOdd, idxE)
 	VMOVDQU32(q8EvenOdd.Offset(64), idxO)
-	facc, corr, S := zr[0:4], zr[4:8], zr[20:24]
+	facc, S, C := zr[0:4], zr[20:24], Z4 // C: 128*xqs of the group
 	for j := 0; j < nr; j++ {
 		VXORPS(facc[j], facc[j], facc[j])
-		VXORPS(corr[j], corr[j], corr[j])
 	}
 	T := []VecPhysical{Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z18}
 	E := []VecPhysical{Z19, Z24, Z25, Z26}
@@ -225,8 +226,9 @@ func genVNNIRowsQ8(nr int) {
 				VCVTPH2PS(m, S[j])
 			}
 			VMULPS(Mem{Base: dxp, Index: bo, Scale: 4}, S[j], S[j])
-			VFMADD231PS(Mem{Base: xqsp, Index: bo, Scale: 4}, S[j], corr[j])
 		}
+		VCVTPS2DQ(Mem{Base: xqsp, Index: bo, Scale: 4}, C)
+		VPSLLD(U8(7), C, C)
 	}
 	group := func(mk *Mem) {
 		for j := 0; j < nr; j++ {
@@ -250,6 +252,7 @@ func genVNNIRowsQ8(nr int) {
 				}
 				vs = nx
 			}
+			VPSUBD(C, vs[0], vs[0])
 			VCVTDQ2PS(vs[0], vs[0])
 			VFMADD231PS(S[j], vs[0], facc[j])
 		}
@@ -279,12 +282,8 @@ func genVNNIRowsQ8(nr int) {
 
 	Label("reduce")
 	y := Load(Param("y"), GP64())
-	MOVL(U32(0x43000000), t) // 128.0
-	VMOVD(t, X30)
 	for j := 0; j < nr; j++ {
 		hsum(facc[j], Z31)
-		hsum(corr[j], Z31)
-		VFNMADD231SS(X30, corr[j].AsX(), facc[j].AsX())
 		VMOVSS(facc[j].AsX(), Mem{Base: y, Disp: 4 * j})
 	}
 	VZEROUPPER()
@@ -357,20 +356,20 @@ func genTransposeWQ8() {
 // genVNNITileQ8 emits vnniTileQ8_<mr>x<nr>: as genVNNITile, but xq is in
 // the transposed layout of transposeXQ8 (per group of 16 blocks, 8
 // vectors: vector k holds dword k of block b in lane b), and the weight
-// quants come from wt (rows ldwt bytes apart) as transposeWQ8 writes them;
-// w still supplies the scales.
+// quants come from wt (rows ldwt = ldx bytes apart) as transposeWQ8 writes
+// them; w still supplies the scales. Accumulators stay in registers:
+// mr*nr integer sums and mr*nr float sums.
 func genVNNITileQ8(mr, nr int) {
 	name := fmt.Sprintf("vnniTileQ8_%dx%d", mr, nr)
-	text(name, 0, "func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, ldwt int, nb int, y *float32, ldy int)")
+	text(name, NOSPLIT, "func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)")
 	Doc(name + " is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).")
 	np := mr * nr
-	sLocal := AllocLocal(64 * np)
-	cLocal := AllocLocal(64 * np)
-	fLocal := AllocLocal(64 * np)
-	VXORPS(Z0, Z0, Z0)
+	acc, facc := zr[0:np], zr[12:12+np]
+	W := zr[24 : 24+nr]
+	xv := Z27
+	C := zr[28:32]
 	for p := range np {
-		VMOVUPS(Z0, cLocal.Offset(64*p))
-		VMOVUPS(Z0, fLocal.Offset(64*p))
+		VXORPS(facc[p], facc[p], facc[p])
 	}
 	// activation rows and transposed weight rows are both ldx bytes apart
 	xb := Load(Param("xq"), GP64())
@@ -387,14 +386,8 @@ func genVNNITileQ8(mr, nr int) {
 		}
 		return Mem{Base: base, Index: ldx, Scale: uint8(i), Disp: disp}
 	}
-	bo2 := GP64()
+	bo2 := GP64() // 2 * blocks done
 	XORQ(bo2, bo2)
-	t := GP32()
-	acc := zr[0:np]
-	Wv := zr[16:20]
-	N := zr[16:24]
-	M := zr[24:30]
-	xv := Z30
 
 	Label("group")
 	rem := Load(Param("nb"), GP64())
@@ -412,55 +405,55 @@ func genVNNITileQ8(mr, nr int) {
 	SHLXQ(cnt, m, m)
 	DECQ(m)
 	KMOVW(m.As32(), K1)
-	// scale phase
-	ws := Load(Param("w"), GP64())
-	ldw := Load(Param("ldw"), GP64())
-	for j := range nr {
-		VCVTPH2PS_Z(Mem{Base: ws, Index: bo2, Scale: 1}, K1, N[j])
-		if j+1 < nr {
-			ADDQ(ldw, ws)
-		}
-	}
-	dxp := Load(Param("dx"), GP64())
+	// integer sums start at -128*xqs of their activation row
 	xsp := Load(Param("xqs"), GP64())
 	var ldd Register
 	if mr > 1 {
 		ldd = Load(Param("ldd"), GP64())
 	}
+	VPXORD(xv, xv, xv)
 	for i := range mr {
-		for j := range nr {
-			p := i*nr + j
-			VMULPS(Mem{Base: dxp, Index: bo2, Scale: 2}, N[j], M[0])
-			VMOVUPS(M[0], sLocal.Offset(64*p))
-			VMOVUPS(cLocal.Offset(64*p), M[1])
-			VFMADD231PS(Mem{Base: xsp, Index: bo2, Scale: 2}, M[0], M[1])
-			VMOVUPS(M[1], cLocal.Offset(64*p))
-		}
+		VCVTPS2DQ(Mem{Base: xsp, Index: bo2, Scale: 2}, C[i])
+		VPSLLD(U8(7), C[i], C[i])
+		VPSUBD(C[i], xv, C[i])
 		if i+1 < mr {
-			ADDQ(ldd, dxp)
 			ADDQ(ldd, xsp)
 		}
-	}
-	// dot phase
-	for p := range np {
-		VPXORD(acc[p], acc[p], acc[p])
+		for j := range nr {
+			VMOVDQA64(C[i], acc[i*nr+j])
+		}
 	}
 	for k := range 8 {
 		for j := range nr {
-			VMOVDQU64(row(wb, j, 64*k), Wv[j])
+			VMOVDQU64(row(wb, j, 64*k), W[j])
 		}
 		for i := range mr {
 			VMOVDQU64(row(xb, i, 64*k), xv)
 			for j := range nr {
-				VPDPBUSD(xv, Wv[j], acc[i*nr+j])
+				VPDPBUSD(xv, W[j], acc[i*nr+j])
 			}
 		}
 	}
-	for p := range np {
-		VCVTDQ2PS(acc[p], acc[p])
-		VMOVUPS(fLocal.Offset(64*p), M[0])
-		VFMADD231PS(sLocal.Offset(64*p), acc[p], M[0])
-		VMOVUPS(M[0], fLocal.Offset(64*p))
+	// scales: acc += cvt(D) * (dw*dx)
+	ws := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	for j := range nr {
+		VCVTPH2PS_Z(Mem{Base: ws, Index: bo2, Scale: 1}, K1, W[j])
+		if j+1 < nr {
+			ADDQ(ldw, ws)
+		}
+	}
+	dxp := Load(Param("dx"), GP64())
+	for i := range mr {
+		for j := range nr {
+			p := i*nr + j
+			VCVTDQ2PS(acc[p], acc[p])
+			VMULPS(Mem{Base: dxp, Index: bo2, Scale: 2}, W[j], C[j%4])
+			VFMADD231PS(C[j%4], acc[p], facc[p])
+		}
+		if i+1 < mr {
+			ADDQ(ldd, dxp)
+		}
 	}
 	ADDQ(U32(512), xb)
 	ADDQ(U32(512), wb)
@@ -473,17 +466,10 @@ func genVNNITileQ8(mr, nr int) {
 	if mr > 1 {
 		ldy = Load(Param("ldy"), GP64())
 	}
-	MOVL(U32(0x43000000), t) // 128.0
-	VMOVD(t, X30)
 	for i := range mr {
 		for j := range nr {
-			p := i*nr + j
-			VMOVUPS(fLocal.Offset(64*p), Z0)
-			hsum(Z0, Z29)
-			VMOVUPS(cLocal.Offset(64*p), Z1)
-			hsum(Z1, Z29)
-			VFNMADD231SS(X30, X1, X0)
-			VMOVSS(X0, Mem{Base: y, Disp: 4 * j})
+			hsum(facc[i*nr+j], Z31)
+			VMOVSS(facc[i*nr+j].AsX(), Mem{Base: y, Disp: 4 * j})
 		}
 		if i+1 < mr {
 			ADDQ(ldy, y)
