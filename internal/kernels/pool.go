@@ -44,7 +44,7 @@ type Pool struct {
 	forFn  func(worker, i int)
 	forN   int
 	forPer int
-	gen uint32 // generation of the current job, caller-owned
+	gen    uint32 // generation of the current job, caller-owned
 	// claim packs the job generation (bits 32-63), its chunk count (bits
 	// 16-31) and the next unclaimed chunk (bits 0-15).
 	claim atomic.Uint64
