@@ -39,7 +39,7 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for _, typ := range []WeightType{Q8, Q4} {
-		for _, cols := range []int{1, 31, 32, 33, 64, 100, 172, 256, 300, 511, 512, 545, 1000} {
+		for _, cols := range []int{1, 31, 32, 33, 64, 100, 160, 172, 224, 256, 288, 300, 416, 480, 511, 512, 545, 736, 1000} {
 			for _, m := range []int{1, 2, 3, 5} {
 				rows := 1 + rng.IntN(13)
 				w, _ := randMatrix(t, rng, typ, rows, cols)
@@ -79,7 +79,7 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		p := NewPool(threads)
 		for _, typ := range []WeightType{Q8, Q4} {
-			for _, cols := range []int{1, 31, 32, 33, 64, 100, 512, 545, 576, 1000} {
+			for _, cols := range []int{1, 31, 32, 33, 64, 100, 224, 480, 512, 545, 576, 1000, 1536} {
 				for _, m := range []int{4, 5, 7, 8, 13} {
 					rows := 1 + rng.IntN(70)
 					w, _ := randMatrix(t, rng, typ, rows, cols)

@@ -20,13 +20,13 @@ import (
 //
 // and finally y = hsum(acc). The matrix-vector kernel (vnniRowsQ8_<nr>)
 // gets D by reducing the VPDPBUSD lanes of the 8 units of a group with
-// permutes and integer adds; the matrix-product kernel
+// in-lane unpacks, two permutes and integer adds; the matrix-product kernel
 // (vnniTileQ8_<mr>x<nr>) transposes weights and activations so that
 // VPDPBUSD accumulates D directly, starting from -128*xqs. Integer sums are
 // exact, so both give the same float operations on the same values:
 // bit-identical outputs.
 
-// q8EvenOdd holds the dword indices 2l (first 64 bytes) and 2l+1.
+// q8EvenOdd holds the two permutes that pair half-block sums (see genQ8Tables).
 var q8EvenOdd Mem
 
 // q8Transpose holds the permute indices of the 3-level transpose.
@@ -139,8 +139,12 @@ func q8TransposePlan() (levels [3][4]q8Pair, tables [][16]uint32, final [8]int) 
 
 func genQ8Tables() {
 	q8EvenOdd = GLOBL("vnniQ8EvenOdd", RODATA|NOPTR)
+	// lane b of the reduced vector sums the two half-block sums of block b:
+	// after the in-lane reduction, 128-bit lane L of vector h holds dword
+	// v = unit%4 of units 4h..4h+3, half L%2 of block 2*unit + L/2.
 	for l := range 32 {
-		DATA(4*l, U32(2*(l%16)+l/16))
+		b, half := l%16, l/16
+		DATA(4*l, U32(16*(b/8)+4*(2*(b%2)+half)+(b%8)/2))
 	}
 	_, tables, _ := q8TransposePlan()
 	q8Transpose = GLOBL("vnniQ8Transpose", RODATA|NOPTR)
@@ -188,7 +192,6 @@ func genVNNIRowsQ8(nr int) {
 	name := fmt.Sprintf("vnniRowsQ8_%d", nr)
 	text(name, NOSPLIT, "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)")
 	Doc(name + " computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).")
-	masks := AllocLocal(64)
 	xp := Load(Param("xq"), GP64())
 	dxp := Load(Param("dx"), GP64())
 	xqsp := Load(Param("xqs"), GP64())
@@ -230,38 +233,61 @@ func genVNNIRowsQ8(nr int) {
 		VCVTPS2DQ(Mem{Base: xqsp, Index: bo, Scale: 4}, C)
 		VPSLLD(U8(7), C, C)
 	}
-	group := func(mk *Mem) {
+	// group handles cnt blocks (16 for a whole group); units past the
+	// blocks are zero, and a last half unit is loaded as 32 bytes.
+	group := func(cnt int) {
+		nu := (cnt + 1) / 2
 		for j := 0; j < nr; j++ {
 			for u := range 8 {
+				if u >= nu {
+					VPXORD(T[u], T[u], T[u])
+					continue
+				}
 				wv := []VecPhysical{Z27, Z28}[u%2]
-				loadQ8Unit(Mem{Base: wr[j], Index: qoff, Scale: 1, Disp: 64 * u}, mk, u, c80, wv)
+				src := Mem{Base: wr[j], Index: qoff, Scale: 1, Disp: 64 * u}
+				if 2*u+1 == cnt {
+					VMOVDQU32(src, wv.AsY())
+					VPXORD(c80, wv, wv)
+				} else {
+					VPXORD(src, c80, wv)
+				}
 				VPXORD(T[u], T[u], T[u])
 				VPDPBUSD(Mem{Base: xp, Disp: 64 * u}, wv, T[u])
 			}
-			// reduce 8 vectors of 8 dword partials per block to one lane per block
-			vs := T
-			for len(vs) > 1 {
-				var nx []VecPhysical
-				for p := 0; p < len(vs); p += 2 {
-					a, b, e := vs[p], vs[p+1], E[p/2]
-					VMOVDQA64(a, e)
-					VPERMT2D(b, idxE, e)
-					VPERMT2D(b, idxO, a)
-					VPADDD(e, a, a)
-					nx = append(nx, a)
+			// reduce 8 vectors of 8 dword partials per block to one lane
+			// per block: in-lane unpacks sum each 128-bit lane, then two
+			// permutes pair the half-block sums
+			for h := range 2 {
+				if h == 1 && nu <= 4 {
+					break // T[4] is zero
 				}
-				vs = nx
+				a, b, c, d := T[4*h], T[4*h+1], T[4*h+2], T[4*h+3]
+				e0, e1 := E[0], E[1]
+				VPUNPCKLDQ(b, a, e0)
+				VPUNPCKHDQ(b, a, a)
+				VPADDD(e0, a, a) // a02 b02 a13 b13
+				VPUNPCKLDQ(d, c, e1)
+				VPUNPCKHDQ(d, c, c)
+				VPADDD(e1, c, c) // c02 d02 c13 d13
+				VPUNPCKLQDQ(c, a, e0)
+				VPUNPCKHQDQ(c, a, a)
+				VPADDD(e0, a, a)
 			}
-			VPSUBD(C, vs[0], vs[0])
-			VCVTDQ2PS(vs[0], vs[0])
-			VFMADD231PS(S[j], vs[0], facc[j])
+			r := T[0]
+			VMOVDQA64(T[0], E[2])
+			VPERMT2D(T[4], idxE, E[2])
+			VPERMT2D(T[4], idxO, r)
+			VPADDD(E[2], r, r)
+			VPSUBD(C, r, r)
+			VCVTDQ2PS(r, r)
+			VFMADD231PS(S[j], r, facc[j])
 		}
 	}
 	Label("group")
 	CMPQ(nb, U8(16))
 	JL(LabelRef("tail"))
 	loadScales(false)
-	group(nil)
+	group(16)
 	ADDQ(U32(16*32), xp)
 	ADDQ(U8(16), bo)
 	ADDQ(U32(16*32), qoff)
@@ -277,8 +303,15 @@ func genVNNIRowsQ8(nr int) {
 	DECQ(m)
 	KMOVW(m.As32(), K1)
 	loadScales(true)
-	q8Masks(nb, masks)
-	group(&masks)
+	for cnt := 1; cnt < 16; cnt++ {
+		Label(fmt.Sprintf("tail%d", cnt))
+		if cnt < 15 {
+			CMPQ(nb, U8(cnt))
+			JNE(LabelRef(fmt.Sprintf("tail%d", cnt+1)))
+		}
+		group(cnt)
+		JMP(LabelRef("reduce"))
+	}
 
 	Label("reduce")
 	y := Load(Param("y"), GP64())
