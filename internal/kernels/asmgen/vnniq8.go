@@ -325,16 +325,15 @@ func genVNNIRowsQ8(nr int) {
 
 // q8TransposeUnits transposes N (8 vectors, unit u of a group in N[u])
 // in place so that N[s] holds dword final[s] of blocks 0..15, using M[0:3].
-func q8TransposeUnits(N, M []VecPhysical, tab Register) [8]int {
+// The permute tables are preloaded in idx.
+func q8TransposeUnits(N, M, idx []VecPhysical) [8]int {
 	levels, _, final := q8TransposePlan()
 	for _, lv := range levels {
 		for _, pr := range lv {
 			a, b := N[pr.a], N[pr.b]
-			VMOVDQU32(Mem{Base: tab, Disp: 64 * pr.p}, M[0])
-			VMOVDQU32(Mem{Base: tab, Disp: 64 * pr.q}, M[1])
 			VMOVDQA64(a, M[2])
-			VPERMT2D(b, M[0], M[2]) // low k: from (a, b)
-			VPERMT2D(b, M[1], a)    // high k
+			VPERMT2D(b, idx[pr.p], M[2]) // low k: from (a, b)
+			VPERMT2D(b, idx[pr.q], a)    // high k
 			VMOVDQA64(a, b)
 			VMOVDQA64(M[2], a)
 		}
@@ -355,32 +354,38 @@ func genTransposeWQ8() {
 	qp := Load(Param("w"), GP64())
 	LEAQ(Mem{Base: qp, Index: nb, Scale: 2}, qp)
 	dst := Load(Param("dst"), GP64())
-	tab := GP64()
-	LEAQ(q8Transpose, tab)
+	_, tables, _ := q8TransposePlan()
+	idx := zr[0:len(tables)]
+	for t := range tables {
+		VMOVDQU32(q8Transpose.Offset(64*t), idx[t])
+	}
 	t := GP32()
 	MOVL(U32(0x80808080), t)
 	c80 := Z31
 	VPBROADCASTD(t, c80)
 	N, M := zr[16:24], zr[24:30]
+	group := func(mk *Mem) {
+		for u := range 8 {
+			loadQ8Unit(Mem{Base: qp, Disp: 64 * u}, mk, u, c80, N[u])
+		}
+		final := q8TransposeUnits(N, M, idx)
+		for s := range 8 {
+			VMOVDQU64(N[s], Mem{Base: dst, Disp: 64 * final[s]})
+		}
+		ADDQ(U32(512), qp)
+		ADDQ(U32(512), dst)
+		SUBQ(U8(16), nb)
+	}
 	Label("group")
+	CMPQ(nb, U8(16))
+	JL(LabelRef("tail"))
+	group(nil)
+	JMP(LabelRef("group"))
+	Label("tail")
 	TESTQ(nb, nb)
 	JLE(LabelRef("done"))
-	cnt := GP64()
-	MOVQ(U32(16), cnt)
-	CMPQ(nb, cnt)
-	CMOVQLT(nb, cnt)
-	q8Masks(cnt, masks)
-	for u := range 8 {
-		loadQ8Unit(Mem{Base: qp, Disp: 64 * u}, &masks, u, c80, N[u])
-	}
-	final := q8TransposeUnits(N, M, tab)
-	for s := range 8 {
-		VMOVDQU64(N[s], Mem{Base: dst, Disp: 64 * final[s]})
-	}
-	ADDQ(U32(512), qp)
-	ADDQ(U32(512), dst)
-	SUBQ(U8(16), nb)
-	JMP(LabelRef("group"))
+	q8Masks(nb, masks)
+	group(&masks)
 	Label("done")
 	VZEROUPPER()
 	RET()
