@@ -20,6 +20,8 @@ import (
 // VPDPBUSD sum converted to float and accumulated times the permuted S;
 // then hsum(acc) - off*hsum(corr)), so prefill and decode agree bit for
 // bit. The mr*nr scale vectors and corrections live on the stack.
+// It is generated for q4 only; q8 uses genVNNITileQ8, whose lanes sum whole
+// blocks.
 func genVNNITile(q string, mr, nr int, idxTable Mem) {
 	name := fmt.Sprintf("vnniTile%s_%dx%d", q, mr, nr)
 	text(name, 0, "func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)")
