@@ -11,7 +11,8 @@ import (
 // compileAttention implements OpAttention: each real row attends to the incoming cache
 // (absolute positions a < pos, slot a mod L) and to the current rows up to itself, as the
 // mask and window allow. With a float16 cache the current rows are rounded to float16 first,
-// so a step sees exactly what a later step would read back from the cache.
+// so a step sees exactly what a later step would read back from the cache. The (row, head)
+// pairs run in parallel on the program's pool, each with the arithmetic of a serial loop.
 func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (binder, error) {
 	q, k, v, kc, vc, mask := in[0], in[1], in[2], in[3], in[4], in[5]
 	at := op.Attr
@@ -58,14 +59,86 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 		qs, ks, vs, os := q.f32(s), k.f32(s), v.f32(s), out.f32(s)
 		kb, vb, mb := s.bufs[kc.name], s.bufs[vc.name], s.bufs[mask.name]
 		k32, v32, k16, v16 := asF32(kb), asF32(vb), asU16(kb), asU16(vb)
-		scores := make([]float32, L+rows)
+		pool := m.prog.pool
+		scores := make([][]float32, pool.Threads()) // per worker
+		for w := range scores {
+			scores[w] = make([]float32, L+rows)
+		}
 		var cur16k, cur16v []uint16
 		if f16 {
 			cur16k = make([]uint16, rows*Hkv*Dk)
 			cur16v = make([]uint16, rows*Hkv*Dv)
 		}
+		var n, pos, first int // of the running step, read by head
+		// head computes query row i, head h: one item of the parallel loop.
+		head := func(w, item int) {
+			i, h := item/Hq, item%Hq
+			scores := scores[w]
+			mrow := mb[i*C : (i+1)*C]
+			lo := 0 // lowest absolute position inside the window
+			if window > 0 {
+				lo = max(0, pos+i-window+1)
+			}
+			g := h / group
+			qv := qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
+			cnt := 0
+			for a := first; a < pos+i+1; a++ {
+				if a < lo || mrow[a] == 0 {
+					scores[cnt] = float32(math.Inf(-1))
+					cnt++
+					continue
+				}
+				var d float32
+				if a < pos {
+					off := (g*L + a%L) * Dk
+					if f16 {
+						d = kernels.DotF16(qv, k16[off:off+Dk])
+					} else {
+						d = kernels.Dot(qv, k32[off:off+Dk])
+					}
+				} else {
+					off := (a-pos)*Hkv*Dk + g*Dk
+					if f16 {
+						d = kernels.DotF16(qv, cur16k[off:off+Dk])
+					} else {
+						d = kernels.Dot(qv, ks[off:off+Dk])
+					}
+				}
+				d *= scale
+				if softCap > 0 {
+					d = softCap * float32(math.Tanh(float64(d/softCap)))
+				}
+				scores[cnt] = d
+				cnt++
+			}
+			sc := scores[:cnt]
+			kernels.Softmax(sc)
+			o := os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
+			clear(o)
+			for j, p := range sc {
+				if p == 0 {
+					continue
+				}
+				a := first + j
+				if a < pos {
+					off := (g*L + a%L) * Dv
+					if f16 {
+						kernels.AxpyF16(p, v16[off:off+Dv], o)
+					} else {
+						kernels.Axpy(p, v32[off:off+Dv], o)
+					}
+				} else {
+					off := (a-pos)*Hkv*Dv + g*Dv
+					if f16 {
+						kernels.AxpyF16(p, cur16v[off:off+Dv], o)
+					} else {
+						kernels.Axpy(p, vs[off:off+Dv], o)
+					}
+				}
+			}
+		}
 		return func(s *Step) error {
-			n, pos := min(s.n, rows), s.pos
+			n, pos = min(s.n, rows), s.pos
 			if pos+n > C {
 				return fmt.Errorf("%w: rows up to position %d exceed the context %d", ErrStep, pos+n-1, C)
 			}
@@ -73,73 +146,8 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 				kernels.F32ToF16(cur16k[:n*Hkv*Dk], ks[:n*Hkv*Dk])
 				kernels.F32ToF16(cur16v[:n*Hkv*Dv], vs[:n*Hkv*Dv])
 			}
-			first := max(0, pos-L) // oldest absolute position still in the cache
-			for i := 0; i < n; i++ {
-				mrow := mb[i*C : (i+1)*C]
-				lo := 0 // lowest absolute position inside the window
-				if window > 0 {
-					lo = max(0, pos+i-window+1)
-				}
-				for h := 0; h < Hq; h++ {
-					g := h / group
-					qv := qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
-					cnt := 0
-					for a := first; a < pos+i+1; a++ {
-						if a < lo || mrow[a] == 0 {
-							scores[cnt] = float32(math.Inf(-1))
-							cnt++
-							continue
-						}
-						var d float32
-						if a < pos {
-							off := (g*L + a%L) * Dk
-							if f16 {
-								d = kernels.DotF16(qv, k16[off:off+Dk])
-							} else {
-								d = kernels.Dot(qv, k32[off:off+Dk])
-							}
-						} else {
-							off := (a-pos)*Hkv*Dk + g*Dk
-							if f16 {
-								d = kernels.DotF16(qv, cur16k[off:off+Dk])
-							} else {
-								d = kernels.Dot(qv, ks[off:off+Dk])
-							}
-						}
-						d *= scale
-						if softCap > 0 {
-							d = softCap * float32(math.Tanh(float64(d/softCap)))
-						}
-						scores[cnt] = d
-						cnt++
-					}
-					sc := scores[:cnt]
-					kernels.Softmax(sc)
-					o := os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
-					clear(o)
-					for j, p := range sc {
-						if p == 0 {
-							continue
-						}
-						a := first + j
-						if a < pos {
-							off := (g*L + a%L) * Dv
-							if f16 {
-								kernels.AxpyF16(p, v16[off:off+Dv], o)
-							} else {
-								kernels.Axpy(p, v32[off:off+Dv], o)
-							}
-						} else {
-							off := (a-pos)*Hkv*Dv + g*Dv
-							if f16 {
-								kernels.AxpyF16(p, cur16v[off:off+Dv], o)
-							} else {
-								kernels.Axpy(p, vs[off:off+Dv], o)
-							}
-						}
-					}
-				}
-			}
+			first = max(0, pos-L) // oldest absolute position still in the cache
+			pool.For(n*Hq, head)
 			return nil
 		}, nil
 	}, nil

@@ -44,11 +44,13 @@ func TestPerf(t *testing.T) {
 		{"q4 gemv f32", Q4, 1, 4096, 4096, func() { useVNNI = false }},
 		{"f32 gemm", F32, 128, 1024, 1024, func() {}},
 		{"f16 gemm", F16, 128, 1024, 1024, func() {}},
-		{"q8 gemm", Q8, 128, 1024, 1024, func() {}},
-		{"q4 gemm", Q4, 128, 1024, 1024, func() {}},
+		{"q8 gemm vnni", Q8, 128, 1024, 1024, func() { useVNNI = vn }},
+		{"q8 gemm f32", Q8, 128, 1024, 1024, func() { useVNNI = false }},
+		{"q4 gemm vnni", Q4, 128, 1024, 1024, func() { useVNNI = vn }},
+		{"q4 gemm f32", Q4, 128, 1024, 1024, func() { useVNNI = false }},
 		{"f32 gemm 2k", F32, 128, 2048, 2048, func() {}},
 		{"f16 gemm 2k", F16, 128, 2048, 2048, func() {}},
-		{"q8 gemm 2k", Q8, 128, 2048, 2048, func() {}},
+		{"q8 gemm 2k", Q8, 128, 2048, 2048, func() { useVNNI = vn }},
 	}
 	p := NewPool(1)
 	defer p.Close()

@@ -4,7 +4,8 @@ package kernels
 
 import "unsafe"
 
-// The matrix product for m >= tileM input rows (prefill) uses an
+// The matrix product for m >= tileM input rows (prefill; q8/q4 with VNNI
+// use vnniTileRows instead) uses an
 // outer-product micro-kernel (bgemm_<mr>): 12 input rows × 32 weight rows
 // of accumulators, 32 weights loaded as two vectors and each input value
 // broadcast per k. Both operands are packed k-major per block of gemmKC

@@ -18,13 +18,19 @@
 // For m < 4 input rows (decode) float weights use register tiles of dot
 // products that read each weight once; q8/q4 weights use VPDPBUSD on int8
 // activations (see below) or, without VNNI, dequantize in registers. For
-// m >= 4 (prefill) every weight type is converted per 32-row panel to
-// float32, packed k-major with the inputs, and multiplied by a 12×32
-// outer-product micro-kernel (24 ZMM accumulators).
+// m >= 4 (prefill) q8/q4 weights with VNNI use register tiles of 4 input
+// rows × 3 (q8) or 4 (q4) weight rows of VPDPBUSD (q8 transposes weights
+// and inputs per 16 blocks so that one lane sums one whole block); every
+// other case converts the weights
+// per 32-row panel to float32, packs them k-major with the inputs, and
+// multiplies them by a 12×32 outer-product micro-kernel (24 ZMM
+// accumulators).
 //
-// With VNNI, the q8/q4 matrix-vector product quantizes each input row per
-// block of 32 to int8 with a float32 scale (as llama.cpp's Q8_0 dot products
-// do). Each output then differs from the exact product of x and the stored
+// With VNNI, the q8/q4 product quantizes each input row per block of 32 to
+// int8 with a float32 scale (as llama.cpp's Q8_0 dot products do), for any
+// m. Each output is computed with the same operations in the same order
+// whatever m is, so a row's result does not depend on the rows it is
+// batched with: prefill and decode agree bit for bit. Each output then differs from the exact product of x and the stored
 // weights by at most sum over blocks of max|x_b|/254 * sum|w_b| (about 0.3%
 // of sum |x||w| for Gaussian data); everything else is float32 arithmetic
 // on the exact stored values.

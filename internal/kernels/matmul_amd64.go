@@ -5,6 +5,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 )
 
 // Shapes of the matrix-vector kernels (m < tileM): register tiles of up to
@@ -82,13 +83,16 @@ var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int
 // prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
-	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) || j.m >= tileM {
+	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) {
 		return
 	}
 	cols := j.w.Cols
 	nb := (cols + BlockSize - 1) / BlockSize
 	if useVNNI && !p.exact {
 		p.prepareVNNI(j, nb)
+		return
+	}
+	if j.m >= tileM {
 		return
 	}
 	j.xq = j.x
@@ -152,6 +156,29 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 			quantizeXQ4(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
 		}
 	}
+	if j.w.Type == Q8 && j.m >= tileM {
+		if cap(p.xq8t) < j.m*ld {
+			p.xq8t = make([]byte, j.m*ld)
+		}
+		j.xq8 = p.xq8t[:j.m*ld]
+		transposeXQ8(j.xq8, p.xq8[:j.m*ld])
+	}
+}
+
+// transposeXQ8 rearranges q8-quantized activations (whole groups of 16
+// blocks) for vnniTileQ8: in each group, vector k (64 bytes) holds bytes
+// 4k..4k+3 of block b at bytes 4b..4b+3.
+func transposeXQ8(dst, src []byte) {
+	s := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(src))), len(src)/4)
+	d := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)/4)
+	for g := 0; g+128 <= len(s); g += 128 {
+		sg, dg := s[g:g+128:g+128], d[g:g+128:g+128]
+		for b := range 16 {
+			for k := range 8 {
+				dg[k*16+b] = sg[b*8+k]
+			}
+		}
+	}
 }
 
 func growFloats(s []float32, n int) []float32 {
@@ -174,6 +201,10 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	w, m := j.w, j.m
 	switch {
+	case j.nbp > 0 && m >= tileM && w.Type == Q8:
+		vnniTileRowsQ8(p, id, j, lo, hi)
+	case j.nbp > 0 && m >= tileM:
+		vnniTileRows(j, lo, hi)
 	case m >= tileM:
 		bgemmRows(p, id, j, lo, hi)
 	case w.Type == Q8 || w.Type == Q4:
@@ -246,6 +277,95 @@ func tailDot(t WeightType, x []float32, w []byte) float32 {
 		}
 	}
 	return s
+}
+
+// vnniTileQ8 and vnniTileQ4 are the int8 matrix-product micro-kernels
+// [mr-1][nr-1] for mr activation rows × nr weight rows (m >= tileM).
+var (
+	vnniTileQ8 = [vnniTileM][vnniTileQ8N]vnniTileQ8Func{
+		{vnniTileQ8_1x1, vnniTileQ8_1x2, vnniTileQ8_1x3},
+		{vnniTileQ8_2x1, vnniTileQ8_2x2, vnniTileQ8_2x3},
+		{vnniTileQ8_3x1, vnniTileQ8_3x2, vnniTileQ8_3x3},
+		{vnniTileQ8_4x1, vnniTileQ8_4x2, vnniTileQ8_4x3},
+	}
+	vnniTileQ4 = [vnniTileM][vnniTileN]vnniTileFunc{
+		{vnniTileQ4_1x1, vnniTileQ4_1x2, vnniTileQ4_1x3, vnniTileQ4_1x4},
+		{vnniTileQ4_2x1, vnniTileQ4_2x2, vnniTileQ4_2x3, vnniTileQ4_2x4},
+		{vnniTileQ4_3x1, vnniTileQ4_3x2, vnniTileQ4_3x3, vnniTileQ4_3x4},
+		{vnniTileQ4_4x1, vnniTileQ4_4x2, vnniTileQ4_4x3, vnniTileQ4_4x4},
+	}
+)
+
+// Tile shape of the int8 matrix product (must match asmgen).
+const (
+	vnniTileM   = 4
+	vnniTileN   = 4
+	vnniTileQ8N = 3
+)
+
+type vnniTileQ8Func func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileRowsQ8 is vnniTileRows for q8: each vnniTileQ8N weight rows are
+// first made unsigned and transposed (transposeWQ8) into the thread's
+// scratch, then multiplied with every group of vnniTileM activation rows
+// (transposed by prepareVNNI), so VPDPBUSD sums whole blocks in one lane.
+func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
+	w := j.w
+	nb := (w.Cols + BlockSize - 1) / BlockSize
+	rb := w.Type.RowBytes(w.Cols)
+	ldx := j.nbp * BlockSize
+	s := &p.scratch[id]
+	if len(s.wt) < vnniTileQ8N*ldx {
+		s.wt = make([]byte, vnniTileQ8N*ldx)
+	}
+	for r := lo; r < hi; r += vnniTileQ8N {
+		nr := min(vnniTileQ8N, hi-r)
+		for k := range nr {
+			transposeWQ8(&w.Data[(r+k)*rb], nb, &s.wt[k*ldx])
+		}
+		for i := 0; i < j.m; i += vnniTileM {
+			mr := min(vnniTileM, j.m-i)
+			vnniTileQ8[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, &s.wt[0], nb, &j.y[i*w.Rows+r], w.Rows*4)
+		}
+		if j.bias != nil {
+			for i := range j.m {
+				y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
+				for k := range y {
+					y[k] += j.bias[r+k]
+				}
+			}
+		}
+	}
+}
+
+type vnniTileFunc func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+
+// vnniTileRows is the q4 matrix product with VNNI (m >= tileM):
+// register tiles of vnniTileM activation rows × vnniTileN weight rows,
+// each weight tile reused for every activation row while it is in L1. Each
+// output is computed with the arithmetic of the matrix-vector kernel
+// (vnniRows), so every row of y equals MatMul of that row alone, bit for bit.
+func vnniTileRows(j *matmulJob, lo, hi int) {
+	w := j.w
+	nb := (w.Cols + BlockSize - 1) / BlockSize
+	rb := w.Type.RowBytes(w.Cols)
+	ldx := j.nbp * BlockSize
+	tiles := &vnniTileQ4
+	for r := lo; r < hi; r += vnniTileN {
+		nr := min(vnniTileN, hi-r)
+		for i := 0; i < j.m; i += vnniTileM {
+			mr := min(vnniTileM, j.m-i)
+			tiles[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], w.Rows*4)
+		}
+		if j.bias != nil {
+			for i := range j.m {
+				y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
+				for k := range y {
+					y[k] += j.bias[r+k]
+				}
+			}
+		}
+	}
 }
 
 // quantRowsAVX512 is the quantized matrix-vector product (m < tileM):

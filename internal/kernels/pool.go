@@ -17,7 +17,7 @@ const spinTime = 50 * time.Microsecond
 // chunk index share one atomic word with the job generation.
 const maxChunks = 1 << 16
 
-// Pool is a persistent worker pool that splits MatMul across threads. The
+// Pool is a persistent worker pool that splits MatMul (and For) across threads. The
 // calling goroutine is one of the threads; Threads()-1 goroutines are owned
 // by the pool and stopped by Close. Calls are serialized: one Pool serves one
 // executor. A MatMul allocates nothing once the pool's scratch has grown to
@@ -35,11 +35,16 @@ type Pool struct {
 	xpad    []float32 // x padded to whole blocks, shared by all threads
 	xsum    []float32 // per-block sums of xpad (or of xq8)
 	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
+	xq8t    []byte    // xq8 transposed for the q8 VNNI matrix product
 	dx      []float32 // scales of the xq8 blocks
 
-	// The current job, written by the caller before claim is published.
-	job matmulJob
-	gen uint32 // generation of the current job, caller-owned
+	// The current job, written by the caller before claim is published:
+	// a MatMul, or (forFn != nil) a For over forN items, forPer per chunk.
+	job    matmulJob
+	forFn  func(worker, i int)
+	forN   int
+	forPer int
+	gen    uint32 // generation of the current job, caller-owned
 	// claim packs the job generation (bits 32-63), its chunk count (bits
 	// 16-31) and the next unclaimed chunk (bits 0-15).
 	claim atomic.Uint64
@@ -59,7 +64,8 @@ type Pool struct {
 type workerScratch struct {
 	buf  []float32
 	gemm *gemmScratch
-	_    [64 - 32]byte
+	wt   []byte // q8 weight rows transposed for vnniTileQ8
+	_    [64 - 56]byte
 }
 
 // PoolOptions configures NewPoolWith.
@@ -68,9 +74,10 @@ type PoolOptions struct {
 	// (>= 1).
 	Threads int
 	// ExactQuantized turns off the int8 quantization of activations in the
-	// q8/q4 matrix-vector product (the VNNI path; see the package comment),
-	// so that m = 1 gives the same float32 arithmetic on the stored weights
-	// as m >= 4, at about 1.6-2.2× the time per q8/q4 decode matmul.
+	// q8/q4 matrix product (the VNNI path; see the package comment): float32
+	// arithmetic on the stored weights for every m, at about 1.6-2.2× the
+	// time per q8/q4 decode matmul. Rows of a batch then agree with
+	// single-row calls only to float32 rounding.
 	ExactQuantized bool
 }
 
@@ -163,13 +170,49 @@ func (p *Pool) work(id int, g uint32) {
 		if !p.claim.CompareAndSwap(c, c+1) {
 			continue
 		}
-		p.job.runChunk(p, id, int(next))
+		p.runChunk(id, int(next))
 		if p.done.Add(1) == int64(chunks) && p.callerWaiting.Load() {
 			p.mu.Lock()
 			p.finished.Signal()
 			p.mu.Unlock()
 		}
 	}
+}
+
+// runChunk runs chunk c of the current job on thread id.
+func (p *Pool) runChunk(id, c int) {
+	if p.forFn == nil {
+		p.job.runChunk(p, id, c)
+		return
+	}
+	for i := c * p.forPer; i < min(p.forN, (c+1)*p.forPer); i++ {
+		p.forFn(id, i)
+	}
+}
+
+// For calls fn(worker, i) once for every i in [0, n), spread over the
+// pool's threads, and returns when all calls have returned. worker is in
+// [0, Threads()) and no two calls running at the same time share it, so it
+// can index per-thread scratch. Items are claimed one at a time (or in
+// equal runs when n is very large), so uneven items balance. Calls are
+// serialized with MatMul and For; fn must not call back into the pool. For
+// allocates nothing: build fn once, not per call.
+func (p *Pool) For(n int, fn func(worker, i int)) {
+	if n <= 0 {
+		return
+	}
+	p.call.Lock()
+	defer p.call.Unlock()
+	if p.threads == 1 || n == 1 {
+		for i := range n {
+			fn(0, i)
+		}
+		return
+	}
+	per := (n + maxChunks - 2) / (maxChunks - 1)
+	p.forFn, p.forN, p.forPer = fn, n, per
+	p.runJob((n + per - 1) / per)
+	p.forFn = nil
 }
 
 // runJob runs p.job's chunks on every thread and returns when all are done.

@@ -39,8 +39,8 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for _, typ := range []WeightType{Q8, Q4} {
-		for _, cols := range []int{1, 31, 32, 33, 64, 100, 172, 511, 512, 545, 1000} {
-			for _, m := range []int{1, 2, 3} {
+		for _, cols := range []int{1, 31, 32, 33, 64, 100, 160, 172, 224, 256, 288, 300, 416, 480, 511, 512, 545, 736, 1000} {
+			for _, m := range []int{1, 2, 3, 5} {
 				rows := 1 + rng.IntN(13)
 				w, _ := randMatrix(t, rng, typ, rows, cols)
 				x := randVec(rng, m*cols)
@@ -67,5 +67,41 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
+	if !useVNNI {
+		t.Log("no AVX-512 VNNI on this CPU: the VNNI kernels are not used")
+		return
+	}
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, threads := range []int{1, 2} {
+		p := NewPool(threads)
+		for _, typ := range []WeightType{Q8, Q4} {
+			for _, cols := range []int{1, 31, 32, 33, 64, 100, 224, 480, 512, 545, 576, 1000, 1536} {
+				for _, m := range []int{4, 5, 7, 8, 13} {
+					rows := 1 + rng.IntN(70)
+					w, _ := randMatrix(t, rng, typ, rows, cols)
+					x := randVec(rng, m*cols)
+					var bias []float32
+					if rng.IntN(2) == 0 {
+						bias = randVec(rng, rows)
+					}
+					y := make([]float32, m*rows)
+					p.MatMul(y, x, m, w, bias)
+					y1 := make([]float32, rows)
+					for i := range m {
+						p.MatMul(y1, x[i*cols:(i+1)*cols], 1, w, bias)
+						for r := range rows {
+							if got, want := y[i*rows+r], y1[r]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%v threads=%d m=%d rows=%d cols=%d: y[%d][%d] = %v, MatMul of that row alone gives %v", typ, threads, m, rows, cols, i, r, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+		p.Close()
 	}
 }

@@ -50,12 +50,6 @@ func main() {
 	genDequant("Q4")
 	genQuantizeX("Q8")
 	genQuantizeX("Q4")
-	idx8 := GLOBL("vnniPairIdx", RODATA|NOPTR)
-	for p := 0; p < 8; p++ {
-		for l := 0; l < 16; l++ {
-			DATA(64*p+4*l, U32(2*p+l/8))
-		}
-	}
 	idx4 := GLOBL("vnniQuadIdx", RODATA|NOPTR)
 	for g := 0; g < 4; g++ {
 		for l := 0; l < 16; l++ {
@@ -70,9 +64,19 @@ func main() {
 	genElementwise()
 	genAVX2()
 	genBF16ToF32()
+	genQ8Tables()
+	genTransposeWQ8()
 	for nr := 1; nr <= 4; nr++ {
-		genVNNIRows("Q8", nr, idx8)
+		genVNNIRowsQ8(nr)
 		genVNNIRows("Q4", nr, idx4)
+	}
+	for mr := 1; mr <= 4; mr++ {
+		for nr := 1; nr <= 4; nr++ {
+			if nr <= 3 {
+				genVNNITileQ8(mr, nr)
+			}
+			genVNNITile("Q4", mr, nr, idx4)
+		}
 	}
 	Generate()
 }

@@ -301,6 +301,7 @@ func genQuantizeX(q string) {
 // blocks to a multiple of 16). Weights are made unsigned for VPDPBUSD (q8:
 // xor 0x80, i.e. q+128; q4: the stored nibble q+8) and the offset is removed
 // with the per-block sums of xq: y = sum_b dw*dx*(isum_b - off*xqs_b).
+// It is generated for q4 only; q8 uses genVNNIRowsQ8.
 func genVNNIRows(q string, nr int, idxTable Mem) {
 	name := fmt.Sprintf("vnniRows%s_%d", q, nr)
 	text(name, NOSPLIT, "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)")
