@@ -73,22 +73,6 @@ func maxAbsDiff(a, b [][]float32) (float64, int) {
 	return worst, at
 }
 
-// maxRelDiff is the largest |a-b| of a row divided by that row's logit range in a.
-func maxRelDiff(a, b [][]float32) (float64, int) {
-	worst, at := 0.0, -1
-	for i := range a {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, x := range a[i] {
-			lo, hi = math.Min(lo, float64(x)), math.Max(hi, float64(x))
-		}
-		d, _ := maxAbsDiff(a[i:i+1], b[i:i+1])
-		if d /= hi - lo; d > worst || math.IsNaN(d) {
-			worst, at = d, i
-		}
-	}
-	return worst, at
-}
-
 func argmax(v []float32) int {
 	best := 0
 	for i, x := range v {

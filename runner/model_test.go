@@ -176,26 +176,6 @@ func maxDiff(a, b [][]float32) float64 {
 	return worst
 }
 
-// reorderTol bounds the difference between runs that process the same tokens in steps of
-// different sizes, relative to each row's logit range: the prefill GEMM and the decode GEMV
-// sum in different orders, so such runs agree to float32 rounding, not bit for bit.
-const reorderTol = 1e-6
-
-// maxRelDiff is the largest |a-b| of a row divided by the row's logit range in a.
-func maxRelDiff(a, b [][]float32) float64 {
-	worst := 0.0
-	for i := range a {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, x := range a[i] {
-			lo, hi = math.Min(lo, float64(x)), math.Max(hi, float64(x))
-		}
-		if d := maxDiff(a[i:i+1], b[i:i+1]) / (hi - lo); d > worst || math.IsNaN(d) {
-			worst = d
-		}
-	}
-	return worst
-}
-
 func tokens(n, vocab int, seed int) []int {
 	out := make([]int, n)
 	x := uint32(seed)*2654435761 + 1
@@ -215,14 +195,14 @@ func TestModelChunkedPrefillEqualsTokenByToken(t *testing.T) {
 			s := session(t, chunked)
 			got := each(t, s, toks)
 			want := each(t, session(t, decode), toks)
-			d := maxRelDiff(want, got)
-			if !(d <= reorderTol) {
-				t.Errorf("chunked prefill vs token by token over %d tokens: max |diff|/range %.3g > %g", C, d, reorderTol)
+			d := maxDiff(want, got)
+			if d != 0 {
+				t.Errorf("chunked prefill vs token by token over %d tokens: max |diff| %.3g, want 0", C, d)
 			}
 			if !slices.Equal(got[C-1], logits(t, s)) {
 				t.Errorf("the session's logits are not the last row's")
 			}
-			t.Logf("max |diff|/range %.3g", d)
+			t.Logf("max |diff| %.3g", d)
 		})
 	}
 }
@@ -336,9 +316,8 @@ func TestModelRingRewindEqualsFreshRun(t *testing.T) {
 		if to > 0 {
 			mustAppend(t, fresh, hist[:to]...)
 		}
-		// The fresh run reaches position `to` in other step sizes than the rewound one did.
-		if d := maxRelDiff(stepwise(t, s, more), stepwise(t, fresh, more)); !(d <= reorderTol) {
-			t.Errorf("rewind 14 → %d then continue vs fresh: max |diff|/range %.3g > %g", to, d, reorderTol)
+		if d := maxDiff(stepwise(t, s, more), stepwise(t, fresh, more)); d != 0 {
+			t.Errorf("rewind 14 → %d then continue vs fresh: max |diff| %.3g", to, d)
 		}
 	}
 	s := session(t, r)

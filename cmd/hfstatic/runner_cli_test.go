@@ -85,22 +85,14 @@ func TestCLILogitsWithTailFallbackMatchDecodeOnly(t *testing.T) {
 		}
 		got[i] = readLogits(t, out, 60, 512)
 	}
-	// Prefill runs the GEMM and decode the GEMV, which sum in different orders: the rows
-	// agree to float32 rounding, relative to each row's logit range.
 	worst := 0.0
-	for r := range 60 {
-		row0, row1 := got[0][r*512:(r+1)*512], got[1][r*512:(r+1)*512]
-		lo, hi, d := math.Inf(1), math.Inf(-1), 0.0
-		for j := range row1 {
-			lo, hi = math.Min(lo, float64(row1[j])), math.Max(hi, float64(row1[j]))
-			d = math.Max(d, math.Abs(float64(row0[j]-row1[j])))
-		}
-		worst = math.Max(worst, d/(hi-lo))
+	for j := range got[0] {
+		worst = math.Max(worst, math.Abs(float64(got[0][j]-got[1][j])))
 	}
-	if !(worst <= 1e-6) {
-		t.Errorf("60-token logits: prefill program vs decode-only differ by %.3g of the logit range > 1e-6", worst)
+	if !(worst <= 1e-5) {
+		t.Errorf("60-token logits: prefill program vs decode-only differ by %.3g > 1e-5", worst)
 	}
-	t.Logf("max |diff|/range %.3g", worst)
+	t.Logf("max |diff| %.3g", worst)
 }
 
 func TestCLIRejectsPromptLongerThanContext(t *testing.T) {

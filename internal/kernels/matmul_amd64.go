@@ -205,7 +205,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		vnniTileRowsQ8(p, id, j, lo, hi)
 	case j.nbp > 0 && m >= tileM:
 		vnniTileRows(j, lo, hi)
-	case m >= tileM:
+	case m >= tileM && (w.Type == Q8 || w.Type == Q4):
+		// Quantized weights without VNNI: dequantized panels through the packed GEMM.
 		bgemmRows(p, id, j, lo, hi)
 	case w.Type == Q8 || w.Type == Q4:
 		quantRowsAVX512(j, lo, hi)
@@ -229,8 +230,12 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 }
 
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
-// (ldw bytes apart, type t in {F32, F16, BF16}), for m < tileM input rows:
-// register tiles of dot products, each weight byte read once per tile.
+// (ldw bytes apart, type t in {F32, F16, BF16}), for any number m of input rows:
+// register tiles of dot products, each weight byte read once per tile. Every
+// output is one dot product whose arithmetic does not depend on m, so a prefill
+// row equals the decode matrix-vector product bit for bit; measured end to end it
+// is also faster here than the packed outer-product GEMM (SmolLM2-135M f32
+// prefill 554 vs 360 tokens/s, Qwen3-0.6B 125 vs 92, 2 threads).
 func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4
