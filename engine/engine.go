@@ -31,7 +31,7 @@ type Model struct {
 // Load decodes, validates and loads a program. data must stay valid and unmodified until
 // Close.
 func Load(data []byte, opts Options) (*Model, error) {
-	f, err := program.Decode(data, program.DecodeOptions{SkipDataChecksums: opts.SkipDataChecksums})
+	f, err := program.Decode(data, program.DecodeOptions{SkipDataChecksums: opts.SkipDataChecksums, Workers: opts.Threads})
 	if err != nil {
 		return nil, err
 	}

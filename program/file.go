@@ -2,6 +2,7 @@ package program
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // File layout (all integers little-endian):
@@ -196,6 +200,8 @@ type DecodeOptions struct {
 	// SkipDataChecksums skips verifying tensor and asset checksums (the manifest's
 	// checksum is always verified).
 	SkipDataChecksums bool
+	// Workers verifies tensor checksums on this many goroutines (0 or 1: the caller's).
+	Workers int
 }
 
 // Decode parses and validates a program held in data (typically an mmapped file).
@@ -248,10 +254,8 @@ func Decode(data []byte, opts DecodeOptions) (*File, error) {
 		return nil, err
 	}
 	if !opts.SkipDataChecksums {
-		for _, t := range f.Manifest.Tensors {
-			if Checksum(data[t.Offset:t.Offset+t.Size]) != t.CRC32C {
-				return nil, fmt.Errorf("%w: tensor %q", ErrChecksum, t.Name)
-			}
+		if err := verifyTensors(data, f.Manifest.Tensors, opts.Workers); err != nil {
+			return nil, err
 		}
 		for _, a := range f.Manifest.Assets {
 			if Checksum(data[a.Offset:a.Offset+a.Size]) != a.CRC32C {
@@ -286,3 +290,44 @@ func (f *File) Size() int64 { return int64(len(f.data)) }
 
 // Tensors returns the table of tensors written so far.
 func (w *Writer) Tensors() []Tensor { return append([]Tensor(nil), w.man.Tensors...) }
+
+// verifyTensors checks every tensor's checksum, largest first, on up to workers goroutines.
+func verifyTensors(data []byte, tensors []Tensor, workers int) error {
+	order := make([]int, len(tensors))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(tensors[b].Size, tensors[a].Size) })
+	var (
+		next   atomic.Int64
+		mu     sync.Mutex
+		failed error
+		wg     sync.WaitGroup
+	)
+	work := func() {
+		defer wg.Done()
+		for {
+			k := int(next.Add(1) - 1)
+			if k >= len(order) {
+				return
+			}
+			t := tensors[order[k]]
+			if Checksum(data[t.Offset:t.Offset+t.Size]) != t.CRC32C {
+				mu.Lock()
+				if failed == nil {
+					failed = fmt.Errorf("%w: tensor %q", ErrChecksum, t.Name)
+				}
+				mu.Unlock()
+				return
+			}
+		}
+	}
+	workers = max(1, min(workers, len(order)))
+	wg.Add(workers)
+	for range workers - 1 {
+		go work()
+	}
+	work()
+	wg.Wait()
+	return failed
+}

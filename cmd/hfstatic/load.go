@@ -38,6 +38,9 @@ func (l *loaded) Close() error {
 
 func defaultThreads() int { return runtime.NumCPU() }
 
+// loadMode is the root --load flag: how program files are brought into memory.
+var loadMode = "mmap"
+
 // openProgram opens path (mmapped), or exports the embedded default model in memory when
 // path is empty.
 func openProgram(ctx context.Context, path string, threads int) (*loaded, error) {
@@ -56,7 +59,15 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 		}
 		return &loaded{Model: m, name: DefaultModelName}, nil
 	}
-	f, err := mmap.Open(path)
+	open := mmap.Open
+	switch loadMode {
+	case "mmap":
+	case "copy":
+		open = mmap.Load
+	default:
+		return nil, usagef("--load %q: want mmap or copy", loadMode)
+	}
+	f, err := open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().StringVar(&loadMode, "load", "mmap",
+		"how to bring a program into memory: mmap (zero-copy, fastest start) or copy (read into huge-page memory: faster memory-bound decode of large programs)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())

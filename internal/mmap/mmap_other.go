@@ -22,3 +22,6 @@ func Open(path string) (*File, error) {
 	}
 	return &File{data: data}, nil
 }
+
+// Load reads the file at path into memory, like Open on this platform.
+func Load(path string) (*File, error) { return Open(path) }
