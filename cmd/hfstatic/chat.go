@@ -94,10 +94,19 @@ stay in the session's cache: only new tokens are processed. Commands: /reset, /e
 				if err != nil {
 					return err
 				}
-				// Reuse the cached conversation when it is a prefix of the new prompt.
-				if h := sess.Tokens(); len(h) >= len(prompt) || !slices.Equal(h, prompt[:len(h)]) {
-					if err := sess.Reset(); err != nil {
-						return err
+				// Keep the cached conversation up to where the new prompt departs from it
+				// (always leaving at least one new token to run); rewind, or recompute when a
+				// sliding-window ring no longer holds what the rewind needs.
+				h := sess.Tokens()
+				k := 0
+				for k < len(h) && k < len(prompt)-1 && h[k] == prompt[k] {
+					k++
+				}
+				if k < len(h) {
+					if err := sess.Rewind(k); err != nil {
+						if err := sess.Reset(); err != nil {
+							return err
+						}
 					}
 				}
 				prompt = prompt[sess.Position():]
