@@ -44,6 +44,11 @@ var loadMode = "mmap"
 // openProgram opens path (mmapped), or exports the embedded default model in memory when
 // path is empty.
 func openProgram(ctx context.Context, path string, threads int) (*loaded, error) {
+	return openProgramWith(ctx, path, threads, loadMode)
+}
+
+// openProgramWith is openProgram with an explicit --load mode.
+func openProgramWith(ctx context.Context, path string, threads int, mode string) (*loaded, error) {
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)
 	}
@@ -60,12 +65,12 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 		return &loaded{Model: m, name: DefaultModelName}, nil
 	}
 	open := mmap.Open
-	switch loadMode {
+	switch mode {
 	case "mmap":
 	case "copy":
 		open = mmap.Load
 	default:
-		return nil, usagef("--load %q: want mmap or copy", loadMode)
+		return nil, usagef("--load %q: want mmap or copy", mode)
 	}
 	f, err := open(path)
 	if err != nil {

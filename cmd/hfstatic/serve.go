@@ -55,7 +55,11 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			log := slog.New(handler)
 
 			path := argOr(args, 0)
-			m, err := openProgram(cmd.Context(), path, threads)
+			mode := loadMode
+			if !cmd.Flags().Changed("load") {
+				mode = "copy" // a server runs long: a slower start for huge-page memory and faster decode
+			}
+			m, err := openProgramWith(cmd.Context(), path, threads, mode)
 			if err != nil {
 				return err
 			}
