@@ -105,9 +105,17 @@ func genVNNIRowsQ4(nr int) {
 		VCVTPS2DQ(Mem{Base: xqsp, Index: bo, Scale: 4}, C)
 		VPSLLD(U8(3), C, C)
 	}
-	group := func(mk *Mem) {
+	// group does the first nu units (4 blocks each) of a group; the rest
+	// are zero. mk (when not nil) holds the byte masks of unitMasks.
+	group := func(mk *Mem, nu int) {
 		for j := 0; j < nr; j++ {
 			for u := range 4 {
+				if u >= nu {
+					if j == 0 {
+						VPXORD(T[u], T[u], T[u])
+					}
+					continue
+				}
 				a, h := A[u][0], A[u][1]
 				src := Mem{Base: wr[j], Index: qoff, Scale: 1, Disp: 64 * u}
 				if mk != nil {
@@ -144,7 +152,7 @@ func genVNNIRowsQ4(nr int) {
 	CMPQ(nb, U8(16))
 	JL(LabelRef("tail"))
 	loadScales(false)
-	group(nil)
+	group(nil, 4)
 	ADDQ(U32(16*32), xp)
 	ADDQ(U8(16), bo)
 	ADDQ(U32(16*16), qoff)
@@ -161,7 +169,16 @@ func genVNNIRowsQ4(nr int) {
 	KMOVW(m.As32(), K1)
 	loadScales(true)
 	unitMasks(nb, masks, 4, 4, 64)
-	group(&masks)
+	// only the units holding blocks
+	for nu := 1; nu <= 4; nu++ {
+		Label(fmt.Sprintf("tail%d", nu))
+		if nu < 4 {
+			CMPQ(nb, U8(4*nu))
+			JG(LabelRef(fmt.Sprintf("tail%d", nu+1)))
+		}
+		group(&masks, nu)
+		JMP(LabelRef("reduce"))
+	}
 
 	Label("reduce")
 	y := Load(Param("y"), GP64())
