@@ -23,6 +23,12 @@ import (
 // Integer sums are exact, so both do the same float operations on the same
 // values: bit-identical outputs.
 
+// q4Prefetch is how far ahead (bytes) the matrix-vector kernel prefetches
+// weights, which it reads as one stream (rows are contiguous): measured
+// end to end, SmolLM2-135M q4 decode on 1 thread is ~15% faster at 4096 than
+// without prefetch; 1024 and 2048 gain little, 6144 and 8192 about the same.
+const q4Prefetch = 4096
+
 // q4BlockOrder is the permute that puts the reduced lanes in block order.
 var q4BlockOrder Mem
 
@@ -118,6 +124,9 @@ func genVNNIRowsQ4(nr int) {
 				}
 				a, h := A[u][0], A[u][1]
 				src := Mem{Base: wr[j], Index: qoff, Scale: 1, Disp: 64 * u}
+				if mk == nil && q4Prefetch > 0 {
+					PREFETCHT0(src.Offset(q4Prefetch))
+				}
 				if mk != nil {
 					KMOVQ(mk.Offset(8*u), K2)
 					VMOVDQU8_Z(src, K2, a)
