@@ -34,9 +34,10 @@
 // whatever m is (exact integer block sums, then per block the same float
 // multiply-adds in the same lanes), so a row's result does not depend on the
 // rows it is batched with: prefill and decode agree bit for bit. Each output
-// then differs from the exact product of x and the stored weights by at most sum over blocks of max|x_b|/254 * sum|w_b| (about 0.3%
-// of sum |x||w| for Gaussian data); everything else is float32 arithmetic
-// on the exact stored values.
+// then differs from the exact product of x and the stored weights by at most
+// sum over blocks of max|x_b|/254 * sum|w_b| (about 0.3% of sum |x||w| for
+// Gaussian data); everything else is float32 arithmetic on the exact stored
+// values.
 //
 // It does not own tensors, graphs, memory planning or model semantics: callers
 // pass plain slices and say the shapes.
