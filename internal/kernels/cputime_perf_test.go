@@ -51,6 +51,8 @@ func TestPerf(t *testing.T) {
 		{"f32 gemm 2k", F32, 128, 2048, 2048, func() {}},
 		{"f16 gemm 2k", F16, 128, 2048, 2048, func() {}},
 		{"q8 gemm 2k", Q8, 128, 2048, 2048, func() { useVNNI = vn }},
+		{"q4 gemm 576", Q4, 128, 1536, 576, func() { useVNNI = vn }}, // SmolLM2-135M gate/up: 18 blocks, a 2-block tail group
+		{"q8 gemm 576", Q8, 128, 1536, 576, func() { useVNNI = vn }},
 	}
 	p := NewPool(1)
 	defer p.Close()

@@ -60,6 +60,9 @@ func dotF16(a []float32, b []uint16) float32 {
 	switch n := len(a); {
 	case useAVX512 && n >= 16:
 		n16 := n &^ 15
+		if n16 == n { // attention head dims: no tail call
+			return dotF16AVX512(&a[0], &b[0], n)
+		}
 		return dotF16AVX512(&a[0], &b[0], n16) + dotF16Generic(a[n16:], b[n16:])
 	case useAVX2 && n >= 8:
 		n8 := n &^ 7
@@ -79,7 +82,9 @@ func axpyF16(alpha float32, x []uint16, y []float32) {
 		n = len(x) &^ 7
 		axpyF16AVX2(alpha, &x[0], &y[0], n)
 	}
-	axpyF16Generic(alpha, x[n:], y[n:])
+	if n < len(x) {
+		axpyF16Generic(alpha, x[n:], y[n:])
+	}
 }
 
 func f32ToF16Slice(dst []uint16, src []float32) {

@@ -22,20 +22,22 @@
 // measured faster end to end than the packed GEMM below. For m < 4 input rows
 // (decode) q8/q4 weights use VPDPBUSD on int8 activations (see below) or,
 // without VNNI, dequantize in registers. For m >= 4 (prefill) q8/q4 weights
-// with VNNI use register tiles of 4 input rows × 3 (q8) or 4 (q4) weight rows
-// of VPDPBUSD (q8 transposes weights and inputs per 16 blocks so that one lane
-// sums one whole block); q8/q4 without VNNI convert the weights per 32-row
+// with VNNI use register tiles of 4 input rows × 3 weight rows of VPDPBUSD
+// (weights made unsigned bytes — q4 nibbles expanded — and inputs transposed
+// per 16 blocks so that one lane sums one whole block); q8/q4 without VNNI convert the weights per 32-row
 // panel to float32, pack them k-major with the inputs, and multiply them by a
 // 12×32 outer-product micro-kernel (24 ZMM accumulators).
 //
 // With VNNI, the q8/q4 product quantizes each input row per block of 32 to
 // int8 with a float32 scale (as llama.cpp's Q8_0 dot products do), for any
 // m. Each output is computed with the same operations in the same order
-// whatever m is, so a row's result does not depend on the rows it is
-// batched with: prefill and decode agree bit for bit. Each output then differs from the exact product of x and the stored
-// weights by at most sum over blocks of max|x_b|/254 * sum|w_b| (about 0.3%
-// of sum |x||w| for Gaussian data); everything else is float32 arithmetic
-// on the exact stored values.
+// whatever m is (exact integer block sums, then per block the same float
+// multiply-adds in the same lanes), so a row's result does not depend on the
+// rows it is batched with: prefill and decode agree bit for bit. Each output
+// then differs from the exact product of x and the stored weights by at most
+// sum over blocks of max|x_b|/254 * sum|w_b| (about 0.3% of sum |x||w| for
+// Gaussian data); everything else is float32 arithmetic on the exact stored
+// values.
 //
 // It does not own tensors, graphs, memory planning or model semantics: callers
 // pass plain slices and say the shapes.

@@ -679,12 +679,17 @@ func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
 //go:noescape
 func transposeWQ8(w *byte, nb int, dst *byte)
 
+// transposeWQ4 lays out one q4 weight row for vnniTileQ4 (see genTransposeWQ4).
+//
+//go:noescape
+func transposeWQ4(w *byte, nb int, dst *byte)
+
 // vnniRowsQ8_1 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_1 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+// vnniRowsQ4_1 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
@@ -694,7 +699,7 @@ func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int,
 //go:noescape
 func vnniRowsQ8_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_2 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+// vnniRowsQ4_2 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
@@ -704,7 +709,7 @@ func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int,
 //go:noescape
 func vnniRowsQ8_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_3 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+// vnniRowsQ4_3 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
@@ -714,147 +719,127 @@ func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int,
 //go:noescape
 func vnniRowsQ8_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_4 computes block-quantized dot products with VPDPBUSD (see genVNNIRows).
+// vnniRowsQ4_4 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniTileQ8_1x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_1x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_1x1 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_1x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_1x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_1x2 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_1x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_1x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_1x3 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ4_1x4 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_1x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_2x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_2x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_2x1 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_2x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_2x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_2x2 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_2x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_2x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_2x3 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ4_2x4 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_2x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_3x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_3x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_3x1 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_3x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_3x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_3x2 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_3x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_3x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_3x3 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ4_3x4 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_3x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_4x1 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_4x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x1 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_4x2 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_4x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x2 is the int8 matrix-product micro-kernel (see genVNNITile).
-//
-//go:noescape
-func vnniTileQ4_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileQ8_4x3 is the q8 int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_4x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x3 is the int8 matrix-product micro-kernel (see genVNNITile).
+// vnniTileQ4_1x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ4_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+func vnniTileQ4_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x4 is the int8 matrix-product micro-kernel (see genVNNITile).
+// vnniTileQ4_1x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
 //
 //go:noescape
-func vnniTileQ4_4x4(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
+func vnniTileQ4_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_1x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_2x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_3x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniTileQ4_4x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)

@@ -149,14 +149,17 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	p.dx = growFloats(p.dx, j.m*nbp)
 	p.xsum = growFloats(p.xsum, j.m*nbp)
 	j.xq8, j.dx, j.xs, j.nbp = p.xq8[:j.m*ld], p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
+	// The matrix product (m >= tileM) takes both weight types' activations
+	// in the q8 layout, transposed.
+	q8Layout := j.w.Type == Q8 || j.m >= tileM
 	for i := range j.m {
-		if j.w.Type == Q8 {
+		if q8Layout {
 			quantizeXQ8(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
 		} else {
 			quantizeXQ4(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
 		}
 	}
-	if j.w.Type == Q8 && j.m >= tileM {
+	if j.m >= tileM {
 		if cap(p.xq8t) < j.m*ld {
 			p.xq8t = make([]byte, j.m*ld)
 		}
@@ -201,10 +204,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	w, m := j.w, j.m
 	switch {
-	case j.nbp > 0 && m >= tileM && w.Type == Q8:
-		vnniTileRowsQ8(p, id, j, lo, hi)
 	case j.nbp > 0 && m >= tileM:
-		vnniTileRows(j, lo, hi)
+		vnniTileRowsQ8(p, id, j, lo, hi)
 	case m >= tileM && (w.Type == Q8 || w.Type == Q4):
 		// Quantized weights without VNNI: dequantized panels through the packed GEMM.
 		bgemmRows(p, id, j, lo, hi)
@@ -293,27 +294,29 @@ var (
 		{vnniTileQ8_3x1, vnniTileQ8_3x2, vnniTileQ8_3x3},
 		{vnniTileQ8_4x1, vnniTileQ8_4x2, vnniTileQ8_4x3},
 	}
-	vnniTileQ4 = [vnniTileM][vnniTileN]vnniTileFunc{
-		{vnniTileQ4_1x1, vnniTileQ4_1x2, vnniTileQ4_1x3, vnniTileQ4_1x4},
-		{vnniTileQ4_2x1, vnniTileQ4_2x2, vnniTileQ4_2x3, vnniTileQ4_2x4},
-		{vnniTileQ4_3x1, vnniTileQ4_3x2, vnniTileQ4_3x3, vnniTileQ4_3x4},
-		{vnniTileQ4_4x1, vnniTileQ4_4x2, vnniTileQ4_4x3, vnniTileQ4_4x4},
+	vnniTileQ4 = [vnniTileM][vnniTileQ8N]vnniTileQ8Func{
+		{vnniTileQ4_1x1, vnniTileQ4_1x2, vnniTileQ4_1x3},
+		{vnniTileQ4_2x1, vnniTileQ4_2x2, vnniTileQ4_2x3},
+		{vnniTileQ4_3x1, vnniTileQ4_3x2, vnniTileQ4_3x3},
+		{vnniTileQ4_4x1, vnniTileQ4_4x2, vnniTileQ4_4x3},
 	}
 )
 
 // Tile shape of the int8 matrix product (must match asmgen).
 const (
 	vnniTileM   = 4
-	vnniTileN   = 4
 	vnniTileQ8N = 3
 )
 
 type vnniTileQ8Func func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileRowsQ8 is vnniTileRows for q8: each vnniTileQ8N weight rows are
-// first made unsigned and transposed (transposeWQ8) into the thread's
-// scratch, then multiplied with every group of vnniTileM activation rows
-// (transposed by prepareVNNI), so VPDPBUSD sums whole blocks in one lane.
+// vnniTileRowsQ8 is the q8 and q4 matrix product with VNNI (m >= tileM):
+// each vnniTileQ8N weight rows are first made unsigned bytes and transposed
+// (transposeWQ8, transposeWQ4) into the thread's scratch, then multiplied
+// with every group of vnniTileM activation rows (transposed by
+// prepareVNNI), so VPDPBUSD sums whole blocks in one lane. Each output is
+// computed with the arithmetic of the matrix-vector kernel, so every row of
+// y equals MatMul of that row alone, bit for bit.
 func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
 	w := j.w
 	nb := (w.Cols + BlockSize - 1) / BlockSize
@@ -323,44 +326,18 @@ func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
 	if len(s.wt) < vnniTileQ8N*ldx {
 		s.wt = make([]byte, vnniTileQ8N*ldx)
 	}
+	transpose, tiles := transposeWQ8, &vnniTileQ8
+	if w.Type == Q4 {
+		transpose, tiles = transposeWQ4, &vnniTileQ4
+	}
 	for r := lo; r < hi; r += vnniTileQ8N {
 		nr := min(vnniTileQ8N, hi-r)
 		for k := range nr {
-			transposeWQ8(&w.Data[(r+k)*rb], nb, &s.wt[k*ldx])
+			transpose(&w.Data[(r+k)*rb], nb, &s.wt[k*ldx])
 		}
 		for i := 0; i < j.m; i += vnniTileM {
 			mr := min(vnniTileM, j.m-i)
-			vnniTileQ8[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, &s.wt[0], nb, &j.y[i*w.Rows+r], w.Rows*4)
-		}
-		if j.bias != nil {
-			for i := range j.m {
-				y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
-				for k := range y {
-					y[k] += j.bias[r+k]
-				}
-			}
-		}
-	}
-}
-
-type vnniTileFunc func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, nb int, y *float32, ldy int)
-
-// vnniTileRows is the q4 matrix product with VNNI (m >= tileM):
-// register tiles of vnniTileM activation rows × vnniTileN weight rows,
-// each weight tile reused for every activation row while it is in L1. Each
-// output is computed with the arithmetic of the matrix-vector kernel
-// (vnniRows), so every row of y equals MatMul of that row alone, bit for bit.
-func vnniTileRows(j *matmulJob, lo, hi int) {
-	w := j.w
-	nb := (w.Cols + BlockSize - 1) / BlockSize
-	rb := w.Type.RowBytes(w.Cols)
-	ldx := j.nbp * BlockSize
-	tiles := &vnniTileQ4
-	for r := lo; r < hi; r += vnniTileN {
-		nr := min(vnniTileN, hi-r)
-		for i := 0; i < j.m; i += vnniTileM {
-			mr := min(vnniTileM, j.m-i)
-			tiles[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], w.Rows*4)
+			tiles[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, &s.wt[0], nb, &j.y[i*w.Rows+r], w.Rows*4)
 		}
 		if j.bias != nil {
 			for i := range j.m {

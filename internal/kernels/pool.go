@@ -64,7 +64,7 @@ type Pool struct {
 type workerScratch struct {
 	buf  []float32
 	gemm *gemmScratch
-	wt   []byte // q8 weight rows transposed for vnniTileQ8
+	wt   []byte // q8/q4 weight rows transposed for vnniTileQ8/vnniTileQ4
 	_    [64 - 56]byte
 }
 

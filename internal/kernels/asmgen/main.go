@@ -50,12 +50,6 @@ func main() {
 	genDequant("Q4")
 	genQuantizeX("Q8")
 	genQuantizeX("Q4")
-	idx4 := GLOBL("vnniQuadIdx", RODATA|NOPTR)
-	for g := 0; g < 4; g++ {
-		for l := 0; l < 16; l++ {
-			DATA(64*g+4*l, U32(4*g+l/4))
-		}
-	}
 	for mr := 1; mr <= bgemmMR; mr++ {
 		genBGEMM(mr)
 	}
@@ -66,16 +60,17 @@ func main() {
 	genBF16ToF32()
 	genQ8Tables()
 	genTransposeWQ8()
+	genQ4Tables()
+	genTransposeWQ4()
 	for nr := 1; nr <= 4; nr++ {
 		genVNNIRowsQ8(nr)
-		genVNNIRows("Q4", nr, idx4)
+		genVNNIRowsQ4(nr)
 	}
-	for mr := 1; mr <= 4; mr++ {
-		for nr := 1; nr <= 4; nr++ {
-			if nr <= 3 {
-				genVNNITileQ8(mr, nr)
+	for _, q := range []string{"Q8", "Q4"} {
+		for mr := 1; mr <= 4; mr++ {
+			for nr := 1; nr <= 3; nr++ {
+				genVNNITileQ8(q, mr, nr)
 			}
-			genVNNITile("Q4", mr, nr, idx4)
 		}
 	}
 	Generate()
