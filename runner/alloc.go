@@ -2,7 +2,8 @@ package runner
 
 import (
 	"fmt"
-	"unsafe"
+
+	"github.com/hfstatic/hfstatic/internal/align"
 )
 
 // Allocator provides every I/O buffer of a session (ids, mask, positions, caches,
@@ -24,12 +25,7 @@ func (HeapAllocator) Alloc(size int) ([]byte, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("alloc: negative size %d", size)
 	}
-	if size == 0 {
-		return []byte{}, nil
-	}
-	raw := make([]byte, size+63)
-	off := (64 - int(uintptr(unsafe.Pointer(&raw[0]))%64)) % 64
-	return raw[off : off+size : off+size], nil
+	return align.Bytes(size), nil
 }
 
 // Free implements Allocator.

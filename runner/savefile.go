@@ -290,13 +290,6 @@ func (d *decoder) bytes(field string, n int) []byte {
 	return b
 }
 
-func (d *decoder) u32(field string) uint32 {
-	if b := d.bytes(field, 4); b != nil {
-		return binary.LittleEndian.Uint32(b)
-	}
-	return 0
-}
-
 func (d *decoder) u64(field string) uint64 {
 	if b := d.bytes(field, 8); b != nil {
 		return binary.LittleEndian.Uint64(b)

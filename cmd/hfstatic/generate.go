@@ -29,14 +29,6 @@ func parseTokens(s string) ([]int, error) {
 	return out, nil
 }
 
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
 func newLogitsCmd() *cobra.Command {
 	var (
 		tokens, out string

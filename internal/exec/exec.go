@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -109,8 +110,6 @@ type Step struct {
 	counters       []*int64
 	context        int // C, the mask's last dimension
 	pos, n         int // per run: absolute position of row 0, real rows
-	scratch        []float32
-	scratch16      []uint16
 }
 
 // Bind binds buffers to a method: every input and output by name (an in-place buffer,
@@ -134,7 +133,7 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 		}
 	}
 	for _, a := range m.spec.Activations {
-		s.bufs[a.Name] = alignedBytes(a.Bytes())
+		s.bufs[a.Name] = align.Bytes(a.Bytes())
 	}
 	if b, ok := s.bufs[program.InputIDs]; ok {
 		s.ids = asI64(b)
@@ -211,15 +210,6 @@ func (s *Step) begin() error {
 		}
 	}
 	return nil
-}
-
-func alignedBytes(n int) []byte {
-	if n == 0 {
-		return nil
-	}
-	raw := make([]byte, n+63)
-	off := (64 - int(uintptr(unsafe.Pointer(&raw[0]))%64)) % 64
-	return raw[off : off+n : off+n]
 }
 
 func asF32(b []byte) []float32 {

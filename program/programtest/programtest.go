@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
+	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/program"
 )
 
@@ -34,12 +35,7 @@ func ReplaceManifest(data, manifest []byte) []byte {
 
 // Aligned copies b into 64-byte aligned memory.
 func Aligned(b []byte) []byte {
-	raw := make([]byte, len(b)+64)
-	off := 0
-	for (uintptrOf(raw)+uintptr(off))%64 != 0 {
-		off++
-	}
-	out := raw[off : off+len(b) : off+len(b)]
+	out := align.Bytes(len(b))
 	copy(out, b)
 	return out
 }
