@@ -52,6 +52,15 @@ func genTile(wt string, mr, nr int) {
 	}
 	off := GP64()
 	XORQ(off, off)
+	// Matrix-vector tiles (mr <= tilePrefetchMR) are memory-bound: they
+	// prefetch the same columns of the next tile's weight rows (nr*ldw bytes
+	// ahead), which the hardware prefetcher would only find after crossing
+	// into each of their pages.
+	var pf Register
+	if mr <= tilePrefetchMR {
+		pf = GP64()
+		IMUL3Q(U8(nr), ldw, pf)
+	}
 	acc := func(i, j int) VecPhysical { return zr[i*nr+j] }
 	for i := 0; i < mr; i++ {
 		for j := 0; j < nr; j++ {
@@ -61,28 +70,55 @@ func genTile(wt string, mr, nr int) {
 	xs := zr[20:24]
 	ws := zr[24:29]
 	xscale := uint8(4 / wsize)
+	// chunk multiplies 16 columns at byte offset off+disp of the weight rows,
+	// using wr for the weights.
+	chunk := func(disp int, wr []VecPhysical, prefetch bool) {
+		for j := 0; j < nr; j++ {
+			m := Mem{Base: wp[j], Index: off, Scale: 1, Disp: disp}
+			switch wt {
+			case "F32":
+				VMOVUPS(m, wr[j])
+			case "F16":
+				VCVTPH2PS(m, wr[j])
+			case "BF16":
+				VPMOVZXWD(m, wr[j])
+				VPSLLD(U8(16), wr[j], wr[j])
+			}
+			if prefetch && pf != nil {
+				PREFETCHT0(Mem{Base: wp[j], Index: pf, Scale: 1, Disp: disp})
+			}
+		}
+		for i := 0; i < mr; i++ {
+			VMOVUPS(Mem{Base: xp[i], Index: off, Scale: xscale, Disp: disp * int(xscale)}, xs[i])
+			for j := 0; j < nr; j++ {
+				VFMADD231PS(wr[j], xs[i], acc(i, j))
+			}
+		}
+	}
+	advance := func(n int) {
+		ADDQ(U8(n), off)
+		if pf != nil {
+			ADDQ(U8(n), pf)
+		}
+	}
+	if pf != nil {
+		// Two chunks per iteration (the same order of additions into each
+		// accumulator: results do not depend on the unrolling).
+		end2 := GP64()
+		LEAQ(Mem{Base: end, Disp: -32 * wsize}, end2)
+		Label("loop2")
+		CMPQ(off, end2)
+		JG(LabelRef("loop"))
+		chunk(0, ws, true)
+		chunk(16*wsize, zr[10:15], wsize == 4)
+		advance(32 * wsize)
+		JMP(LabelRef("loop2"))
+	}
 	Label("loop")
 	CMPQ(off, end)
 	JGE(LabelRef("reduce"))
-	for j := 0; j < nr; j++ {
-		m := Mem{Base: wp[j], Index: off, Scale: 1}
-		switch wt {
-		case "F32":
-			VMOVUPS(m, ws[j])
-		case "F16":
-			VCVTPH2PS(m, ws[j])
-		case "BF16":
-			VPMOVZXWD(m, ws[j])
-			VPSLLD(U8(16), ws[j], ws[j])
-		}
-	}
-	for i := 0; i < mr; i++ {
-		VMOVUPS(Mem{Base: xp[i], Index: off, Scale: xscale}, xs[i])
-		for j := 0; j < nr; j++ {
-			VFMADD231PS(ws[j], xs[i], acc(i, j))
-		}
-	}
-	ADDQ(U8(16*wsize), off)
+	chunk(0, ws, true)
+	advance(16 * wsize)
 	JMP(LabelRef("loop"))
 	Label("reduce")
 	y := Load(Param("y"), GP64())
@@ -102,6 +138,10 @@ func genTile(wt string, mr, nr int) {
 	VZEROUPPER()
 	RET()
 }
+
+// tilePrefetchMR is the most x rows for which a float tile prefetches
+// (decode and two-row steps; larger tiles are compute-bound).
+const tilePrefetchMR = 2
 
 // bgemmMR is the most x rows a broadcast GEMM tile covers (2 vectors of
 // weight rows each: 24 accumulators).
