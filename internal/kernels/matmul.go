@@ -41,24 +41,33 @@ func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
 	}
 	p.call.Lock()
 	defer p.call.Unlock()
-	chunk := rowChunk(w.Rows, p.threads)
+	chunk := rowChunk(w.Rows, p.threads, m*w.Rows*w.Type.RowBytes(w.Cols))
 	p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, chunk: chunk}
 	p.prepare(&p.job)
 	p.runJob((w.Rows + chunk - 1) / chunk)
 	p.job = matmulJob{}
 }
 
-// rowChunk picks how many weight rows a thread takes at a time: small enough
-// that threads finish together, a multiple of 16 so tiles stay whole, and
-// few enough chunks to fit the pool's claim word.
-func rowChunk(rows, threads int) int {
+// rowChunk picks how many weight rows a thread takes at a time: a multiple of
+// 16 so tiles stay whole, few enough chunks to fit the pool's claim word, and
+// a number of chunks that grows with the work (m × weight bytes): claiming a
+// chunk moves a cache line between cores (about 0.4 µs here), which a decode
+// matmul of 1 MB (7 µs on 2 threads) cannot afford 16 times, while long jobs
+// want small chunks so that threads finish together. The default (eight per
+// thread) is kept from chunkWork × 8 × threads bytes of work up.
+func rowChunk(rows, threads, work int) int {
 	if threads == 1 {
 		return rows
 	}
-	c := (rows/(threads*8) + 15) &^ 15
+	per := min(max(work/(chunkWork*threads), 2), 8)
+	c := (rows/(threads*per) + 15) &^ 15
 	c = max(c, (rows/(maxChunks-1)+16)&^15)
 	return max(c, 16)
 }
+
+// chunkWork is the work (m × weight bytes) per chunk below which matrix
+// products use fewer than eight chunks per thread.
+const chunkWork = 1 << 20
 
 type matmulJob struct {
 	y, x  []float32
