@@ -70,72 +70,103 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 			cur16v = make([]uint16, rows*Hkv*Dv)
 		}
 		var n, pos, first int // of the running step, read by head
+		// span calls fn(a, e, off, ld) for the runs of absolute positions [a, e) within
+		// [a0, a1) that are stored contiguously (ld values apart, starting at off) for
+		// kv head g: cached positions (a < pos) in slots a mod L, wrapping at most once,
+		// then the current rows, width values per head.
+		span := func(g, a0, a1, width int, fn func(a, e, off, ld int)) {
+			a := a0
+			for a < min(a1, pos) {
+				sl := a % L
+				e := min(a1, pos, a+L-sl)
+				fn(a, e, (g*L+sl)*width, width)
+				a = e
+			}
+			if a = max(a, pos); a < a1 {
+				fn(a, a1, (a-pos)*Hkv*width+g*width, Hkv*width)
+			}
+		}
+		// Per-worker state of the row and head being computed, for the span callbacks.
+		type cur struct {
+			sc, qv, o []float32
+			first     int
+		}
+		work := make([]cur, pool.Threads())
+		keyFns := make([]func(a, e, off, ld int), len(work))
+		valFns := make([]func(a, e, off, ld int), len(work))
+		for w := range work {
+			c := &work[w]
+			keyFns[w] = func(a, e, off, ld int) {
+				dst := c.sc[a-c.first : e-c.first]
+				switch {
+				case a >= pos && f16:
+					kernels.DotsF16(dst, c.qv, cur16k[off:], ld)
+				case a >= pos:
+					kernels.Dots(dst, c.qv, ks[off:], ld)
+				case f16:
+					kernels.DotsF16(dst, c.qv, k16[off:], ld)
+				default:
+					kernels.Dots(dst, c.qv, k32[off:], ld)
+				}
+			}
+			valFns[w] = func(a, e, off, ld int) {
+				// runs of nonzero probabilities (masked keys add nothing, not even 0×v)
+				p := c.sc[a-c.first : e-c.first]
+				for j := 0; j < len(p); {
+					if p[j] == 0 {
+						j++
+						continue
+					}
+					r := j
+					for r < len(p) && p[r] != 0 {
+						r++
+					}
+					o := off + j*ld
+					switch {
+					case a >= pos && f16:
+						kernels.AxpysF16(c.o, p[j:r], cur16v[o:], ld)
+					case a >= pos:
+						kernels.Axpys(c.o, p[j:r], vs[o:], ld)
+					case f16:
+						kernels.AxpysF16(c.o, p[j:r], v16[o:], ld)
+					default:
+						kernels.Axpys(c.o, p[j:r], v32[o:], ld)
+					}
+					j = r
+				}
+			}
+		}
 		// head computes query row i, head h: one item of the parallel loop.
 		head := func(w, item int) {
 			i, h := item/Hq, item%Hq
-			scores := scores[w]
+			c := &work[w]
+			end := pos + i + 1 // positions [first, end) are visible to row i
+			c.first = first
+			c.sc = scores[w][:end-first]
 			mrow := mb[i*C : (i+1)*C]
-			lo := 0 // lowest absolute position inside the window
+			lo := first // lowest absolute position inside the window
 			if window > 0 {
-				lo = max(0, pos+i-window+1)
+				lo = max(lo, pos+i-window+1)
 			}
 			g := h / group
-			qv := qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
-			cnt := 0
-			for a := first; a < pos+i+1; a++ {
+			c.qv = qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
+			span(g, lo, end, Dk, keyFns[w])
+			for a := first; a < end; a++ {
+				j := a - first
 				if a < lo || mrow[a] == 0 {
-					scores[cnt] = float32(math.Inf(-1))
-					cnt++
+					c.sc[j] = float32(math.Inf(-1))
 					continue
 				}
-				var d float32
-				if a < pos {
-					off := (g*L + a%L) * Dk
-					if f16 {
-						d = kernels.DotF16(qv, k16[off:off+Dk])
-					} else {
-						d = kernels.Dot(qv, k32[off:off+Dk])
-					}
-				} else {
-					off := (a-pos)*Hkv*Dk + g*Dk
-					if f16 {
-						d = kernels.DotF16(qv, cur16k[off:off+Dk])
-					} else {
-						d = kernels.Dot(qv, ks[off:off+Dk])
-					}
-				}
-				d *= scale
+				d := c.sc[j] * scale
 				if softCap > 0 {
 					d = softCap * float32(math.Tanh(float64(d/softCap)))
 				}
-				scores[cnt] = d
-				cnt++
+				c.sc[j] = d
 			}
-			sc := scores[:cnt]
-			kernels.Softmax(sc)
-			o := os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
-			clear(o)
-			for j, p := range sc {
-				if p == 0 {
-					continue
-				}
-				a := first + j
-				if a < pos {
-					off := (g*L + a%L) * Dv
-					if f16 {
-						kernels.AxpyF16(p, v16[off:off+Dv], o)
-					} else {
-						kernels.Axpy(p, v32[off:off+Dv], o)
-					}
-				} else {
-					off := (a-pos)*Hkv*Dv + g*Dv
-					if f16 {
-						kernels.AxpyF16(p, cur16v[off:off+Dv], o)
-					} else {
-						kernels.Axpy(p, vs[off:off+Dv], o)
-					}
-				}
-			}
+			kernels.Softmax(c.sc)
+			c.o = os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
+			clear(c.o)
+			span(g, first, end, Dv, valFns[w])
 		}
 		return func(s *Step) error {
 			n, pos = min(s.n, rows), s.pos

@@ -41,6 +41,40 @@ func dot(a, b []float32) float32 {
 	return dotGeneric(a, b)
 }
 
+// The batched row kernels take the assembly when every row is whole vectors
+// (attention head dimensions), else call the row kernels per row.
+func dots(out, q, k []float32, ld int) {
+	if n := len(q); useAVX512 && n > 0 && n%16 == 0 {
+		dotsAVX512(&out[0], &q[0], &k[0], 4*ld, n, len(out))
+		return
+	}
+	dotsGeneric(out, q, k, ld)
+}
+
+func dotsF16(out, q []float32, k []uint16, ld int) {
+	if n := len(q); useAVX512 && n > 0 && n%16 == 0 {
+		dotsF16AVX512(&out[0], &q[0], &k[0], 2*ld, n, len(out))
+		return
+	}
+	dotsF16Generic(out, q, k, ld)
+}
+
+func axpys(y, p, v []float32, ld int) {
+	if n := len(y); useAVX512 && n%16 == 0 {
+		axpysAVX512(&y[0], &p[0], &v[0], 4*ld, n, len(p))
+		return
+	}
+	axpysGeneric(y, p, v, ld)
+}
+
+func axpysF16(y, p []float32, v []uint16, ld int) {
+	if n := len(y); useAVX512 && n%16 == 0 {
+		axpysF16AVX512(&y[0], &p[0], &v[0], 2*ld, n, len(p))
+		return
+	}
+	axpysF16Generic(y, p, v, ld)
+}
+
 func axpy(alpha float32, x, y []float32) {
 	y = y[:len(x)]
 	n := 0

@@ -3,6 +3,10 @@
 package kernels
 
 func dot(a, b []float32) float32                     { return dotGeneric(a, b) }
+func dots(out, q, k []float32, ld int)               { dotsGeneric(out, q, k, ld) }
+func dotsF16(out, q []float32, k []uint16, ld int)   { dotsF16Generic(out, q, k, ld) }
+func axpys(y, p, v []float32, ld int)                { axpysGeneric(y, p, v, ld) }
+func axpysF16(y, p []float32, v []uint16, ld int)    { axpysF16Generic(y, p, v, ld) }
 func axpy(alpha float32, x, y []float32)             { axpyGeneric(alpha, x, y) }
 func dotF16(a []float32, b []uint16) float32         { return dotF16Generic(a, b) }
 func axpyF16(alpha float32, x []uint16, y []float32) { axpyF16Generic(alpha, x, y) }

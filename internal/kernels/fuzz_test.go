@@ -25,6 +25,8 @@ func FuzzRowKernels(f *testing.F) {
 		if got, want := Dot(a, b), refDot(a, b); !near(got, want, 1, tol, 0) {
 			t.Fatalf("Dot n=%d = %v, want %v", n, got, want)
 		}
+		m := int(n) % 300
+		checkBatched(t, rng, m, int(seed%9), m+int(seed/9%3)*16)
 		if n == 0 {
 			return
 		}

@@ -80,6 +80,283 @@ done:
 	VZEROUPPER
 	RET
 
+// func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·dotsAVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), AX
+	MOVQ q+8(FP), CX
+	MOVQ k+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   SI, R10
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop64:
+	CMPQ        R10, $0x40
+	JL          loop16
+	VMOVUPS     (R8), Z4
+	VFMADD231PS (R9), Z4, Z0
+	VMOVUPS     64(R8), Z5
+	VFMADD231PS 64(R9), Z5, Z1
+	VMOVUPS     128(R8), Z6
+	VFMADD231PS 128(R9), Z6, Z2
+	VMOVUPS     192(R8), Z7
+	VFMADD231PS 192(R9), Z7, Z3
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x00000100, R9
+	SUBQ        $0x40, R10
+	JMP         loop64
+
+loop16:
+	CMPQ        R10, $0x10
+	JL          sum
+	VMOVUPS     (R8), Z4
+	VFMADD231PS (R9), Z4, Z0
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	SUBQ        $0x10, R10
+	JMP         loop16
+
+sum:
+	VADDPS        Z1, Z0, Z0
+	VADDPS        Z3, Z2, Z2
+	VADDPS        Z2, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPD     $0x01, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          $0x04, AX
+	ADDQ          BX, DX
+	DECQ          DI
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16AVX512(out *float32, q *float32, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·dotsF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), AX
+	MOVQ q+8(FP), CX
+	MOVQ k+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   SI, R10
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop32:
+	CMPQ        R10, $0x20
+	JL          loop16
+	VCVTPH2PS   (R9), Z2
+	VCVTPH2PS   32(R9), Z3
+	VFMADD231PS (R8), Z2, Z0
+	VFMADD231PS 64(R8), Z3, Z1
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x40, R9
+	SUBQ        $0x20, R10
+	JMP         loop32
+
+loop16:
+	CMPQ        R10, $0x10
+	JL          sum
+	VCVTPH2PS   (R9), Z2
+	VFMADD231PS (R8), Z2, Z0
+
+sum:
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPD     $0x01, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          $0x04, AX
+	ADDQ          BX, DX
+	DECQ          DI
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysAVX512(o *float32, p *float32, v *float32, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F
+TEXT ·axpysAVX512(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), AX
+	MOVQ p+8(FP), CX
+	MOVQ v+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+c4:
+	CMPQ    SI, $0x40
+	JL      c1
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    DI, R10
+
+c4row:
+	TESTQ        R10, R10
+	JZ           c4store
+	VBROADCASTSS (R8), Z8
+	VFMADD231PS  (R9), Z8, Z0
+	VFMADD231PS  64(R9), Z8, Z1
+	VFMADD231PS  128(R9), Z8, Z2
+	VFMADD231PS  192(R9), Z8, Z3
+	ADDQ         $0x04, R8
+	ADDQ         BX, R9
+	DECQ         R10
+	JMP          c4row
+
+c4store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, DX
+	SUBQ    $0x40, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x10
+	JL      done
+	VMOVUPS (AX), Z0
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    DI, R10
+
+c1row:
+	TESTQ        R10, R10
+	JZ           c1store
+	VBROADCASTSS (R8), Z8
+	VFMADD231PS  (R9), Z8, Z0
+	ADDQ         $0x04, R8
+	ADDQ         BX, R9
+	DECQ         R10
+	JMP          c1row
+
+c1store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x10, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16AVX512(o *float32, p *float32, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F
+TEXT ·axpysF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), AX
+	MOVQ p+8(FP), CX
+	MOVQ v+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+c4:
+	CMPQ    SI, $0x40
+	JL      c1
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    DI, R10
+
+c4row:
+	TESTQ        R10, R10
+	JZ           c4store
+	VBROADCASTSS (R8), Z8
+	VCVTPH2PS    (R9), Z9
+	VFMADD231PS  Z9, Z8, Z0
+	VCVTPH2PS    32(R9), Z10
+	VFMADD231PS  Z10, Z8, Z1
+	VCVTPH2PS    64(R9), Z11
+	VFMADD231PS  Z11, Z8, Z2
+	VCVTPH2PS    96(R9), Z12
+	VFMADD231PS  Z12, Z8, Z3
+	ADDQ         $0x04, R8
+	ADDQ         BX, R9
+	DECQ         R10
+	JMP          c4row
+
+c4store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x40, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x10
+	JL      done
+	VMOVUPS (AX), Z0
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    DI, R10
+
+c1row:
+	TESTQ        R10, R10
+	JZ           c1store
+	VBROADCASTSS (R8), Z8
+	VCVTPH2PS    (R9), Z9
+	VFMADD231PS  Z9, Z8, Z0
+	ADDQ         $0x04, R8
+	ADDQ         BX, R9
+	DECQ         R10
+	JMP          c1row
+
+c1store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x10, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
 // func dotF16AVX512(a *float32, b *uint16, n16 int) float32
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
 TEXT ·dotF16AVX512(SB), NOSPLIT, $0-28

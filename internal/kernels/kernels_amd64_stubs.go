@@ -14,6 +14,26 @@ func dotAVX512(a *float32, b *float32, n16 int) float32
 //go:noescape
 func axpyAVX512(alpha float32, x *float32, y *float32, n16 int)
 
+// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.
+//
+//go:noescape
+func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+
+// dotsF16AVX512 sets out[r] = dotF16AVX512(q, k + r*ld bytes, n16) for r < rows.
+//
+//go:noescape
+func dotsF16AVX512(out *float32, q *float32, k *uint16, ld int, n16 int, rows int)
+
+// axpysAVX512 adds p[r] * row r (rows ld bytes apart) to o[:n16] for r < rows, in order.
+//
+//go:noescape
+func axpysAVX512(o *float32, p *float32, v *float32, ld int, n16 int, rows int)
+
+// axpysF16AVX512 adds p[r] * row r (rows ld bytes apart) to o[:n16] for r < rows, in order.
+//
+//go:noescape
+func axpysF16AVX512(o *float32, p *float32, v *uint16, ld int, n16 int, rows int)
+
 // dotF16AVX512 returns sum a[i]*f16(b[i]) over the first n16 values (a multiple of 16).
 //
 //go:noescape

@@ -16,6 +16,75 @@ func DotF16(a []float32, b []uint16) float32 { return dotF16(a, b[:len(a)]) }
 // AxpyF16 computes y[i] += alpha*x[i] where x holds IEEE binary16 bits.
 func AxpyF16(alpha float32, x []uint16, y []float32) { axpyF16(alpha, x, y[:len(x)]) }
 
+// Dots sets out[r] = Dot(q, k[r*ld:]) for r < len(out): the dot products of q
+// with len(out) rows of k spaced ld values apart, each equal bit for bit to
+// its Dot call.
+func Dots(out, q, k []float32, ld int) {
+	if len(q) == 0 {
+		clear(out)
+		return
+	}
+	if len(out) > 0 {
+		_ = k[(len(out)-1)*ld+len(q)-1]
+		dots(out, q, k, ld)
+	}
+}
+
+// DotsF16 is Dots for binary16 rows: out[r] = DotF16(q, k[r*ld:]).
+func DotsF16(out, q []float32, k []uint16, ld int) {
+	if len(q) == 0 {
+		clear(out)
+		return
+	}
+	if len(out) > 0 {
+		_ = k[(len(out)-1)*ld+len(q)-1]
+		dotsF16(out, q, k, ld)
+	}
+}
+
+// Axpys adds p[r]*v[r*ld : r*ld+len(y)] to y for r < len(p), in order of r:
+// bit for bit the same as calling Axpy for each r.
+func Axpys(y, p, v []float32, ld int) {
+	if len(p) > 0 && len(y) > 0 {
+		_ = v[(len(p)-1)*ld+len(y)-1]
+		axpys(y, p, v, ld)
+	}
+}
+
+// AxpysF16 is Axpys for binary16 rows (AxpyF16 for each r).
+func AxpysF16(y, p []float32, v []uint16, ld int) {
+	if len(p) > 0 && len(y) > 0 {
+		_ = v[(len(p)-1)*ld+len(y)-1]
+		axpysF16(y, p, v, ld)
+	}
+}
+
+// dotsGeneric and the others below are the per-row forms of the batched
+// kernels, used where no batched assembly applies.
+func dotsGeneric(out, q, k []float32, ld int) {
+	for r := range out {
+		out[r] = dot(q, k[r*ld:r*ld+len(q)])
+	}
+}
+
+func dotsF16Generic(out, q []float32, k []uint16, ld int) {
+	for r := range out {
+		out[r] = dotF16(q, k[r*ld:r*ld+len(q)])
+	}
+}
+
+func axpysGeneric(y, p, v []float32, ld int) {
+	for r, a := range p {
+		axpy(a, v[r*ld:r*ld+len(y)], y)
+	}
+}
+
+func axpysF16Generic(y, p []float32, v []uint16, ld int) {
+	for r, a := range p {
+		axpyF16(a, v[r*ld:r*ld+len(y)], y)
+	}
+}
+
 // F32ToF16 converts src to binary16 bits in dst, rounding to nearest even.
 func F32ToF16(dst []uint16, src []float32) { f32ToF16Slice(dst[:len(src)], src) }
 

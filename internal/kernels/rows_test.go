@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -188,5 +189,57 @@ func TestRoPEMatchesReference(t *testing.T) {
 				t.Fatalf("RoPE d=%d [%d] = %v, want %v", d, i, x[i], want[i])
 			}
 		}
+	}
+}
+
+// TestBatchedRowKernels checks the batched kernels against per-row calls of
+// the row kernels: equal bit for bit, on whole-vector and odd lengths.
+func TestBatchedRowKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{0, 1, 8, 15, 16, 17, 32, 48, 64, 80, 96, 128, 130, 256} {
+		for _, rows := range []int{0, 1, 2, 5, 33} {
+			checkBatched(t, rng, n, rows, n+rng.IntN(3)*16)
+		}
+	}
+}
+
+func checkBatched(t *testing.T, rng *rand.Rand, n, rows, ld int) {
+	t.Helper()
+	q := randVec(rng, n)
+	k := randVec(rng, max(rows*ld, 1))
+	k16 := make([]uint16, len(k))
+	F32ToF16(k16, k)
+	p := randVec(rng, rows)
+	got, want := make([]float32, rows), make([]float32, rows)
+	Dots(got, q, k, ld)
+	for r := range want {
+		want[r] = Dot(q, k[r*ld:])
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Dots n=%d rows=%d ld=%d = %v, want %v", n, rows, ld, got, want)
+	}
+	DotsF16(got, q, k16, ld)
+	for r := range want {
+		want[r] = DotF16(q, k16[r*ld:])
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("DotsF16 n=%d rows=%d ld=%d = %v, want %v", n, rows, ld, got, want)
+	}
+	y0 := randVec(rng, n)
+	gy, wy := slices.Clone(y0), slices.Clone(y0)
+	Axpys(gy, p, k, ld)
+	for r, a := range p {
+		Axpy(a, k[r*ld:r*ld+n], wy)
+	}
+	if !slices.Equal(gy, wy) {
+		t.Fatalf("Axpys n=%d rows=%d ld=%d = %v, want %v", n, rows, ld, gy, wy)
+	}
+	gy, wy = slices.Clone(y0), slices.Clone(y0)
+	AxpysF16(gy, p, k16, ld)
+	for r, a := range p {
+		AxpyF16(a, k16[r*ld:r*ld+n], wy)
+	}
+	if !slices.Equal(gy, wy) {
+		t.Fatalf("AxpysF16 n=%d rows=%d ld=%d = %v, want %v", n, rows, ld, gy, wy)
 	}
 }
