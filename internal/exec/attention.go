@@ -60,14 +60,15 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 		kb, vb, mb := s.bufs[kc.name], s.bufs[vc.name], s.bufs[mask.name]
 		k32, v32, k16, v16 := asF32(kb), asF32(vb), asU16(kb), asU16(vb)
 		pool := m.prog.pool
+		shared := m.prog.shared                     // scratch shared by all attention ops and steps
 		scores := make([][]float32, pool.Threads()) // per worker
 		for w := range scores {
-			scores[w] = make([]float32, L+rows)
+			scores[w] = asF32(shared(fmt.Sprintf("attention scores %d", w), 4*(L+rows)))
 		}
 		var cur16k, cur16v []uint16
 		if f16 {
-			cur16k = make([]uint16, rows*Hkv*Dk)
-			cur16v = make([]uint16, rows*Hkv*Dv)
+			cur16k = asU16(shared("attention k f16", 2*rows*Hkv*Dk))
+			cur16v = asU16(shared("attention v f16", 2*rows*Hkv*Dv))
 		}
 		var n, pos, first int // of the running step, read by head
 		// span calls fn(a, e, off, ld) for the runs of absolute positions [a, e) within
@@ -136,6 +137,11 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 				}
 			}
 		}
+		// toF16 rounds current row i of k and v to float16, as the cache will hold them.
+		toF16 := func(_, i int) {
+			kernels.F32ToF16(cur16k[i*Hkv*Dk:(i+1)*Hkv*Dk], ks[i*Hkv*Dk:(i+1)*Hkv*Dk])
+			kernels.F32ToF16(cur16v[i*Hkv*Dv:(i+1)*Hkv*Dv], vs[i*Hkv*Dv:(i+1)*Hkv*Dv])
+		}
 		// head computes query row i, head h: one item of the parallel loop.
 		head := func(w, item int) {
 			i, h := item/Hq, item%Hq
@@ -174,8 +180,11 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 				return fmt.Errorf("%w: rows up to position %d exceed the context %d", ErrStep, pos+n-1, C)
 			}
 			if f16 {
-				kernels.F32ToF16(cur16k[:n*Hkv*Dk], ks[:n*Hkv*Dk])
-				kernels.F32ToF16(cur16v[:n*Hkv*Dv], vs[:n*Hkv*Dv])
+				if n == 1 {
+					toF16(0, 0)
+				} else {
+					pool.For(n, toF16) // rows the matmuls left in both threads' caches
+				}
 			}
 			first = max(0, pos-L) // oldest absolute position still in the cache
 			pool.For(n*Hq, head)

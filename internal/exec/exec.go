@@ -1,6 +1,7 @@
 // Package exec loads a decoded program and runs its methods on the CPU.
 //
-// It owns the memory plan (activations allocated once per bound step), the op
+// It owns the memory plan (activations and op scratch allocated once per program and
+// shared by its steps, which run one at a time), the op
 // implementations (through internal/kernels), in-place cache writes and the thread pool.
 // It knows nothing about tokens, Hugging Face names or runner policy: it executes the op
 // lists exactly as the program states them, for any program that uses the op set.
@@ -33,6 +34,26 @@ type Program struct {
 	mu      sync.Mutex // serializes steps on the pool
 	methods map[string]*Method
 	consts  map[string]constant
+
+	// Scratch memory (activations, op scratch) shared by every bound step: steps run
+	// one at a time, so one copy serves all sessions and stays warm in the caches and
+	// page tables instead of being first touched by each new session.
+	smu     sync.Mutex
+	scratch map[string][]byte
+}
+
+// shared returns n bytes (64-byte aligned) of the scratch buffer called key, growing it
+// if needed. Only one step runs at a time, so steps may share a buffer as long as each
+// uses it only while it runs; two buffers a step uses at the same time need two keys.
+func (p *Program) shared(key string, n int) []byte {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	b := p.scratch[key]
+	if len(b) < n {
+		b = align.Bytes(n)
+		p.scratch[key] = b
+	}
+	return b[:n]
 }
 
 type constant struct {
@@ -52,7 +73,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 	if opts.Threads < 1 {
 		return nil, fmt.Errorf("exec: Options.Threads = %d, must be ≥ 1", opts.Threads)
 	}
-	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}}
+	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}, scratch: map[string][]byte{}}
 	for _, t := range f.Manifest.Tensors {
 		_, data, _ := f.TensorData(t.Name)
 		if uintptr(unsafe.Pointer(unsafe.SliceData(data)))%8 != 0 && len(data) > 0 {
@@ -113,8 +134,9 @@ type Step struct {
 }
 
 // Bind binds buffers to a method: every input and output by name (an in-place buffer,
-// present in both, once). Activations and scratch are allocated here, once. The buffers
-// must stay valid and must not be resized while the Step is used.
+// present in both, once). Activations and scratch come from memory the program shares
+// among its steps (they run one at a time). The buffers must stay valid and must not be
+// resized while the Step is used.
 func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 	s := &Step{m: m, bufs: map[string][]byte{}}
 	for _, list := range [][]program.IO{m.spec.Inputs, m.spec.Outputs} {
@@ -133,7 +155,7 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 		}
 	}
 	for _, a := range m.spec.Activations {
-		s.bufs[a.Name] = align.Bytes(a.Bytes())
+		s.bufs[a.Name] = m.prog.shared("activation "+a.Name, a.Bytes())
 	}
 	if b, ok := s.bufs[program.InputIDs]; ok {
 		s.ids = asI64(b)

@@ -433,7 +433,8 @@ loop:
 	CMPQ      DX, $0x10
 	JL        done
 	VMOVUPS   (CX), Z0
-	VCVTPS2PH $0x00, Z0, (AX)
+	VCVTPS2PH $0x00, Z0, Y1
+	VMOVDQU   Y1, (AX)
 	ADDQ      $0x40, CX
 	ADDQ      $0x20, AX
 	SUBQ      $0x10, DX
@@ -15210,7 +15211,8 @@ loop:
 	CMPQ      DX, $0x08
 	JL        done
 	VMOVUPS   (CX), Y0
-	VCVTPS2PH $0x00, Y0, (AX)
+	VCVTPS2PH $0x00, Y0, X1
+	VMOVDQU   X1, (AX)
 	ADDQ      $0x20, CX
 	ADDQ      $0x10, AX
 	SUBQ      $0x08, DX

@@ -21,6 +21,8 @@ func BenchmarkRowKernels(b *testing.B) {
 			{"Axpy", func() { Axpy(0.5, x, dst) }},
 			{"DotF16", func() { DotF16(x, h) }},
 			{"AxpyF16", func() { AxpyF16(0.5, h, dst) }},
+			{"F32ToF16", func() { F32ToF16(h, x) }},
+			{"F16ToF32", func() { F16ToF32(dst, h) }},
 			{"RMSNorm", func() { RMSNorm(dst, x, w, 1e-6) }},
 			{"Softmax", func() { copy(dst, x); Softmax(dst) }},
 			{"SiLUMul", func() { SiLUMul(dst, x, y) }},

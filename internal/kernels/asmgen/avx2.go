@@ -135,7 +135,8 @@ func genAVX2() {
 	CMPQ(n, U8(8))
 	JL(LabelRef("done"))
 	VMOVUPS(Mem{Base: s}, Y0)
-	VCVTPS2PH(U8(0), Y0, Mem{Base: d})
+	VCVTPS2PH(U8(0), Y0, X1) // register form: see f32ToF16AVX512
+	VMOVDQU(X1, Mem{Base: d})
 	ADDQ(U8(32), s)
 	ADDQ(U8(16), d)
 	SUBQ(U8(8), n)
