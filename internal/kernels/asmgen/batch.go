@@ -113,8 +113,9 @@ func genDots() {
 
 // genAxpys emits axpysAVX512 and axpysF16AVX512: o += sum_r p[r] * row r,
 // accumulated in the order of r with the operations of axpyAVX512 /
-// axpyF16AVX512 (bit-identical to per-row calls), but holding up to 4
-// vectors of o in registers across the rows. Attention uses them for the
+// axpyF16AVX512 (bit-identical to per-row calls), but holding up to 8
+// vectors of o (a head of 128) in registers across the rows, so each row
+// is read once. Attention uses them for the
 // probability-weighted sum of a head's values.
 func genAxpys(f16 bool) {
 	name, sig := "axpysAVX512", "func(o *float32, p *float32, v *float32, ld int, n16 int, rows int)"
@@ -135,14 +136,10 @@ func genAxpys(f16 bool) {
 		esize = 2
 	}
 	// chunk updates w vectors of o starting at o (and at v within rows).
-	chunk := func(w int, lbl string) {
+	chunk := func(w int, lbl, next string) {
 		Label(lbl)
 		CMPQ(n, U8(16*w))
-		if w > 1 {
-			JL(LabelRef("c1"))
-		} else {
-			JL(LabelRef("done"))
-		}
+		JL(LabelRef(next))
 		for i := 0; i < w; i++ {
 			VMOVUPS(Mem{Base: o, Disp: 64 * i}, zr[i])
 		}
@@ -156,8 +153,8 @@ func genAxpys(f16 bool) {
 		for i := 0; i < w; i++ {
 			m := Mem{Base: vp, Disp: 16 * esize * i}
 			if f16 {
-				VCVTPH2PS(m, zr[9+i])
-				VFMADD231PS(zr[9+i], Z8, zr[i])
+				VCVTPH2PS(m, zr[16+i])
+				VFMADD231PS(zr[16+i], Z8, zr[i])
 			} else {
 				VFMADD231PS(m, Z8, zr[i])
 			}
@@ -175,8 +172,9 @@ func genAxpys(f16 bool) {
 		SUBQ(U8(16*w), n)
 		JMP(LabelRef(lbl))
 	}
-	chunk(4, "c4")
-	chunk(1, "c1")
+	chunk(8, "c8", "c4")
+	chunk(4, "c4", "c1")
+	chunk(1, "c1", "done")
 	Label("done")
 	VZEROUPPER()
 	RET()
