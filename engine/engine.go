@@ -31,6 +31,10 @@ type Model struct {
 // Load decodes, validates and loads a program. data must stay valid and unmodified until
 // Close.
 func Load(data []byte, opts Options) (*Model, error) {
+	return load(data, opts, exec.Options{Threads: opts.Threads})
+}
+
+func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	f, err := program.Decode(data, program.DecodeOptions{SkipDataChecksums: opts.SkipDataChecksums, Workers: opts.Threads})
 	if err != nil {
 		return nil, err
@@ -38,7 +42,7 @@ func Load(data []byte, opts Options) (*Model, error) {
 	if err := runner.ValidateContract(&f.Manifest); err != nil {
 		return nil, err
 	}
-	x, err := exec.Load(f, exec.Options{Threads: opts.Threads})
+	x, err := exec.Load(f, xopts)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"testing"
 
+	"github.com/hfstatic/hfstatic/internal/exec"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/models"
@@ -52,6 +53,42 @@ func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
 						t.Errorf("max |prefill - decode-only| = %.3g at position %d, want 0 (bit-identical)", d, at)
 					}
 				})
+			}
+		}
+	}
+}
+
+// Grouped-query attention over float16 caches reads each key and value once for all the
+// query heads that share it; every head's arithmetic is unchanged, so the logits equal
+// the per-head path's bit for bit (stories260K and Qwen3 both have two query heads per
+// key/value head), for decode-only and prefill programs.
+func TestGroupedAttentionEqualsPerHead(t *testing.T) {
+	ref, _ := readRunc(t)
+	qwen, err := testckpt.Random("qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qref, err := testckpt.Reference("qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		name   string
+		fsys   fs.FS
+		tokens []int
+	}{{"stories260K", models.Stories260K(), ref.InputIDs}, {"qwen3", qwen, qref.InputIDs}} {
+		for _, prefill := range []int{0, 7} {
+			opts := export.Options{Context: 80, Prefill: prefill, CacheDType: program.F16, PrefillLogits: program.LogitsAll}
+			data := exportFS(t, m.fsys, opts)
+			perHead, err := load(data, Options{Threads: 2}, exec.Options{Threads: 2, PerHeadAttention: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := allLogits(t, perHead, m.tokens)
+			perHead.Close()
+			got := allLogits(t, loadModel(t, data, 2), m.tokens)
+			if d, at := maxAbsDiff(want, got); d != 0 {
+				t.Errorf("%s prefill %d: max |grouped - per-head| = %.3g at position %d, want 0", m.name, prefill, d, at)
 			}
 		}
 	}

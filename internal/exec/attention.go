@@ -60,10 +60,12 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 		kb, vb, mb := s.bufs[kc.name], s.bufs[vc.name], s.bufs[mask.name]
 		k32, v32, k16, v16 := asF32(kb), asF32(vb), asU16(kb), asU16(vb)
 		pool := m.prog.pool
-		shared := m.prog.shared                     // scratch shared by all attention ops and steps
-		scores := make([][]float32, pool.Threads()) // per worker
+		shared := m.prog.shared                        // scratch shared by all attention ops and steps
+		scores := make([][]float32, pool.Threads())    // per worker
+		S := L + rows                                  // scores of one head
+		grouped := f16 && group > 1 && !m.prog.perHead // heads sharing a kv head run together
 		for w := range scores {
-			scores[w] = asF32(shared(fmt.Sprintf("attention scores %d", w), 4*(L+rows)))
+			scores[w] = asF32(shared(fmt.Sprintf("attention scores %d", w), 4*group*S))
 		}
 		var cur16k, cur16v []uint16
 		if f16 {
@@ -88,11 +90,7 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 			}
 		}
 		// Per-worker state of the row and head being computed, for the span callbacks.
-		type cur struct {
-			sc, qv, o []float32
-			first     int
-		}
-		work := make([]cur, pool.Threads())
+		work := make([]attnWorker, pool.Threads())
 		keyFns := make([]func(a, e, off, ld int), len(work))
 		valFns := make([]func(a, e, off, ld int), len(work))
 		for w := range work {
@@ -174,6 +172,74 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 			clear(c.o)
 			span(g, first, end, Dv, valFns[w])
 		}
+		// groupKeys and groupVals are the span callbacks of groupHead, per worker.
+		groupKeys := make([]func(a, e, off, ld int), len(work))
+		groupVals := make([]func(a, e, off, ld int), len(work))
+		for w := range work {
+			c := &work[w]
+			groupKeys[w] = func(a, e, off, ld int) {
+				k := k16
+				if a >= pos {
+					k = cur16k
+				}
+				kernels.DotsF16N(c.sc[a-c.first:], S, e-a, c.qv, Dk, group, Dk, k[off:], ld)
+			}
+			groupVals[w] = func(a, e, off, ld int) {
+				v := v16
+				if a >= pos {
+					v = cur16v
+				}
+				// runs of visible keys: masked ones add nothing, not even 0×v
+				for j := a; j < e; {
+					if !c.visible(j) {
+						j++
+						continue
+					}
+					r := j
+					for r < e && c.visible(r) {
+						r++
+					}
+					kernels.AxpysF16N(c.o, Dv, Dv, c.sc[j-c.first:], S, group, r-j, v[off+(j-a)*ld:], ld)
+					j = r
+				}
+			}
+		}
+		// groupHead computes query row i for the group heads of kv head g (f16 caches):
+		// the same arithmetic per head as head, with each key and value read once.
+		groupHead := func(w, item int) {
+			i, g := item/Hkv, item%Hkv
+			c := &work[w]
+			end := pos + i + 1
+			c.first = first
+			c.sc = scores[w]
+			mrow := mb[i*C : (i+1)*C]
+			lo := first
+			if window > 0 {
+				lo = max(lo, pos+i-window+1)
+			}
+			c.lo, c.mrow = lo, mrow
+			c.qv = qs[i*Hq*Dk+g*group*Dk : i*Hq*Dk+(g+1)*group*Dk]
+			span(g, lo, end, Dk, groupKeys[w])
+			for hq := range group {
+				sc := c.sc[hq*S : hq*S+end-first]
+				for a := first; a < end; a++ {
+					j := a - first
+					if a < lo || mrow[a] == 0 {
+						sc[j] = float32(math.Inf(-1))
+						continue
+					}
+					d := sc[j] * scale
+					if softCap > 0 {
+						d = softCap * float32(math.Tanh(float64(d/softCap)))
+					}
+					sc[j] = d
+				}
+				kernels.Softmax(sc)
+			}
+			c.o = os[i*Hq*Dv+g*group*Dv : i*Hq*Dv+(g+1)*group*Dv]
+			clear(c.o)
+			span(g, lo, end, Dv, groupVals[w])
+		}
 		return func(s *Step) error {
 			n, pos = min(s.n, rows), s.pos
 			if pos+n > C {
@@ -187,8 +253,23 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 				}
 			}
 			first = max(0, pos-L) // oldest absolute position still in the cache
-			pool.For(n*Hq, head)
+			if grouped {
+				pool.For(n*Hkv, groupHead)
+			} else {
+				pool.For(n*Hq, head)
+			}
 			return nil
 		}, nil
 	}, nil
 }
+
+// attnWorker is one worker's state for the row and head(s) it is computing, read by
+// the span callbacks of the attention op.
+type attnWorker struct {
+	sc, qv, o []float32
+	first, lo int
+	mrow      []byte // the mask row of the query row (groupHead)
+}
+
+// visible reports whether the query row attends to absolute position a (groupHead).
+func (c *attnWorker) visible(a int) bool { return a >= c.lo && c.mrow[a] != 0 }

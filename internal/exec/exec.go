@@ -23,6 +23,11 @@ import (
 type Options struct {
 	// Threads is the number of worker threads for matrix products (≥ 1).
 	Threads int
+	// PerHeadAttention computes attention one query head at a time even where
+	// heads share a key/value head (float16 caches read each key once for the
+	// whole group otherwise). The results are the same bit for bit; this is the
+	// reference the grouped path is tested against.
+	PerHeadAttention bool
 }
 
 // Program is a loaded program: weights viewed in place from the decoded file and
@@ -34,6 +39,7 @@ type Program struct {
 	mu      sync.Mutex // serializes steps on the pool
 	methods map[string]*Method
 	consts  map[string]constant
+	perHead bool // Options.PerHeadAttention
 
 	// Scratch memory (activations, op scratch) shared by every bound step: steps run
 	// one at a time, so one copy serves all sessions and stays warm in the caches and
@@ -73,7 +79,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 	if opts.Threads < 1 {
 		return nil, fmt.Errorf("exec: Options.Threads = %d, must be ≥ 1", opts.Threads)
 	}
-	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}, scratch: map[string][]byte{}}
+	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}, scratch: map[string][]byte{}, perHead: opts.PerHeadAttention}
 	for _, t := range f.Manifest.Tensors {
 		_, data, _ := f.TensorData(t.Name)
 		if uintptr(unsafe.Pointer(unsafe.SliceData(data)))%8 != 0 && len(data) > 0 {

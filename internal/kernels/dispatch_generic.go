@@ -2,10 +2,16 @@
 
 package kernels
 
-func dot(a, b []float32) float32                     { return dotGeneric(a, b) }
-func dots(out, q, k []float32, ld int)               { dotsGeneric(out, q, k, ld) }
-func dotsF16(out, q []float32, k []uint16, ld int)   { dotsF16Generic(out, q, k, ld) }
-func axpys(y, p, v []float32, ld int)                { axpysGeneric(y, p, v, ld) }
+func dot(a, b []float32) float32                   { return dotGeneric(a, b) }
+func dots(out, q, k []float32, ld int)             { dotsGeneric(out, q, k, ld) }
+func dotsF16(out, q []float32, k []uint16, ld int) { dotsF16Generic(out, q, k, ld) }
+func axpys(y, p, v []float32, ld int)              { axpysGeneric(y, p, v, ld) }
+func dotsF16N(out []float32, ldo, rows int, q []float32, ldq, nq, d int, k []uint16, ld int) {
+	dotsF16NGeneric(out, ldo, rows, q, ldq, nq, d, k, ld)
+}
+func axpysF16N(y []float32, ldy, d int, p []float32, ldp, nq, rows int, v []uint16, ld int) {
+	axpysF16NGeneric(y, ldy, d, p, ldp, nq, rows, v, ld)
+}
 func axpysF16(y, p []float32, v []uint16, ld int)    { axpysF16Generic(y, p, v, ld) }
 func axpy(alpha float32, x, y []float32)             { axpyGeneric(alpha, x, y) }
 func dotF16(a []float32, b []uint16) float32         { return dotF16Generic(a, b) }

@@ -27,6 +27,7 @@ func FuzzRowKernels(f *testing.F) {
 		}
 		m := int(n) % 300
 		checkBatched(t, rng, m, int(seed%9), m+int(seed/9%3)*16)
+		checkMultiQuery(t, rng, m, int(seed%5)+1, int(seed/5%7))
 		if n == 0 {
 			return
 		}

@@ -34,6 +34,36 @@ func axpysAVX512(o *float32, p *float32, v *float32, ld int, n16 int, rows int)
 //go:noescape
 func axpysF16AVX512(o *float32, p *float32, v *uint16, ld int, n16 int, rows int)
 
+// dotsF16x2 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 2, r < rows.
+//
+//go:noescape
+func dotsF16x2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 2, r < rows, in order.
+//
+//go:noescape
+func axpysF16x2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x3 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 3, r < rows.
+//
+//go:noescape
+func dotsF16x3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x3 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 3, r < rows, in order.
+//
+//go:noescape
+func axpysF16x3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x4 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 4, r < rows.
+//
+//go:noescape
+func dotsF16x4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x4 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 4, r < rows, in order.
+//
+//go:noescape
+func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
 // dotF16AVX512 returns sum a[i]*f16(b[i]) over the first n16 values (a multiple of 16).
 //
 //go:noescape

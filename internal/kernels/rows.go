@@ -59,6 +59,50 @@ func AxpysF16(y, p []float32, v []uint16, ld int) {
 	}
 }
 
+// DotsF16N scores nq query vectors against the same binary16 rows: for qi < nq
+// and r < rows, out[qi*ldo+r] = DotF16(q[qi*ldq:qi*ldq+d], k[r*ld:]), bit for bit.
+// Grouped-query attention uses it for the heads that share a key head, which
+// then read and convert each key once.
+func DotsF16N(out []float32, ldo, rows int, q []float32, ldq, nq, d int, k []uint16, ld int) {
+	if rows <= 0 || nq <= 0 {
+		return
+	}
+	_ = out[(nq-1)*ldo+rows-1]
+	if d == 0 {
+		for qi := range nq {
+			clear(out[qi*ldo : qi*ldo+rows])
+		}
+		return
+	}
+	_ = q[(nq-1)*ldq+d-1]
+	_ = k[(rows-1)*ld+d-1]
+	dotsF16N(out, ldo, rows, q, ldq, nq, d, k, ld)
+}
+
+// AxpysF16N adds, for qi < nq, sum_r p[qi*ldp+r]*v[r*ld : r*ld+d] to
+// y[qi*ldy : qi*ldy+d], in order of r: bit for bit AxpyF16 for each qi and r.
+func AxpysF16N(y []float32, ldy, d int, p []float32, ldp, nq, rows int, v []uint16, ld int) {
+	if rows <= 0 || nq <= 0 || d <= 0 {
+		return
+	}
+	_ = y[(nq-1)*ldy+d-1]
+	_ = p[(nq-1)*ldp+rows-1]
+	_ = v[(rows-1)*ld+d-1]
+	axpysF16N(y, ldy, d, p, ldp, nq, rows, v, ld)
+}
+
+func dotsF16NGeneric(out []float32, ldo, rows int, q []float32, ldq, nq, d int, k []uint16, ld int) {
+	for qi := range nq {
+		dotsF16(out[qi*ldo:qi*ldo+rows], q[qi*ldq:qi*ldq+d], k, ld)
+	}
+}
+
+func axpysF16NGeneric(y []float32, ldy, d int, p []float32, ldp, nq, rows int, v []uint16, ld int) {
+	for qi := range nq {
+		axpysF16(y[qi*ldy:qi*ldy+d], p[qi*ldp:qi*ldp+rows], v, ld)
+	}
+}
+
 // dotsGeneric and the others below are the per-row forms of the batched
 // kernels, used where no batched assembly applies.
 func dotsGeneric(out, q, k []float32, ld int) {

@@ -243,3 +243,45 @@ func checkBatched(t *testing.T, rng *rand.Rand, n, rows, ld int) {
 		t.Fatalf("AxpysF16 n=%d rows=%d ld=%d = %v, want %v", n, rows, ld, gy, wy)
 	}
 }
+
+// TestMultiQueryKernels checks DotsF16N and AxpysF16N against per-query
+// DotsF16 and AxpysF16 calls: equal bit for bit.
+func TestMultiQueryKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, d := range []int{0, 8, 16, 32, 48, 64, 128, 130, 256} {
+		for _, nq := range []int{1, 2, 3, 4, 5, 8} {
+			for _, rows := range []int{0, 1, 3, 40} {
+				checkMultiQuery(t, rng, d, nq, rows)
+			}
+		}
+	}
+}
+
+func checkMultiQuery(t *testing.T, rng *rand.Rand, d, nq, rows int) {
+	t.Helper()
+	ld := d + rng.IntN(3)*16
+	ldq, ldo := d+rng.IntN(2)*16, rows+rng.IntN(3)
+	q := randVec(rng, max(nq*ldq, 1))
+	kf := randVec(rng, max(rows*ld, 1))
+	k := make([]uint16, len(kf))
+	F32ToF16(k, kf)
+	got, want := make([]float32, max(nq*ldo, 1)), make([]float32, max(nq*ldo, 1))
+	DotsF16N(got, ldo, rows, q, ldq, nq, d, k, ld)
+	for qi := range nq {
+		DotsF16(want[qi*ldo:qi*ldo+rows], q[qi*ldq:qi*ldq+d], k, ld)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("DotsF16N d=%d nq=%d rows=%d: %v, want %v", d, nq, rows, got, want)
+	}
+	ldy, ldp := d+rng.IntN(2)*16, rows+rng.IntN(3)
+	p := randVec(rng, max(nq*ldp, 1))
+	y0 := randVec(rng, max(nq*ldy, 1))
+	gy, wy := slices.Clone(y0), slices.Clone(y0)
+	AxpysF16N(gy, ldy, d, p, ldp, nq, rows, k, ld)
+	for qi := range nq {
+		AxpysF16(wy[qi*ldy:qi*ldy+d], p[qi*ldp:qi*ldp+rows], k, ld)
+	}
+	if !slices.Equal(gy, wy) {
+		t.Fatalf("AxpysF16N d=%d nq=%d rows=%d: %v, want %v", d, nq, rows, gy, wy)
+	}
+}

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -173,6 +175,164 @@ func genAxpys(f16 bool) {
 		JMP(LabelRef(lbl))
 	}
 	chunk(8, "c8", "c4")
+	chunk(4, "c4", "c1")
+	chunk(1, "c1", "done")
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// genDotsF16N emits dotsF16x<nq>: the scores of nq query vectors (ldq bytes
+// apart) against the same rows of a binary16 cache, stored at out + qi*ldo
+// bytes + 4r, each dot with exactly the operations of dotF16AVX512.
+// Grouped-query attention scores the heads that share a key/value head in
+// one pass over the keys.
+func genDotsF16N(nq int) {
+	name := fmt.Sprintf("dotsF16x%d", nq)
+	text(name, NOSPLIT, "func(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)")
+	Doc(name + fmt.Sprintf(" sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < %d, r < rows.", nq))
+	out := Load(Param("out"), GP64())
+	ldo := Load(Param("ldo"), GP64())
+	qp := make([]Register, nq)
+	qp[0] = Load(Param("q"), GP64())
+	ldq := Load(Param("ldq"), GP64())
+	for i := 1; i < nq; i++ {
+		qp[i] = GP64()
+		LEAQ(Mem{Base: qp[i-1], Index: ldq, Scale: 1}, qp[i])
+	}
+	k := Load(Param("k"), GP64())
+	ld := Load(Param("ld"), GP64())
+	bytes := Load(Param("n16"), GP64())
+	SHLQ(U8(1), bytes) // bytes of a binary16 row
+	end32 := GP64()
+	LEAQ(Mem{Base: bytes, Disp: -64}, end32)
+	rows := Load(Param("rows"), GP64())
+	off, tmp := GP64(), GP64()
+	accA := func(i int) VecPhysical { return zr[2*i] }
+	accB := func(i int) VecPhysical { return zr[2*i+1] }
+	t0, t1 := Z10, Z11
+	Label("row")
+	TESTQ(rows, rows)
+	JZ(LabelRef("done"))
+	XORQ(off, off)
+	for i := 0; i < nq; i++ {
+		VXORPS(accA(i), accA(i), accA(i))
+		VXORPS(accB(i), accB(i), accB(i))
+	}
+	Label("loop32")
+	CMPQ(off, end32)
+	JG(LabelRef("loop16"))
+	VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1}, t0)
+	VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1, Disp: 32}, t1)
+	for i := 0; i < nq; i++ {
+		VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2}, t0, accA(i))
+		VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2, Disp: 64}, t1, accB(i))
+	}
+	ADDQ(U8(64), off)
+	JMP(LabelRef("loop32"))
+	Label("loop16")
+	CMPQ(off, bytes)
+	JGE(LabelRef("sum"))
+	VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1}, t0)
+	for i := 0; i < nq; i++ {
+		VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2}, t0, accA(i))
+	}
+	Label("sum")
+	MOVQ(out, tmp)
+	for i := 0; i < nq; i++ {
+		VADDPS(accB(i), accA(i), accA(i))
+		hsum(accA(i), t1)
+		VMOVSS(accA(i).AsX(), Mem{Base: tmp})
+		if i+1 < nq {
+			ADDQ(ldo, tmp)
+		}
+	}
+	ADDQ(U8(4), out)
+	ADDQ(ld, k)
+	DECQ(rows)
+	JMP(LabelRef("row"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// genAxpysF16N emits axpysF16x<nq>: for qi < nq, y_qi += sum_r p_qi[r] *
+// row r of a binary16 cache (y_qi at y + qi*ldy bytes, p_qi at p + qi*ldp
+// bytes), in order of r with the operations of axpyF16AVX512, each row
+// converted once for all nq heads.
+func genAxpysF16N(nq int) {
+	name := fmt.Sprintf("axpysF16x%d", nq)
+	text(name, NOSPLIT, "func(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)")
+	Doc(name + fmt.Sprintf(" adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < %d, r < rows, in order.", nq))
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	pb := make([]Register, nq)
+	pb[0] = Load(Param("p"), GP64())
+	ldp := Load(Param("ldp"), GP64())
+	for i := 1; i < nq; i++ {
+		pb[i] = GP64()
+		LEAQ(Mem{Base: pb[i-1], Index: ldp, Scale: 1}, pb[i])
+	}
+	v := Load(Param("v"), GP64())
+	ld := Load(Param("ld"), GP64())
+	n := Load(Param("n16"), GP64())
+	rows := Load(Param("rows"), GP64())
+	vp, rr, tmp := GP64(), GP64(), GP64()
+	w := 4
+	if nq == 2 {
+		w = 8
+	}
+	acc := func(i, u int) VecPhysical { return zr[i*w+u] }
+	T := zr[nq*w : nq*w+w]
+	B := zr[nq*w+w : nq*w+w+nq]
+	chunk := func(w int, lbl, next string) {
+		Label(lbl)
+		CMPQ(n, U8(16*w))
+		JL(LabelRef(next))
+		MOVQ(y, tmp)
+		for i := 0; i < nq; i++ {
+			for u := 0; u < w; u++ {
+				VMOVUPS(Mem{Base: tmp, Disp: 64 * u}, acc(i, u))
+			}
+			if i+1 < nq {
+				ADDQ(ldy, tmp)
+			}
+		}
+		MOVQ(v, vp)
+		XORQ(rr, rr)
+		Label(lbl + "row")
+		CMPQ(rr, rows)
+		JGE(LabelRef(lbl + "store"))
+		for u := 0; u < w; u++ {
+			VCVTPH2PS(Mem{Base: vp, Disp: 32 * u}, T[u])
+		}
+		for i := 0; i < nq; i++ {
+			VBROADCASTSS(Mem{Base: pb[i], Index: rr, Scale: 4}, B[i])
+			for u := 0; u < w; u++ {
+				VFMADD231PS(T[u], B[i], acc(i, u))
+			}
+		}
+		ADDQ(ld, vp)
+		INCQ(rr)
+		JMP(LabelRef(lbl + "row"))
+		Label(lbl + "store")
+		MOVQ(y, tmp)
+		for i := 0; i < nq; i++ {
+			for u := 0; u < w; u++ {
+				VMOVUPS(acc(i, u), Mem{Base: tmp, Disp: 64 * u})
+			}
+			if i+1 < nq {
+				ADDQ(ldy, tmp)
+			}
+		}
+		ADDQ(U32(64*w), y)
+		ADDQ(U32(32*w), v)
+		SUBQ(U8(16*w), n)
+		JMP(LabelRef(lbl))
+	}
+	if w == 8 {
+		chunk(8, "c8", "c4")
+	}
 	chunk(4, "c4", "c1")
 	chunk(1, "c1", "done")
 	Label("done")

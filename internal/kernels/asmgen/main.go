@@ -35,6 +35,10 @@ func main() {
 	genDots()
 	genAxpys(false)
 	genAxpys(true)
+	for nq := 2; nq <= 4; nq++ {
+		genDotsF16N(nq)
+		genAxpysF16N(nq)
+	}
 	genDotF16()
 	genAxpyF16()
 	genCvt()
