@@ -43,7 +43,18 @@ method of P tokens.`,
 				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
 			}
 			var bar *progressbar.ProgressBar
-			if !quiet {
+			switch {
+			case quiet:
+			case !isTerminal(os.Stderr):
+				// Logs and pipes get a line per tenth of the tensors, not a redrawn bar.
+				last := -1
+				opts.Progress = func(p export.Progress) {
+					if tenth := 10 * p.Done / max(p.Total, 1); tenth != last && p.Done > 0 {
+						last = tenth
+						fmt.Fprintf(os.Stderr, "exporting: %d/%d tensors\n", p.Done, p.Total)
+					}
+				}
+			default:
 				opts.Progress = func(p export.Progress) {
 					if bar == nil {
 						bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(os.Stderr),
@@ -112,4 +123,10 @@ func groupDigits(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// isTerminal reports whether f is a character device (a terminal, for progress bars).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
