@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 
@@ -155,18 +156,7 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 			g := h / group
 			c.qv = qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
 			span(g, lo, end, Dk, keyFns[w])
-			for a := first; a < end; a++ {
-				j := a - first
-				if a < lo || mrow[a] == 0 {
-					c.sc[j] = float32(math.Inf(-1))
-					continue
-				}
-				d := c.sc[j] * scale
-				if softCap > 0 {
-					d = softCap * float32(math.Tanh(float64(d/softCap)))
-				}
-				c.sc[j] = d
-			}
+			finishScores(c.sc, first, lo, mrow, scale, softCap)
 			kernels.Softmax(c.sc)
 			c.o = os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
 			clear(c.o)
@@ -222,18 +212,7 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 			span(g, lo, end, Dk, groupKeys[w])
 			for hq := range group {
 				sc := c.sc[hq*S : hq*S+end-first]
-				for a := first; a < end; a++ {
-					j := a - first
-					if a < lo || mrow[a] == 0 {
-						sc[j] = float32(math.Inf(-1))
-						continue
-					}
-					d := sc[j] * scale
-					if softCap > 0 {
-						d = softCap * float32(math.Tanh(float64(d/softCap)))
-					}
-					sc[j] = d
-				}
+				finishScores(sc, first, lo, mrow, scale, softCap)
 				kernels.Softmax(sc)
 			}
 			c.o = os[i*Hq*Dv+g*group*Dv : i*Hq*Dv+(g+1)*group*Dv]
@@ -273,3 +252,29 @@ type attnWorker struct {
 
 // visible reports whether the query row attends to absolute position a (groupHead).
 func (c *attnWorker) visible(a int) bool { return a >= c.lo && c.mrow[a] != 0 }
+
+// finishScores turns the raw dot products sc of positions [first, first+len(sc)) into
+// attention logits: scaled (and soft-capped) where the row attends, -Inf before lo and
+// where the mask row is 0. Runs of attended positions are scaled with one vector call.
+func finishScores(sc []float32, first, lo int, mrow []byte, scale, softCap float32) {
+	end := first + len(sc)
+	for a := first; a < end; {
+		if a < lo || mrow[a] == 0 {
+			sc[a-first] = float32(math.Inf(-1))
+			a++
+			continue
+		}
+		e := end
+		if z := bytes.IndexByte(mrow[a:end], 0); z >= 0 {
+			e = a + z
+		}
+		run := sc[a-first : e-first]
+		kernels.Scale(run, scale)
+		if softCap > 0 {
+			for i, d := range run {
+				run[i] = softCap * float32(math.Tanh(float64(d/softCap)))
+			}
+		}
+		a = e
+	}
+}
