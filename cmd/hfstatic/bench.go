@@ -23,6 +23,7 @@ import (
 type benchOptions struct {
 	promptTokens int    // tokens appended by the measured prefill
 	genTokens    int    // decode steps measured after the prompt
+	depth        int    // tokens already in the session before the measured prefill
 	threads      int    // executor threads
 	repeat       int    // measured repeats; medians are reported
 	asJSON       bool   // print benchReport as JSON
@@ -40,6 +41,7 @@ type benchReport struct {
 	PrefillStep  int       `json:"prefill_step"` // P; 0 when the program has no prefill method
 	PromptTokens int       `json:"prompt_tokens"`
 	GenTokens    int       `json:"gen_tokens"`
+	Depth        int       `json:"depth"` // tokens in the cache before the measured prefill
 	Repeat       int       `json:"repeat"`
 	LoadS        float64   `json:"load_s"`        // opening and loading the program
 	FirstTokenS  float64   `json:"first_token_s"` // load plus the first one-token step (startup)
@@ -57,7 +59,9 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench loads a program, runs one token (startup), warms up, and then, on a fresh
 session for each repeat, times the prefill of a prompt of --prompt-tokens fixed
 pseudo-random token ids and --gen-tokens greedy decode steps after it. It prints
-the median tokens per second of --repeat runs (like llama-bench -p and -n).`,
+the median tokens per second of --repeat runs (like llama-bench -p and -n).
+--depth N first fills the session with N tokens, untimed, so that both phases run
+against a cache of N tokens (like llama-bench -d).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := runBench(cmd.Context(), argOr(args, 0), o)
@@ -76,6 +80,7 @@ the median tokens per second of --repeat runs (like llama-bench -p and -n).`,
 	f := cmd.Flags()
 	f.IntVar(&o.promptTokens, "prompt-tokens", 128, "prompt tokens processed by the measured prefill")
 	f.IntVar(&o.genTokens, "gen-tokens", 64, "tokens generated (decode steps) after the prompt")
+	f.IntVar(&o.depth, "depth", 0, "tokens in the cache before the measured prefill (untimed), like llama-bench -d")
 	f.IntVar(&o.threads, "threads", defaultThreads(), "worker threads")
 	f.IntVar(&o.repeat, "repeat", 3, "measured repeats (medians are reported)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
@@ -89,6 +94,8 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		return benchReport{}, usagef("--prompt-tokens %d must be ≥ 1", o.promptTokens)
 	case o.genTokens < 1:
 		return benchReport{}, usagef("--gen-tokens %d must be ≥ 1", o.genTokens)
+	case o.depth < 0:
+		return benchReport{}, usagef("--depth %d must be ≥ 0", o.depth)
 	case o.repeat < 1:
 		return benchReport{}, usagef("--repeat %d must be ≥ 1", o.repeat)
 	}
@@ -105,14 +112,15 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	rep := benchReport{
 		Program: m.name, Weights: md.Source.Weights, ProgramBytes: m.File.Size(),
 		Threads: o.threads, Context: shape.Context, PrefillStep: shape.Prefill,
-		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Repeat: o.repeat, LoadS: loadS,
+		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Depth: o.depth, Repeat: o.repeat, LoadS: loadS,
 	}
 	// Every measured decode step is appended, so prompt + gen positions are needed.
-	if need := o.promptTokens + o.genTokens; need > shape.Context {
-		return rep, usagef("--prompt-tokens %d plus --gen-tokens %d need %d positions, but the program's context is %d: lower them or export with a larger --context",
-			o.promptTokens, o.genTokens, need, shape.Context)
+	if need := o.depth + o.promptTokens + o.genTokens; need > shape.Context {
+		return rep, usagef("--depth %d, --prompt-tokens %d and --gen-tokens %d need %d positions, but the program's context is %d: lower them or export with a larger --context",
+			o.depth, o.promptTokens, o.genTokens, need, shape.Context)
 	}
-	prompt := benchPrompt(o.promptTokens, md.VocabSize)
+	all := benchPrompt(o.depth+o.promptTokens, md.VocabSize)
+	depth, prompt := all[:o.depth], all[o.depth:]
 
 	sess, err := m.Runner.NewSession()
 	if err != nil {
@@ -127,7 +135,7 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	if err := sess.Reset(); err != nil {
 		return rep, err
 	}
-	if _, _, err := benchOnce(ctx, sess, prompt, min(4, o.genTokens)); err != nil {
+	if _, _, err := benchOnce(ctx, sess, depth, prompt, min(4, o.genTokens)); err != nil {
 		return rep, fmt.Errorf("warm-up: %w", err)
 	}
 	sess.Close()
@@ -165,7 +173,7 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	}
 	for r, s := range sessions {
 		runtime.GC() // collect earlier garbage outside the timed region
-		pre, dec, err := benchOnce(ctx, s, prompt, o.genTokens)
+		pre, dec, err := benchOnce(ctx, s, depth, prompt, o.genTokens)
 		if err != nil {
 			return rep, fmt.Errorf("repeat %d: %w", r+1, err)
 		}
@@ -178,11 +186,22 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	return rep, nil
 }
 
-// benchOnce appends prompt to an empty session, then runs gen greedy decode steps, each
-// appending the argmax of the previous logits. It returns the time of each phase. CPU
-// profile samples taken on the calling goroutine carry the label phase=prefill or
-// phase=decode (pool workers are not labelled), for pprof -tagfocus.
-func benchOnce(ctx context.Context, s *runner.Session, prompt []int, gen int) (prefill, decode time.Duration, err error) {
+// benchOnce appends depth (untimed) and then prompt to an empty session, then runs gen
+// greedy decode steps, each appending the argmax of the previous logits. It returns the
+// time of each phase. CPU profile samples taken on the calling goroutine carry the label
+// phase=depth, phase=prefill or phase=decode (pool workers are not labelled), for pprof
+// -tagfocus.
+func benchOnce(ctx context.Context, s *runner.Session, depth, prompt []int, gen int) (prefill, decode time.Duration, err error) {
+	if len(depth) > 0 {
+		pprof.Do(ctx, pprof.Labels("phase", "depth"), func(ctx context.Context) {
+			if err = s.Append(ctx, depth); err != nil {
+				err = fmt.Errorf("depth of %d tokens: %w", len(depth), err)
+			}
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+	}
 	pprof.Do(ctx, pprof.Labels("phase", "prefill"), func(ctx context.Context) {
 		t := time.Now()
 		if err = s.Append(ctx, prompt); err != nil {
@@ -239,6 +258,9 @@ func printBench(w io.Writer, r benchReport) {
 	fmt.Fprintf(tw, "program\t%s (%s bytes, weights %s)\n", r.Program, groupDigits(r.ProgramBytes), r.Weights)
 	fmt.Fprintf(tw, "shape\tcontext %d, prefill step %d\n", r.Context, r.PrefillStep)
 	fmt.Fprintf(tw, "threads\t%d\n", r.Threads)
+	if r.Depth > 0 {
+		fmt.Fprintf(tw, "depth\t%d tokens in the cache before the prefill\n", r.Depth)
+	}
 	fmt.Fprintf(tw, "startup\tload %.3f s, first token at %.3f s\n", r.LoadS, r.FirstTokenS)
 	tw.Flush()
 	fmt.Fprintf(w, "\n%-8s  %7s  %12s  %21s\n", "test", "tokens", "median tok/s", "runs (tok/s)")

@@ -48,6 +48,27 @@ func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
 	}
 }
 
+func TestBenchDepthFillsTheCacheFirst(t *testing.T) {
+	out, _, err := run(t, "", "bench", "--depth", "300", "--prompt-tokens", "40", "--gen-tokens", "5", "--threads", "1", "--repeat", "1", "--json")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	var r benchReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Depth != 300 || r.PromptTokens != 40 || r.GenTokens != 5 || r.PrefillTokS <= 0 || r.DecodeTokS <= 0 {
+		t.Errorf("report = %+v, want depth 300, 40 prompt and 5 gen tokens, rates > 0", r)
+	}
+	table, _, err := run(t, "", "bench", "--depth", "300", "--prompt-tokens", "8", "--gen-tokens", "2", "--repeat", "1")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, table)
+	}
+	if !strings.Contains(table, "depth") || !strings.Contains(table, "300 tokens in the cache") {
+		t.Errorf("table does not show the depth:\n%s", table)
+	}
+}
+
 func TestBenchPrintsATableByDefault(t *testing.T) {
 	out, _, err := run(t, "", "bench", "--prompt-tokens", "8", "--gen-tokens", "2", "--threads", "1", "--repeat", "1")
 	if err != nil {
@@ -86,6 +107,8 @@ func TestBenchRejectsBadRequestsAsUsageErrors(t *testing.T) {
 		{"no decode", []string{"--gen-tokens", "0"}, "--gen-tokens 0 must be ≥ 1"},
 		{"no repeat", []string{"--repeat", "0"}, "--repeat 0 must be ≥ 1"},
 		{"no threads", []string{"--threads", "0"}, "--threads 0 must be ≥ 1"},
+		{"negative depth", []string{"--depth", "-1"}, "--depth -1 must be ≥ 0"},
+		{"depth past the context", []string{"--depth", "400", "--prompt-tokens", "100", "--gen-tokens", "64"}, "need 564 positions, but the program's context is 512"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
