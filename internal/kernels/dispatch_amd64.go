@@ -52,32 +52,35 @@ func dots(out, q, k []float32, ld int) {
 }
 
 func dotsF16(out, q []float32, k []uint16, ld int) {
-	if n := len(q); useAVX512 && n > 0 && n%16 == 0 {
-		dotsF16AVX512(&out[0], &q[0], &k[0], 2*ld, n, len(out))
-		return
-	}
-	dotsF16Generic(out, q, k, ld)
+	dotsF16N(out, 0, len(out), q, 0, 1, len(q), k, ld)
 }
 
+func axpys(y, p, v []float32, ld int) {
+	if n := len(y); useAVX512 && n%16 == 0 {
+		axpysF32x1(&y[0], 0, &p[0], 0, &v[0], 4*ld, n, len(p))
+		return
+	}
+	axpysGeneric(y, p, v, ld)
+}
+
+func axpysF16(y, p []float32, v []uint16, ld int) {
+	axpysF16N(y, 0, len(y), p, 0, 1, len(p), v, ld)
+}
+
+// dotsF16X[c] and axpysF16X[c] take c query vectors (heads) at a time.
 var (
-	dotsF16X  = [...]func(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int){nil, nil, dotsF16x2, dotsF16x3, dotsF16x4}
-	axpysF16X = [...]func(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int){nil, nil, axpysF16x2, axpysF16x3, axpysF16x4}
+	dotsF16X  = [...]func(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int){nil, dotsF16x1, dotsF16x2, dotsF16x3, dotsF16x4}
+	axpysF16X = [...]func(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int){nil, axpysF16x1, axpysF16x2, axpysF16x3, axpysF16x4}
 )
 
-// dotsF16N takes the query vectors up to four at a time.
 func dotsF16N(out []float32, ldo, rows int, q []float32, ldq, nq, d int, k []uint16, ld int) {
-	if !useAVX512 || d%16 != 0 {
+	if !useAVX512 || d == 0 || d%16 != 0 {
 		dotsF16NGeneric(out, ldo, rows, q, ldq, nq, d, k, ld)
 		return
 	}
-	for qi := 0; qi < nq; {
+	for qi := 0; qi < nq; qi += 4 {
 		c := min(4, nq-qi)
-		if c == 1 {
-			dotsF16AVX512(&out[qi*ldo], &q[qi*ldq], &k[0], 2*ld, d, rows)
-		} else {
-			dotsF16X[c](&out[qi*ldo], 4*ldo, &q[qi*ldq], 4*ldq, &k[0], 2*ld, d, rows)
-		}
-		qi += c
+		dotsF16X[c](&out[qi*ldo], 4*ldo, &q[qi*ldq], 4*ldq, &k[0], 2*ld, d, rows)
 	}
 }
 
@@ -86,31 +89,10 @@ func axpysF16N(y []float32, ldy, d int, p []float32, ldp, nq, rows int, v []uint
 		axpysF16NGeneric(y, ldy, d, p, ldp, nq, rows, v, ld)
 		return
 	}
-	for qi := 0; qi < nq; {
+	for qi := 0; qi < nq; qi += 4 {
 		c := min(4, nq-qi)
-		if c == 1 {
-			axpysF16AVX512(&y[qi*ldy], &p[qi*ldp], &v[0], 2*ld, d, rows)
-		} else {
-			axpysF16X[c](&y[qi*ldy], 4*ldy, &p[qi*ldp], 4*ldp, &v[0], 2*ld, d, rows)
-		}
-		qi += c
+		axpysF16X[c](&y[qi*ldy], 4*ldy, &p[qi*ldp], 4*ldp, &v[0], 2*ld, d, rows)
 	}
-}
-
-func axpys(y, p, v []float32, ld int) {
-	if n := len(y); useAVX512 && n%16 == 0 {
-		axpysAVX512(&y[0], &p[0], &v[0], 4*ld, n, len(p))
-		return
-	}
-	axpysGeneric(y, p, v, ld)
-}
-
-func axpysF16(y, p []float32, v []uint16, ld int) {
-	if n := len(y); useAVX512 && n%16 == 0 {
-		axpysF16AVX512(&y[0], &p[0], &v[0], 2*ld, n, len(p))
-		return
-	}
-	axpysF16Generic(y, p, v, ld)
 }
 
 func axpy(alpha float32, x, y []float32) {

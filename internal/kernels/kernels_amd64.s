@@ -33,7 +33,7 @@ loop64:
 
 loop16:
 	CMPQ        DX, $0x10
-	JL          done
+	JL          sum
 	VMOVUPS     (AX), Z4
 	VFMADD231PS (CX), Z4, Z0
 	ADDQ        $0x40, AX
@@ -41,7 +41,7 @@ loop16:
 	SUBQ        $0x10, DX
 	JMP         loop16
 
-done:
+sum:
 	VADDPS        Z1, Z0, Z0
 	VADDPS        Z3, Z2, Z2
 	VADDPS        Z2, Z0, Z0
@@ -149,114 +149,59 @@ done:
 	VZEROUPPER
 	RET
 
-// func dotsF16AVX512(out *float32, q *float32, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotsF16AVX512(SB), NOSPLIT, $0-48
-	MOVQ out+0(FP), AX
-	MOVQ q+8(FP), CX
-	MOVQ k+16(FP), DX
-	MOVQ ld+24(FP), BX
-	MOVQ n16+32(FP), SI
-	MOVQ rows+40(FP), DI
-
-row:
-	TESTQ  DI, DI
-	JZ     done
-	MOVQ   CX, R8
-	MOVQ   DX, R9
-	MOVQ   SI, R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-
-loop32:
-	CMPQ        R10, $0x20
-	JL          loop16
-	VCVTPH2PS   (R9), Z2
-	VCVTPH2PS   32(R9), Z3
-	VFMADD231PS (R8), Z2, Z0
-	VFMADD231PS 64(R8), Z3, Z1
-	ADDQ        $0x00000080, R8
-	ADDQ        $0x40, R9
-	SUBQ        $0x20, R10
-	JMP         loop32
-
-loop16:
-	CMPQ        R10, $0x10
-	JL          sum
-	VCVTPH2PS   (R9), Z2
-	VFMADD231PS (R8), Z2, Z0
-
-sum:
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X0
-	VPERMILPD     $0x01, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	VMOVSS        X0, (AX)
-	ADDQ          $0x04, AX
-	ADDQ          BX, DX
-	DECQ          DI
-	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpysAVX512(o *float32, p *float32, v *float32, ld int, n16 int, rows int)
+// func axpysF32x1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
 // Requires: AVX, AVX512F
-TEXT ·axpysAVX512(SB), NOSPLIT, $0-48
-	MOVQ o+0(FP), AX
-	MOVQ p+8(FP), CX
-	MOVQ v+16(FP), DX
-	MOVQ ld+24(FP), BX
-	MOVQ n16+32(FP), SI
-	MOVQ rows+40(FP), DI
+TEXT ·axpysF32x1(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), AX
+	MOVQ ldy+8(FP), CX
+	MOVQ p+16(FP), CX
+	MOVQ ldp+24(FP), DX
+	MOVQ v+32(FP), DX
+	MOVQ ld+40(FP), BX
+	MOVQ n16+48(FP), SI
+	MOVQ rows+56(FP), DI
 
 c8:
 	CMPQ    SI, $0x80
 	JL      c4
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	VMOVUPS 128(AX), Z2
-	VMOVUPS 192(AX), Z3
-	VMOVUPS 256(AX), Z4
-	VMOVUPS 320(AX), Z5
-	VMOVUPS 384(AX), Z6
-	VMOVUPS 448(AX), Z7
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    DI, R10
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	VMOVUPS 256(R8), Z4
+	VMOVUPS 320(R8), Z5
+	VMOVUPS 384(R8), Z6
+	VMOVUPS 448(R8), Z7
+	MOVQ    DX, R8
+	XORQ    R9, R9
 
 c8row:
-	TESTQ        R10, R10
-	JZ           c8store
-	VBROADCASTSS (R8), Z8
-	VFMADD231PS  (R9), Z8, Z0
-	VFMADD231PS  64(R9), Z8, Z1
-	VFMADD231PS  128(R9), Z8, Z2
-	VFMADD231PS  192(R9), Z8, Z3
-	VFMADD231PS  256(R9), Z8, Z4
-	VFMADD231PS  320(R9), Z8, Z5
-	VFMADD231PS  384(R9), Z8, Z6
-	VFMADD231PS  448(R9), Z8, Z7
-	ADDQ         $0x04, R8
-	ADDQ         BX, R9
-	DECQ         R10
+	CMPQ         R9, DI
+	JGE          c8store
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  (R8), Z16, Z0
+	VFMADD231PS  64(R8), Z16, Z1
+	VFMADD231PS  128(R8), Z16, Z2
+	VFMADD231PS  192(R8), Z16, Z3
+	VFMADD231PS  256(R8), Z16, Z4
+	VFMADD231PS  320(R8), Z16, Z5
+	VFMADD231PS  384(R8), Z16, Z6
+	VFMADD231PS  448(R8), Z16, Z7
+	ADDQ         BX, R8
+	INCQ         R9
 	JMP          c8row
 
 c8store:
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, 128(AX)
-	VMOVUPS Z3, 192(AX)
-	VMOVUPS Z4, 256(AX)
-	VMOVUPS Z5, 320(AX)
-	VMOVUPS Z6, 384(AX)
-	VMOVUPS Z7, 448(AX)
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
 	ADDQ    $0x00000200, AX
 	ADDQ    $0x00000200, DX
 	SUBQ    $0x80, SI
@@ -265,32 +210,32 @@ c8store:
 c4:
 	CMPQ    SI, $0x40
 	JL      c1
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	VMOVUPS 128(AX), Z2
-	VMOVUPS 192(AX), Z3
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    DI, R10
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	MOVQ    DX, R8
+	XORQ    R9, R9
 
 c4row:
-	TESTQ        R10, R10
-	JZ           c4store
-	VBROADCASTSS (R8), Z8
-	VFMADD231PS  (R9), Z8, Z0
-	VFMADD231PS  64(R9), Z8, Z1
-	VFMADD231PS  128(R9), Z8, Z2
-	VFMADD231PS  192(R9), Z8, Z3
-	ADDQ         $0x04, R8
-	ADDQ         BX, R9
-	DECQ         R10
+	CMPQ         R9, DI
+	JGE          c4store
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  (R8), Z16, Z0
+	VFMADD231PS  64(R8), Z16, Z1
+	VFMADD231PS  128(R8), Z16, Z2
+	VFMADD231PS  192(R8), Z16, Z3
+	ADDQ         BX, R8
+	INCQ         R9
 	JMP          c4row
 
 c4store:
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, 128(AX)
-	VMOVUPS Z3, 192(AX)
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
 	ADDQ    $0x00000100, AX
 	ADDQ    $0x00000100, DX
 	SUBQ    $0x40, SI
@@ -299,23 +244,23 @@ c4store:
 c1:
 	CMPQ    SI, $0x10
 	JL      done
-	VMOVUPS (AX), Z0
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    DI, R10
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	MOVQ    DX, R8
+	XORQ    R9, R9
 
 c1row:
-	TESTQ        R10, R10
-	JZ           c1store
-	VBROADCASTSS (R8), Z8
-	VFMADD231PS  (R9), Z8, Z0
-	ADDQ         $0x04, R8
-	ADDQ         BX, R9
-	DECQ         R10
+	CMPQ         R9, DI
+	JGE          c1store
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  (R8), Z16, Z0
+	ADDQ         BX, R8
+	INCQ         R9
 	JMP          c1row
 
 c1store:
-	VMOVUPS Z0, (AX)
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
 	ADDQ    $0x00000040, AX
 	ADDQ    $0x00000040, DX
 	SUBQ    $0x10, SI
@@ -325,65 +270,125 @@ done:
 	VZEROUPPER
 	RET
 
-// func axpysF16AVX512(o *float32, p *float32, v *uint16, ld int, n16 int, rows int)
+// func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·dotsF16x1(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), AX
+	MOVQ ldo+8(FP), CX
+	MOVQ q+16(FP), CX
+	MOVQ ldq+24(FP), DX
+	MOVQ k+32(FP), DX
+	MOVQ ld+40(FP), BX
+	MOVQ n16+48(FP), SI
+	SHLQ $0x01, SI
+	LEAQ -64(SI), DI
+	MOVQ rows+56(FP), R8
+
+row:
+	TESTQ  R8, R8
+	JZ     done
+	XORQ   R9, R9
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop32:
+	CMPQ        R9, DI
+	JG          loop16
+	VCVTPH2PS   (DX)(R9*1), Z10
+	VCVTPH2PS   32(DX)(R9*1), Z11
+	VFMADD231PS (CX)(R9*2), Z10, Z0
+	VFMADD231PS 64(CX)(R9*2), Z11, Z1
+	ADDQ        $0x40, R9
+	JMP         loop32
+
+loop16:
+	CMPQ        R9, SI
+	JGE         sum
+	VCVTPH2PS   (DX)(R9*1), Z10
+	VFMADD231PS (CX)(R9*2), Z10, Z0
+
+sum:
+	MOVQ          AX, R9
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y11
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X11
+	VADDPS        X11, X0, X0
+	VPERMILPD     $0x01, X0, X11
+	VADDPS        X11, X0, X0
+	VMOVSHDUP     X0, X11
+	VADDSS        X11, X0, X0
+	VMOVSS        X0, (R9)
+	ADDQ          $0x04, AX
+	ADDQ          BX, DX
+	DECQ          R8
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
 // Requires: AVX, AVX512F
-TEXT ·axpysF16AVX512(SB), NOSPLIT, $0-48
-	MOVQ o+0(FP), AX
-	MOVQ p+8(FP), CX
-	MOVQ v+16(FP), DX
-	MOVQ ld+24(FP), BX
-	MOVQ n16+32(FP), SI
-	MOVQ rows+40(FP), DI
+TEXT ·axpysF16x1(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), AX
+	MOVQ ldy+8(FP), CX
+	MOVQ p+16(FP), CX
+	MOVQ ldp+24(FP), DX
+	MOVQ v+32(FP), DX
+	MOVQ ld+40(FP), BX
+	MOVQ n16+48(FP), SI
+	MOVQ rows+56(FP), DI
 
 c8:
 	CMPQ    SI, $0x80
 	JL      c4
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	VMOVUPS 128(AX), Z2
-	VMOVUPS 192(AX), Z3
-	VMOVUPS 256(AX), Z4
-	VMOVUPS 320(AX), Z5
-	VMOVUPS 384(AX), Z6
-	VMOVUPS 448(AX), Z7
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    DI, R10
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	VMOVUPS 256(R8), Z4
+	VMOVUPS 320(R8), Z5
+	VMOVUPS 384(R8), Z6
+	VMOVUPS 448(R8), Z7
+	MOVQ    DX, R8
+	XORQ    R9, R9
 
 c8row:
-	TESTQ        R10, R10
-	JZ           c8store
-	VBROADCASTSS (R8), Z8
-	VCVTPH2PS    (R9), Z16
-	VFMADD231PS  Z16, Z8, Z0
-	VCVTPH2PS    32(R9), Z17
-	VFMADD231PS  Z17, Z8, Z1
-	VCVTPH2PS    64(R9), Z18
-	VFMADD231PS  Z18, Z8, Z2
-	VCVTPH2PS    96(R9), Z19
-	VFMADD231PS  Z19, Z8, Z3
-	VCVTPH2PS    128(R9), Z20
-	VFMADD231PS  Z20, Z8, Z4
-	VCVTPH2PS    160(R9), Z21
-	VFMADD231PS  Z21, Z8, Z5
-	VCVTPH2PS    192(R9), Z22
-	VFMADD231PS  Z22, Z8, Z6
-	VCVTPH2PS    224(R9), Z23
-	VFMADD231PS  Z23, Z8, Z7
-	ADDQ         $0x04, R8
-	ADDQ         BX, R9
-	DECQ         R10
+	CMPQ         R9, DI
+	JGE          c8store
+	VCVTPH2PS    (R8), Z8
+	VCVTPH2PS    32(R8), Z9
+	VCVTPH2PS    64(R8), Z10
+	VCVTPH2PS    96(R8), Z11
+	VCVTPH2PS    128(R8), Z12
+	VCVTPH2PS    160(R8), Z13
+	VCVTPH2PS    192(R8), Z14
+	VCVTPH2PS    224(R8), Z15
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  Z8, Z16, Z0
+	VFMADD231PS  Z9, Z16, Z1
+	VFMADD231PS  Z10, Z16, Z2
+	VFMADD231PS  Z11, Z16, Z3
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	ADDQ         BX, R8
+	INCQ         R9
 	JMP          c8row
 
 c8store:
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, 128(AX)
-	VMOVUPS Z3, 192(AX)
-	VMOVUPS Z4, 256(AX)
-	VMOVUPS Z5, 320(AX)
-	VMOVUPS Z6, 384(AX)
-	VMOVUPS Z7, 448(AX)
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
 	ADDQ    $0x00000200, AX
 	ADDQ    $0x00000100, DX
 	SUBQ    $0x80, SI
@@ -392,36 +397,36 @@ c8store:
 c4:
 	CMPQ    SI, $0x40
 	JL      c1
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	VMOVUPS 128(AX), Z2
-	VMOVUPS 192(AX), Z3
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    DI, R10
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	MOVQ    DX, R8
+	XORQ    R9, R9
 
 c4row:
-	TESTQ        R10, R10
-	JZ           c4store
-	VBROADCASTSS (R8), Z8
-	VCVTPH2PS    (R9), Z16
-	VFMADD231PS  Z16, Z8, Z0
-	VCVTPH2PS    32(R9), Z17
-	VFMADD231PS  Z17, Z8, Z1
-	VCVTPH2PS    64(R9), Z18
-	VFMADD231PS  Z18, Z8, Z2
-	VCVTPH2PS    96(R9), Z19
-	VFMADD231PS  Z19, Z8, Z3
-	ADDQ         $0x04, R8
-	ADDQ         BX, R9
-	DECQ         R10
+	CMPQ         R9, DI
+	JGE          c4store
+	VCVTPH2PS    (R8), Z8
+	VCVTPH2PS    32(R8), Z9
+	VCVTPH2PS    64(R8), Z10
+	VCVTPH2PS    96(R8), Z11
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  Z8, Z16, Z0
+	VFMADD231PS  Z9, Z16, Z1
+	VFMADD231PS  Z10, Z16, Z2
+	VFMADD231PS  Z11, Z16, Z3
+	ADDQ         BX, R8
+	INCQ         R9
 	JMP          c4row
 
 c4store:
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, 128(AX)
-	VMOVUPS Z3, 192(AX)
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
 	ADDQ    $0x00000100, AX
 	ADDQ    $0x00000080, DX
 	SUBQ    $0x40, SI
@@ -430,24 +435,24 @@ c4store:
 c1:
 	CMPQ    SI, $0x10
 	JL      done
-	VMOVUPS (AX), Z0
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    DI, R10
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	MOVQ    DX, R8
+	XORQ    R9, R9
 
 c1row:
-	TESTQ        R10, R10
-	JZ           c1store
-	VBROADCASTSS (R8), Z8
-	VCVTPH2PS    (R9), Z16
-	VFMADD231PS  Z16, Z8, Z0
-	ADDQ         $0x04, R8
-	ADDQ         BX, R9
-	DECQ         R10
+	CMPQ         R9, DI
+	JGE          c1store
+	VCVTPH2PS    (R8), Z8
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  Z8, Z16, Z0
+	ADDQ         BX, R8
+	INCQ         R9
 	JMP          c1row
 
 c1store:
-	VMOVUPS Z0, (AX)
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
 	ADDQ    $0x00000040, AX
 	ADDQ    $0x00000020, DX
 	SUBQ    $0x10, SI

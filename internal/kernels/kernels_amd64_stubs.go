@@ -19,20 +19,20 @@ func axpyAVX512(alpha float32, x *float32, y *float32, n16 int)
 //go:noescape
 func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
 
-// dotsF16AVX512 sets out[r] = dotF16AVX512(q, k + r*ld bytes, n16) for r < rows.
+// axpysF32x1 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
 //
 //go:noescape
-func dotsF16AVX512(out *float32, q *float32, k *uint16, ld int, n16 int, rows int)
+func axpysF32x1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
 
-// axpysAVX512 adds p[r] * row r (rows ld bytes apart) to o[:n16] for r < rows, in order.
+// dotsF16x1 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 1, r < rows.
 //
 //go:noescape
-func axpysAVX512(o *float32, p *float32, v *float32, ld int, n16 int, rows int)
+func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
 
-// axpysF16AVX512 adds p[r] * row r (rows ld bytes apart) to o[:n16] for r < rows, in order.
+// axpysF16x1 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
 //
 //go:noescape
-func axpysF16AVX512(o *float32, p *float32, v *uint16, ld int, n16 int, rows int)
+func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
 
 // dotsF16x2 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 2, r < rows.
 //

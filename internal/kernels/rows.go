@@ -93,13 +93,13 @@ func AxpysF16N(y []float32, ldy, d int, p []float32, ldp, nq, rows int, v []uint
 
 func dotsF16NGeneric(out []float32, ldo, rows int, q []float32, ldq, nq, d int, k []uint16, ld int) {
 	for qi := range nq {
-		dotsF16(out[qi*ldo:qi*ldo+rows], q[qi*ldq:qi*ldq+d], k, ld)
+		dotsF16Generic(out[qi*ldo:qi*ldo+rows], q[qi*ldq:qi*ldq+d], k, ld)
 	}
 }
 
 func axpysF16NGeneric(y []float32, ldy, d int, p []float32, ldp, nq, rows int, v []uint16, ld int) {
 	for qi := range nq {
-		axpysF16(y[qi*ldy:qi*ldy+d], p[qi*ldp:qi*ldp+rows], v, ld)
+		axpysF16Generic(y[qi*ldy:qi*ldy+d], p[qi*ldp:qi*ldp+rows], v, ld)
 	}
 }
 

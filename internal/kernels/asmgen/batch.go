@@ -10,10 +10,10 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genDots emits dotsAVX512 and dotsF16AVX512: out[r] = q · row r for rows
-// rows ld bytes apart, each with exactly the operations of dotAVX512 /
-// dotF16AVX512 (so a batch equals per-row calls bit for bit). Attention uses
-// them to score all keys of a head in one call.
+// genDots emits dotsAVX512: out[r] = q · row r for rows rows ld bytes apart,
+// each with exactly the operations of dotAVX512 (dotF32Body), so a batch
+// equals per-row calls bit for bit. Attention uses it to score all keys of a
+// head in one call; float16 caches use dotsF16x1 (genDotsF16N).
 func genDots() {
 	text("dotsAVX512", NOSPLIT, "func(out *float32, q *float32, k *float32, ld int, n16 int, rows int)")
 	Doc("dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.")
@@ -30,153 +30,12 @@ func genDots() {
 	MOVQ(q, a)
 	MOVQ(k, b)
 	MOVQ(n16, n)
-	for i := 0; i < 4; i++ {
-		VXORPS(zr[i], zr[i], zr[i])
-	}
-	Label("loop64")
-	CMPQ(n, U8(64))
-	JL(LabelRef("loop16"))
-	for i := 0; i < 4; i++ {
-		VMOVUPS(Mem{Base: a, Disp: 64 * i}, zr[4+i])
-		VFMADD231PS(Mem{Base: b, Disp: 64 * i}, zr[4+i], zr[i])
-	}
-	ADDQ(U32(256), a)
-	ADDQ(U32(256), b)
-	SUBQ(U8(64), n)
-	JMP(LabelRef("loop64"))
-	Label("loop16")
-	CMPQ(n, U8(16))
-	JL(LabelRef("sum"))
-	VMOVUPS(Mem{Base: a}, Z4)
-	VFMADD231PS(Mem{Base: b}, Z4, Z0)
-	ADDQ(U8(64), a)
-	ADDQ(U8(64), b)
-	SUBQ(U8(16), n)
-	JMP(LabelRef("loop16"))
-	Label("sum")
-	VADDPS(Z1, Z0, Z0)
-	VADDPS(Z3, Z2, Z2)
-	VADDPS(Z2, Z0, Z0)
-	hsum(Z0, Z1)
+	dotF32Body(a, b, n)
 	VMOVSS(X0, Mem{Base: out})
 	ADDQ(U8(4), out)
 	ADDQ(ld, k)
 	DECQ(rows)
 	JMP(LabelRef("row"))
-	Label("done")
-	VZEROUPPER()
-	RET()
-
-	text("dotsF16AVX512", NOSPLIT, "func(out *float32, q *float32, k *uint16, ld int, n16 int, rows int)")
-	Doc("dotsF16AVX512 sets out[r] = dotF16AVX512(q, k + r*ld bytes, n16) for r < rows.")
-	out = Load(Param("out"), GP64())
-	q = Load(Param("q"), GP64())
-	k = Load(Param("k"), GP64())
-	ld = Load(Param("ld"), GP64())
-	n16 = Load(Param("n16"), GP64())
-	rows = Load(Param("rows"), GP64())
-	a, b, n = GP64(), GP64(), GP64()
-	Label("row")
-	TESTQ(rows, rows)
-	JZ(LabelRef("done"))
-	MOVQ(q, a)
-	MOVQ(k, b)
-	MOVQ(n16, n)
-	VXORPS(Z0, Z0, Z0)
-	VXORPS(Z1, Z1, Z1)
-	Label("loop32")
-	CMPQ(n, U8(32))
-	JL(LabelRef("loop16"))
-	VCVTPH2PS(Mem{Base: b}, Z2)
-	VCVTPH2PS(Mem{Base: b, Disp: 32}, Z3)
-	VFMADD231PS(Mem{Base: a}, Z2, Z0)
-	VFMADD231PS(Mem{Base: a, Disp: 64}, Z3, Z1)
-	ADDQ(U32(128), a)
-	ADDQ(U8(64), b)
-	SUBQ(U8(32), n)
-	JMP(LabelRef("loop32"))
-	Label("loop16")
-	CMPQ(n, U8(16))
-	JL(LabelRef("sum"))
-	VCVTPH2PS(Mem{Base: b}, Z2)
-	VFMADD231PS(Mem{Base: a}, Z2, Z0)
-	Label("sum")
-	VADDPS(Z1, Z0, Z0)
-	hsum(Z0, Z1)
-	VMOVSS(X0, Mem{Base: out})
-	ADDQ(U8(4), out)
-	ADDQ(ld, k)
-	DECQ(rows)
-	JMP(LabelRef("row"))
-	Label("done")
-	VZEROUPPER()
-	RET()
-}
-
-// genAxpys emits axpysAVX512 and axpysF16AVX512: o += sum_r p[r] * row r,
-// accumulated in the order of r with the operations of axpyAVX512 /
-// axpyF16AVX512 (bit-identical to per-row calls), but holding up to 8
-// vectors of o (a head of 128) in registers across the rows, so each row
-// is read once. Attention uses them for the
-// probability-weighted sum of a head's values.
-func genAxpys(f16 bool) {
-	name, sig := "axpysAVX512", "func(o *float32, p *float32, v *float32, ld int, n16 int, rows int)"
-	if f16 {
-		name, sig = "axpysF16AVX512", "func(o *float32, p *float32, v *uint16, ld int, n16 int, rows int)"
-	}
-	text(name, NOSPLIT, sig)
-	Doc(name + " adds p[r] * row r (rows ld bytes apart) to o[:n16] for r < rows, in order.")
-	o := Load(Param("o"), GP64())
-	p := Load(Param("p"), GP64())
-	v := Load(Param("v"), GP64())
-	ld := Load(Param("ld"), GP64())
-	n := Load(Param("n16"), GP64())
-	rows := Load(Param("rows"), GP64())
-	pp, vp, r := GP64(), GP64(), GP64()
-	esize := 4
-	if f16 {
-		esize = 2
-	}
-	// chunk updates w vectors of o starting at o (and at v within rows).
-	chunk := func(w int, lbl, next string) {
-		Label(lbl)
-		CMPQ(n, U8(16*w))
-		JL(LabelRef(next))
-		for i := 0; i < w; i++ {
-			VMOVUPS(Mem{Base: o, Disp: 64 * i}, zr[i])
-		}
-		MOVQ(p, pp)
-		MOVQ(v, vp)
-		MOVQ(rows, r)
-		Label(lbl + "row")
-		TESTQ(r, r)
-		JZ(LabelRef(lbl + "store"))
-		VBROADCASTSS(Mem{Base: pp}, Z8)
-		for i := 0; i < w; i++ {
-			m := Mem{Base: vp, Disp: 16 * esize * i}
-			if f16 {
-				VCVTPH2PS(m, zr[16+i])
-				VFMADD231PS(zr[16+i], Z8, zr[i])
-			} else {
-				VFMADD231PS(m, Z8, zr[i])
-			}
-		}
-		ADDQ(U8(4), pp)
-		ADDQ(ld, vp)
-		DECQ(r)
-		JMP(LabelRef(lbl + "row"))
-		Label(lbl + "store")
-		for i := 0; i < w; i++ {
-			VMOVUPS(zr[i], Mem{Base: o, Disp: 64 * i})
-		}
-		ADDQ(U32(64*w), o)
-		ADDQ(U32(16*esize*w), v)
-		SUBQ(U8(16*w), n)
-		JMP(LabelRef(lbl))
-	}
-	chunk(8, "c8", "c4")
-	chunk(4, "c4", "c1")
-	chunk(1, "c1", "done")
 	Label("done")
 	VZEROUPPER()
 	RET()
@@ -256,13 +115,20 @@ func genDotsF16N(nq int) {
 	RET()
 }
 
-// genAxpysF16N emits axpysF16x<nq>: for qi < nq, y_qi += sum_r p_qi[r] *
-// row r of a binary16 cache (y_qi at y + qi*ldy bytes, p_qi at p + qi*ldp
-// bytes), in order of r with the operations of axpyF16AVX512, each row
-// converted once for all nq heads.
-func genAxpysF16N(nq int) {
-	name := fmt.Sprintf("axpysF16x%d", nq)
-	text(name, NOSPLIT, "func(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)")
+// genAxpysN emits name: for qi < nq, y_qi += sum_r p_qi[r] * row r of a
+// float32 or binary16 cache (y_qi at y + qi*ldy bytes, p_qi at p + qi*ldp
+// bytes), in order of r with the operations of axpyAVX512 / axpyF16AVX512
+// (bit-identical to per-row calls), holding up to 8 vectors of each y_qi (a
+// head of 128) in registers across the rows so that each row is read, and
+// converted, once for all nq heads. Attention uses them for the
+// probability-weighted sum of the values.
+func genAxpysN(name string, nq int, f16 bool) {
+	vt := "float32"
+	esize := 4
+	if f16 {
+		vt, esize = "uint16", 2
+	}
+	text(name, NOSPLIT, "func(y *float32, ldy int, p *float32, ldp int, v *"+vt+", ld int, n16 int, rows int)")
 	Doc(name + fmt.Sprintf(" adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < %d, r < rows, in order.", nq))
 	y := Load(Param("y"), GP64())
 	ldy := Load(Param("ldy"), GP64())
@@ -279,7 +145,7 @@ func genAxpysF16N(nq int) {
 	rows := Load(Param("rows"), GP64())
 	vp, rr, tmp := GP64(), GP64(), GP64()
 	w := 4
-	if nq == 2 {
+	if nq <= 2 {
 		w = 8
 	}
 	acc := func(i, u int) VecPhysical { return zr[i*w+u] }
@@ -303,13 +169,19 @@ func genAxpysF16N(nq int) {
 		Label(lbl + "row")
 		CMPQ(rr, rows)
 		JGE(LabelRef(lbl + "store"))
-		for u := 0; u < w; u++ {
-			VCVTPH2PS(Mem{Base: vp, Disp: 32 * u}, T[u])
+		if f16 {
+			for u := 0; u < w; u++ {
+				VCVTPH2PS(Mem{Base: vp, Disp: 32 * u}, T[u])
+			}
 		}
 		for i := 0; i < nq; i++ {
 			VBROADCASTSS(Mem{Base: pb[i], Index: rr, Scale: 4}, B[i])
 			for u := 0; u < w; u++ {
-				VFMADD231PS(T[u], B[i], acc(i, u))
+				if f16 {
+					VFMADD231PS(T[u], B[i], acc(i, u))
+				} else {
+					VFMADD231PS(Mem{Base: vp, Disp: 64 * u}, B[i], acc(i, u))
+				}
 			}
 		}
 		ADDQ(ld, vp)
@@ -326,7 +198,7 @@ func genAxpysF16N(nq int) {
 			}
 		}
 		ADDQ(U32(64*w), y)
-		ADDQ(U32(32*w), v)
+		ADDQ(U32(16*esize*w), v)
 		SUBQ(U8(16*w), n)
 		JMP(LabelRef(lbl))
 	}

@@ -11,6 +11,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/attr"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -33,11 +35,10 @@ func main() {
 	genDot()
 	genAxpy()
 	genDots()
-	genAxpys(false)
-	genAxpys(true)
-	for nq := 2; nq <= 4; nq++ {
+	genAxpysN("axpysF32x1", 1, false)
+	for nq := 1; nq <= 4; nq++ {
 		genDotsF16N(nq)
-		genAxpysF16N(nq)
+		genAxpysN(fmt.Sprintf("axpysF16x%d", nq), nq, true)
 	}
 	genDotF16()
 	genAxpyF16()
