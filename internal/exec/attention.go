@@ -91,9 +91,13 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 			}
 		}
 		// Per-worker state of the row and head being computed, for the span callbacks.
+		// keyFns and valFns are the span callbacks of head, groupKeys and groupVals
+		// those of groupHead.
 		work := make([]attnWorker, pool.Threads())
 		keyFns := make([]func(a, e, off, ld int), len(work))
 		valFns := make([]func(a, e, off, ld int), len(work))
+		groupKeys := make([]func(a, e, off, ld int), len(work))
+		groupVals := make([]func(a, e, off, ld int), len(work))
 		for w := range work {
 			c := &work[w]
 			keyFns[w] = func(a, e, off, ld int) {
@@ -110,63 +114,21 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 				}
 			}
 			valFns[w] = func(a, e, off, ld int) {
-				// runs of nonzero probabilities (masked keys add nothing, not even 0×v)
-				p := c.sc[a-c.first : e-c.first]
-				for j := 0; j < len(p); {
-					if p[j] == 0 {
-						j++
-						continue
-					}
-					r := j
-					for r < len(p) && p[r] != 0 {
-						r++
-					}
-					o := off + j*ld
+				// runs of visible keys: masked ones add nothing, not even 0×v
+				for j, r := c.nextRun(a, e); j < r; j, r = c.nextRun(r, e) {
+					p, o := c.sc[j-c.first:r-c.first], off+(j-a)*ld
 					switch {
 					case a >= pos && f16:
-						kernels.AxpysF16(c.o, p[j:r], cur16v[o:], ld)
+						kernels.AxpysF16(c.o, p, cur16v[o:], ld)
 					case a >= pos:
-						kernels.Axpys(c.o, p[j:r], vs[o:], ld)
+						kernels.Axpys(c.o, p, vs[o:], ld)
 					case f16:
-						kernels.AxpysF16(c.o, p[j:r], v16[o:], ld)
+						kernels.AxpysF16(c.o, p, v16[o:], ld)
 					default:
-						kernels.Axpys(c.o, p[j:r], v32[o:], ld)
+						kernels.Axpys(c.o, p, v32[o:], ld)
 					}
-					j = r
 				}
 			}
-		}
-		// toF16 rounds current row i of k and v to float16, as the cache will hold them.
-		toF16 := func(_, i int) {
-			kernels.F32ToF16(cur16k[i*Hkv*Dk:(i+1)*Hkv*Dk], ks[i*Hkv*Dk:(i+1)*Hkv*Dk])
-			kernels.F32ToF16(cur16v[i*Hkv*Dv:(i+1)*Hkv*Dv], vs[i*Hkv*Dv:(i+1)*Hkv*Dv])
-		}
-		// head computes query row i, head h: one item of the parallel loop.
-		head := func(w, item int) {
-			i, h := item/Hq, item%Hq
-			c := &work[w]
-			end := pos + i + 1 // positions [first, end) are visible to row i
-			c.first = first
-			c.sc = scores[w][:end-first]
-			mrow := mb[i*C : (i+1)*C]
-			lo := first // lowest absolute position inside the window
-			if window > 0 {
-				lo = max(lo, pos+i-window+1)
-			}
-			g := h / group
-			c.qv = qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
-			span(g, lo, end, Dk, keyFns[w])
-			finishScores(c.sc, first, lo, mrow, scale, softCap)
-			kernels.Softmax(c.sc)
-			c.o = os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
-			clear(c.o)
-			span(g, first, end, Dv, valFns[w])
-		}
-		// groupKeys and groupVals are the span callbacks of groupHead, per worker.
-		groupKeys := make([]func(a, e, off, ld int), len(work))
-		groupVals := make([]func(a, e, off, ld int), len(work))
-		for w := range work {
-			c := &work[w]
 			groupKeys[w] = func(a, e, off, ld int) {
 				k := k16
 				if a >= pos {
@@ -179,45 +141,47 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 				if a >= pos {
 					v = cur16v
 				}
-				// runs of visible keys: masked ones add nothing, not even 0×v
-				for j := a; j < e; {
-					if !c.visible(j) {
-						j++
-						continue
-					}
-					r := j
-					for r < e && c.visible(r) {
-						r++
-					}
+				for j, r := c.nextRun(a, e); j < r; j, r = c.nextRun(r, e) {
 					kernels.AxpysF16N(c.o, Dv, Dv, c.sc[j-c.first:], S, group, r-j, v[off+(j-a)*ld:], ld)
-					j = r
 				}
 			}
+		}
+		// toF16 rounds current row i of k and v to float16, as the cache will hold them.
+		toF16 := func(_, i int) {
+			kernels.F32ToF16(cur16k[i*Hkv*Dk:(i+1)*Hkv*Dk], ks[i*Hkv*Dk:(i+1)*Hkv*Dk])
+			kernels.F32ToF16(cur16v[i*Hkv*Dv:(i+1)*Hkv*Dv], vs[i*Hkv*Dv:(i+1)*Hkv*Dv])
+		}
+		// head computes query row i, head h: one item of the parallel loop.
+		head := func(w, item int) {
+			i, h := item/Hq, item%Hq
+			c := &work[w]
+			end := c.row(i, pos, first, window, mb[i*C:(i+1)*C])
+			c.sc = scores[w][:end-first]
+			c.qv = qs[i*Hq*Dk+h*Dk : i*Hq*Dk+(h+1)*Dk]
+			span(h/group, c.lo, end, Dk, keyFns[w])
+			finishScores(c.sc, first, c.lo, c.mrow, scale, softCap)
+			kernels.Softmax(c.sc)
+			c.o = os[i*Hq*Dv+h*Dv : i*Hq*Dv+(h+1)*Dv]
+			clear(c.o)
+			span(h/group, c.lo, end, Dv, valFns[w])
 		}
 		// groupHead computes query row i for the group heads of kv head g (f16 caches):
 		// the same arithmetic per head as head, with each key and value read once.
 		groupHead := func(w, item int) {
 			i, g := item/Hkv, item%Hkv
 			c := &work[w]
-			end := pos + i + 1
-			c.first = first
+			end := c.row(i, pos, first, window, mb[i*C:(i+1)*C])
 			c.sc = scores[w]
-			mrow := mb[i*C : (i+1)*C]
-			lo := first
-			if window > 0 {
-				lo = max(lo, pos+i-window+1)
-			}
-			c.lo, c.mrow = lo, mrow
 			c.qv = qs[i*Hq*Dk+g*group*Dk : i*Hq*Dk+(g+1)*group*Dk]
-			span(g, lo, end, Dk, groupKeys[w])
+			span(g, c.lo, end, Dk, groupKeys[w])
 			for hq := range group {
 				sc := c.sc[hq*S : hq*S+end-first]
-				finishScores(sc, first, lo, mrow, scale, softCap)
+				finishScores(sc, first, c.lo, c.mrow, scale, softCap)
 				kernels.Softmax(sc)
 			}
 			c.o = os[i*Hq*Dv+g*group*Dv : i*Hq*Dv+(g+1)*group*Dv]
 			clear(c.o)
-			span(g, lo, end, Dv, groupVals[w])
+			span(g, c.lo, end, Dv, groupVals[w])
 		}
 		return func(s *Step) error {
 			n, pos = min(s.n, rows), s.pos
@@ -242,16 +206,35 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (bi
 	}, nil
 }
 
-// attnWorker is one worker's state for the row and head(s) it is computing, read by
-// the span callbacks of the attention op.
+// attnWorker is one worker's state for the query row and head(s) it is computing,
+// read by the span callbacks of the attention op.
 type attnWorker struct {
 	sc, qv, o []float32
-	first, lo int
-	mrow      []byte // the mask row of the query row (groupHead)
+	first, lo int    // oldest position in the cache; lowest one inside the window
+	mrow      []byte // the query row's mask row
 }
 
-// visible reports whether the query row attends to absolute position a (groupHead).
-func (c *attnWorker) visible(a int) bool { return a >= c.lo && c.mrow[a] != 0 }
+// row prepares the worker for query row i of a step at pos and returns the end of the
+// positions it may see: [first, end), less those before the window and those masked.
+func (c *attnWorker) row(i, pos, first, window int, mrow []byte) (end int) {
+	c.first, c.lo, c.mrow = first, first, mrow
+	if window > 0 {
+		c.lo = max(first, pos+i-window+1)
+	}
+	return pos + i + 1
+}
+
+// nextRun returns the first run [j, r) of visible positions in [a, e) (j == r if none).
+func (c *attnWorker) nextRun(a, e int) (j, r int) {
+	for a < e && (a < c.lo || c.mrow[a] == 0) {
+		a++
+	}
+	r = a
+	for r < e && c.mrow[r] != 0 {
+		r++
+	}
+	return a, r
+}
 
 // finishScores turns the raw dot products sc of positions [first, first+len(sc)) into
 // attention logits: scaled (and soft-capped) where the row attends, -Inf before lo and
