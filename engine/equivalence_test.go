@@ -18,24 +18,7 @@ import (
 // with f16 caches the current rows are rounded to f16 before attention, as a later step
 // reads them back. Repeated runs, with 1 or 2 threads, are bit-identical too.
 func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
-	ref, _ := readRunc(t)
-	qwen, err := testckpt.Random("qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	qref, err := testckpt.Reference("qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name   string
-		fsys   fs.FS
-		tokens []int
-	}{
-		{"stories260K", models.Stories260K(), ref.InputIDs},
-		{"qwen3", qwen, qref.InputIDs},
-	}
-	for _, m := range cases {
+	for _, m := range equivalenceModels(t) {
 		for _, cache := range []program.DType{program.F32, program.F16} {
 			opts := export.Options{Context: 80, CacheDType: cache, PrefillLogits: program.LogitsAll}
 			fsys := exportFS(t, m.fsys, opts)
@@ -63,20 +46,7 @@ func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
 // the per-head path's bit for bit (stories260K and Qwen3 both have two query heads per
 // key/value head), for decode-only and prefill programs.
 func TestGroupedAttentionEqualsPerHead(t *testing.T) {
-	ref, _ := readRunc(t)
-	qwen, err := testckpt.Random("qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	qref, err := testckpt.Reference("qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []struct {
-		name   string
-		fsys   fs.FS
-		tokens []int
-	}{{"stories260K", models.Stories260K(), ref.InputIDs}, {"qwen3", qwen, qref.InputIDs}} {
+	for _, m := range equivalenceModels(t) {
 		for _, prefill := range []int{0, 7} {
 			opts := export.Options{Context: 80, Prefill: prefill, CacheDType: program.F16, PrefillLogits: program.LogitsAll}
 			data := exportFS(t, m.fsys, opts)
@@ -92,4 +62,26 @@ func TestGroupedAttentionEqualsPerHead(t *testing.T) {
 			}
 		}
 	}
+}
+
+type equivalenceModel struct {
+	name   string
+	fsys   fs.FS
+	tokens []int
+}
+
+// equivalenceModels are the checkpoints the equivalence tests run, with a prompt each:
+// stories260K with run.c's tokens and the random Qwen3 with llama.cpp's.
+func equivalenceModels(t *testing.T) []equivalenceModel {
+	t.Helper()
+	ref, _ := readRunc(t)
+	qwen, err := testckpt.Random("qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qref, err := testckpt.Reference("qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []equivalenceModel{{"stories260K", models.Stories260K(), ref.InputIDs}, {"qwen3", qwen, qref.InputIDs}}
 }
