@@ -43,8 +43,10 @@ type benchReport struct {
 	GenTokens    int       `json:"gen_tokens"`
 	Depth        int       `json:"depth"` // tokens in the cache before the measured prefill
 	Repeat       int       `json:"repeat"`
-	LoadS        float64   `json:"load_s"`        // opening and loading the program
-	FirstTokenS  float64   `json:"first_token_s"` // load plus the first one-token step (startup)
+	LoadS        float64   `json:"load_s"`          // opening and loading the program
+	FirstTokenS  float64   `json:"first_token_s"`   // load plus the first one-token step (startup)
+	HugeBytes    int64     `json:"huge_page_bytes"` // bytes of the program mapped in 2 MiB pages (0 where unknown)
+	Recached     bool      `json:"recached"`        // the load re-read a file cached in small pages (--load mmap)
 	PrefillTokS  float64   `json:"prefill_tok_s"`
 	DecodeTokS   float64   `json:"decode_tok_s"`
 	PrefillRuns  []float64 `json:"prefill_runs_tok_s"`
@@ -113,6 +115,9 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		Program: m.name, Weights: md.Source.Weights, ProgramBytes: m.File.Size(),
 		Threads: o.threads, Context: shape.Context, PrefillStep: shape.Prefill,
 		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Depth: o.depth, Repeat: o.repeat, LoadS: loadS,
+	}
+	if m.file != nil {
+		rep.HugeBytes, rep.Recached = m.file.HugeBytes(), m.file.Recached()
 	}
 	// Every measured decode step is appended, so prompt + gen positions are needed.
 	if need := o.depth + o.promptTokens + o.genTokens; need > shape.Context {
@@ -262,6 +267,13 @@ func printBench(w io.Writer, r benchReport) {
 		fmt.Fprintf(tw, "depth\t%d tokens in the cache before the prefill\n", r.Depth)
 	}
 	fmt.Fprintf(tw, "startup\tload %.3f s, first token at %.3f s\n", r.LoadS, r.FirstTokenS)
+	if r.ProgramBytes > 0 {
+		note := ""
+		if r.Recached {
+			note = " (re-read: the file was cached in small pages)"
+		}
+		fmt.Fprintf(tw, "memory	%.0f%% in 2 MiB pages%s\n", 100*float64(r.HugeBytes)/float64(r.ProgramBytes), note)
+	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%-8s  %7s  %12s  %21s\n", "test", "tokens", "median tok/s", "runs (tok/s)")
 	fmt.Fprintf(w, "%-8s  %7d  %12.2f  %21s\n", "prefill", r.PromptTokens, r.PrefillTokS, runList(r.PrefillRuns))

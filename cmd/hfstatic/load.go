@@ -24,6 +24,7 @@ type loaded struct {
 	*engine.Model
 	name    string
 	mapping io.Closer
+	file    *mmap.File // the program file's mapping; nil for the embedded model
 }
 
 func (l *loaded) Close() error {
@@ -64,13 +65,16 @@ func openProgramWith(ctx context.Context, path string, threads int, mode string)
 		}
 		return &loaded{Model: m, name: DefaultModelName}, nil
 	}
-	open := mmap.Open
+	var open func(string) (*mmap.File, error)
 	switch mode {
 	case "mmap":
+		open = mmap.Open
+	case "mmap-plain":
+		open = func(p string) (*mmap.File, error) { return mmap.OpenWith(p, mmap.Options{}) }
 	case "copy":
 		open = mmap.Load
 	default:
-		return nil, usagef("--load %q: want mmap or copy", mode)
+		return nil, usagef("--load %q: want mmap, mmap-plain or copy", mode)
 	}
 	f, err := open(path)
 	if err != nil {
@@ -81,7 +85,7 @@ func openProgramWith(ctx context.Context, path string, threads int, mode string)
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &loaded{Model: m, name: path, mapping: f}, nil
+	return &loaded{Model: m, name: path, mapping: f, file: f}, nil
 }
 
 // defaultProgram exports the embedded stories260K checkpoint.

@@ -46,7 +46,7 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&loadMode, "load", "mmap",
-		"how to bring a program into memory: mmap (zero-copy, fastest start) or copy (read into huge-page memory: faster memory-bound decode of large programs)")
+		"how to bring a program into memory: mmap (zero-copy, in 2 MiB pages where the kernel can: a large file cached in small pages is read again once), mmap-plain (zero-copy, the page cache as it is) or copy (read into huge-page memory)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())

@@ -13,10 +13,21 @@ var firstReadFile = flag.String("file", "", "BenchmarkFirstRead: the file to map
 
 // BenchmarkFirstRead maps a file and checksums it twice, as a program load verifies
 // its tensors. It reports the GB/s of the first pass over the new mapping and of the
-// second, for a file that was just written or for -file (a program exported earlier):
+// second, for a file that was just written or for -file (a program exported earlier),
+// mapped as the page cache holds it (mmap-plain) and in huge pages (mmap, Open; this
+// may re-read the file once, after which mmap-plain maps the same huge pages):
 //
 //	go test -run XXX -bench FirstRead ./internal/mmap -args -file X.hfs
 func BenchmarkFirstRead(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"mmap-plain", Options{}}, {"mmap", Options{HugePages: true}}} {
+		b.Run(mode.name, func(b *testing.B) { benchmarkFirstRead(b, mode.opts) })
+	}
+}
+
+func benchmarkFirstRead(b *testing.B, opts Options) {
 	path := *firstReadFile
 	if path == "" {
 		path = filepath.Join(b.TempDir(), "data")
@@ -35,7 +46,7 @@ func BenchmarkFirstRead(b *testing.B) {
 	tab := crc32.MakeTable(crc32.Castagnoli)
 	var first, second time.Duration
 	for b.Loop() {
-		f, err := Open(path)
+		f, err := OpenWith(path, opts)
 		if err != nil {
 			b.Fatal(err)
 		}

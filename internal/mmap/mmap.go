@@ -21,7 +21,18 @@ type File struct {
 	data   []byte // mapped (or, without mmap, read) contents; nil for an empty file
 	unmap  func([]byte) error
 	closed bool
+
+	huge     int64 // bytes mapped with huge pages
+	recached bool  // Open dropped the file's small cached pages and read it again
 }
+
+// HugeBytes returns how many bytes of the file are mapped with huge (2 MiB)
+// pages, as the kernel reported right after mapping (0 where unknown).
+func (f *File) HugeBytes() int64 { return f.huge }
+
+// Recached reports whether opening the file dropped its page cache and read it
+// again to get huge pages (see Options.HugePages).
+func (f *File) Recached() bool { return f.recached }
 
 // Bytes returns the file contents. The slice must not be written to and must
 // not be used after Close.

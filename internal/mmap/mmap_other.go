@@ -23,5 +23,11 @@ func Open(path string) (*File, error) {
 	return &File{data: data}, nil
 }
 
+// Options tune OpenWith (no effect on this platform).
+type Options struct{ HugePages bool }
+
+// OpenWith is Open on this platform.
+func OpenWith(path string, _ Options) (*File, error) { return Open(path) }
+
 // Load reads the file at path into memory, like Open on this platform.
 func Load(path string) (*File, error) { return Open(path) }

@@ -1,0 +1,22 @@
+//go:build unix && !linux
+
+package mmap
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapFile maps size bytes of fd read-only (huge pages are Linux-only here).
+func mapFile(fd *os.File, size int, huge bool) ([]byte, error) {
+	return unix.Mmap(int(fd.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+}
+
+func adviseHuge([]byte) {}
+
+func hugeAligned([]byte) bool { return false }
+
+func dropCache(*os.File, int64) error { return nil }
+
+func hugeMapped([]byte) int64 { return 0 }
