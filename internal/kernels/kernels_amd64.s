@@ -4179,6 +4179,71 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func rowStreamF32(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·rowStreamF32(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x02, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -256(BX), R8
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	VXORPS Z0, Z0, Z0
+	XORQ   R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	VMOVUPS     (CX)(R9*1), Z1
+	VMOVUPS     (AX)(R9*1), Z5
+	VMOVUPS     64(CX)(R9*1), Z2
+	VMOVUPS     64(AX)(R9*1), Z6
+	VMOVUPS     128(CX)(R9*1), Z3
+	VMOVUPS     128(AX)(R9*1), Z7
+	VMOVUPS     192(CX)(R9*1), Z4
+	VMOVUPS     192(AX)(R9*1), Z8
+	VFMADD231PS Z1, Z5, Z0
+	VFMADD231PS Z2, Z6, Z0
+	VFMADD231PS Z3, Z7, Z0
+	VFMADD231PS Z4, Z8, Z0
+	ADDQ        $0x00000100, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VMOVUPS     (CX)(R9*1), Z1
+	VMOVUPS     (AX)(R9*1), Z5
+	VFMADD231PS Z1, Z5, Z0
+	ADDQ        $0x00000040, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VADDSS        (SI), X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x04, SI
+	ADDQ          DX, CX
+	DECQ          DI
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
 // func tileF16_1x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·tileF16_1x1(SB), NOSPLIT, $0-56
@@ -7026,6 +7091,71 @@ reduce:
 	VADDSS        X31, X19, X19
 	VADDSS        16(AX), X19, X19
 	VMOVSS        X19, 16(AX)
+	VZEROUPPER
+	RET
+
+// func rowStreamF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·rowStreamF16(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -128(BX), R8
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	VXORPS Z0, Z0, Z0
+	XORQ   R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	VCVTPH2PS   (CX)(R9*1), Z1
+	VMOVUPS     (AX)(R9*2), Z5
+	VCVTPH2PS   32(CX)(R9*1), Z2
+	VMOVUPS     64(AX)(R9*2), Z6
+	VCVTPH2PS   64(CX)(R9*1), Z3
+	VMOVUPS     128(AX)(R9*2), Z7
+	VCVTPH2PS   96(CX)(R9*1), Z4
+	VMOVUPS     192(AX)(R9*2), Z8
+	VFMADD231PS Z1, Z5, Z0
+	VFMADD231PS Z2, Z6, Z0
+	VFMADD231PS Z3, Z7, Z0
+	VFMADD231PS Z4, Z8, Z0
+	ADDQ        $0x00000080, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(R9*1), Z1
+	VMOVUPS     (AX)(R9*2), Z5
+	VFMADD231PS Z1, Z5, Z0
+	ADDQ        $0x00000020, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VADDSS        (SI), X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x04, SI
+	ADDQ          DX, CX
+	DECQ          DI
+	JMP           row
+
+done:
 	VZEROUPPER
 	RET
 
@@ -9996,6 +10126,76 @@ reduce:
 	VADDSS        X31, X19, X19
 	VADDSS        16(AX), X19, X19
 	VMOVSS        X19, 16(AX)
+	VZEROUPPER
+	RET
+
+// func rowStreamBF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·rowStreamBF16(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -128(BX), R8
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	VXORPS Z0, Z0, Z0
+	XORQ   R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	VPMOVZXWD   (CX)(R9*1), Z1
+	VPSLLD      $0x10, Z1, Z1
+	VMOVUPS     (AX)(R9*2), Z5
+	VPMOVZXWD   32(CX)(R9*1), Z2
+	VPSLLD      $0x10, Z2, Z2
+	VMOVUPS     64(AX)(R9*2), Z6
+	VPMOVZXWD   64(CX)(R9*1), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VMOVUPS     128(AX)(R9*2), Z7
+	VPMOVZXWD   96(CX)(R9*1), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VMOVUPS     192(AX)(R9*2), Z8
+	VFMADD231PS Z1, Z5, Z0
+	VFMADD231PS Z2, Z6, Z0
+	VFMADD231PS Z3, Z7, Z0
+	VFMADD231PS Z4, Z8, Z0
+	ADDQ        $0x00000080, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VPMOVZXWD   (CX)(R9*1), Z1
+	VPSLLD      $0x10, Z1, Z1
+	VMOVUPS     (AX)(R9*2), Z5
+	VFMADD231PS Z1, Z5, Z0
+	ADDQ        $0x00000020, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VADDSS        (SI), X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x04, SI
+	ADDQ          DX, CX
+	DECQ          DI
+	JMP           row
+
+done:
 	VZEROUPPER
 	RET
 

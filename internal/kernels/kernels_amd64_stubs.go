@@ -184,6 +184,11 @@ func tileF32_4x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy
 //go:noescape
 func tileF32_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
+// rowStreamF32 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamF32(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
 // tileF16_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -284,6 +289,11 @@ func tileF16_4x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy
 //go:noescape
 func tileF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
+// rowStreamF16 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
 // tileBF16_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -383,6 +393,11 @@ func tileBF16_4x4(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ld
 //
 //go:noescape
 func tileBF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
+
+// rowStreamBF16 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamBF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
 // rowsQ8_1 computes block-quantized dot products (see genQRows).
 //

@@ -26,10 +26,14 @@ type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, l
 type tileSet struct {
 	m, n, lanes int
 	f           *[3][tileM][tileN]tileFunc
+	// rows, when set, computes a single input row's products (m = 1) one
+	// weight row after another with the tiles' arithmetic (rowStream*).
+	rows *[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 }
 
 var (
-	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles}
+	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles,
+		rows: &[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int){rowStreamF32, rowStreamF16, rowStreamBF16}}
 	tilesAVX2   = tileSet{m: 3, n: 3, lanes: 8, f: &[3][tileM][tileN]tileFunc{
 		{
 			{tileF32AVX2_1x1, tileF32AVX2_1x2, tileF32AVX2_1x3},
@@ -237,6 +241,10 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 // row equals the decode matrix-vector product bit for bit; measured end to end it
 // is also faster here than the packed outer-product GEMM (SmolLM2-135M f32
 // prefill 554 vs 360 tokens/s, Qwen3-0.6B 125 vs 92, 2 threads).
+// useRowStream selects the rowStream kernels for matrix-vector products
+// (benchmarks turn it off to compare with the tiles).
+var useRowStream = true
+
 func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4
@@ -247,6 +255,17 @@ func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, 
 		ti, esize = 2, 2
 	}
 	k16 := cols / ts.lanes * ts.lanes
+	if m == 1 && ts.rows != nil && useRowStream && k16 > 0 && n > 0 {
+		// A matrix-vector product is memory-bound: one sequential stream of
+		// weights reads faster than a tile's interleaved rows.
+		ts.rows[ti](&x[0], &w[0], ldw, k16, &y[0], n)
+		if k16 < cols {
+			for r := range n {
+				y[r] += tailDot(t, x[k16:cols], w[r*ldw+k16*esize:])
+			}
+		}
+		return
+	}
 	for jb := 0; jb < n; jb += panelRows {
 		jn := min(panelRows, n-jb)
 		if k16 > 0 {

@@ -321,3 +321,85 @@ func genPackTranspose() {
 	VZEROUPPER()
 	RET()
 }
+
+// genRowStream emits rowStream<wt>(x, w, ldw, k16, y, n): for r < n,
+// y[r] += sum_{c<k16} x[c] * w_r[c], where w_r starts r*ldw bytes after w.
+// The rows are read one after the other, each into one accumulator in
+// column order: the arithmetic of genTile's 1×nr tiles (so a decode
+// matrix-vector product still equals a prefill row bit for bit), with a
+// single sequential stream of weights, which the hardware prefetcher
+// follows better than the nr interleaved streams of a tile.
+func genRowStream(wt string) {
+	name := "rowStream" + wt
+	text(name, NOSPLIT, "func(x *float32, w *byte, ldw int, k16 int, y *float32, n int)")
+	Doc(name + " is the matrix-vector product of n weight rows read in sequence (see genRowStream).")
+	wsize := 4
+	if wt != "F32" {
+		wsize = 2
+	}
+	x := Load(Param("x"), GP64())
+	w := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	end := Load(Param("k16"), GP64())
+	if wsize == 4 {
+		SHLQ(U8(2), end)
+	} else {
+		SHLQ(U8(1), end)
+	}
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	end4 := GP64()
+	LEAQ(Mem{Base: end, Disp: -64 * wsize}, end4)
+	off := GP64()
+	xscale := uint8(4 / wsize)
+	acc := Z0
+	ws := zr[1:5]
+	xs := zr[5:9]
+	load := func(m Mem, dst VecPhysical) {
+		switch wt {
+		case "F32":
+			VMOVUPS(m, dst)
+		case "F16":
+			VCVTPH2PS(m, dst)
+		case "BF16":
+			VPMOVZXWD(m, dst)
+			VPSLLD(U8(16), dst, dst)
+		}
+	}
+	chunks := func(k int) {
+		for u := 0; u < k; u++ {
+			load(Mem{Base: w, Index: off, Scale: 1, Disp: u * 16 * wsize}, ws[u])
+			VMOVUPS(Mem{Base: x, Index: off, Scale: xscale, Disp: u * 64}, xs[u])
+		}
+		for u := 0; u < k; u++ {
+			VFMADD231PS(ws[u], xs[u], acc)
+		}
+		ADDQ(U32(k*16*wsize), off)
+	}
+	Label("row")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	VXORPS(acc, acc, acc)
+	XORQ(off, off)
+	Label("loop4")
+	CMPQ(off, end4)
+	JG(LabelRef("loop1"))
+	chunks(4)
+	JMP(LabelRef("loop4"))
+	Label("loop1")
+	CMPQ(off, end)
+	JGE(LabelRef("reduce"))
+	chunks(1)
+	JMP(LabelRef("loop1"))
+	Label("reduce")
+	hsum(acc, Z31)
+	VADDSS(Mem{Base: y}, acc.AsX(), acc.AsX())
+	VMOVSS(acc.AsX(), Mem{Base: y})
+	ADDQ(U8(4), y)
+	ADDQ(ldw, w)
+	DECQ(n)
+	JMP(LabelRef("row"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}

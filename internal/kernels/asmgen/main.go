@@ -49,6 +49,7 @@ func main() {
 				genTile(wt, mr, nr)
 			}
 		}
+		genRowStream(wt)
 	}
 	for nr := 1; nr <= 4; nr++ {
 		genQRows("Q8", nr)

@@ -1,0 +1,88 @@
+package kernels
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+var sweepBytes = flag.Int("sweep-bytes", 1<<30, "BenchmarkMatVecSweep: bytes of weights swept per pass")
+
+// hugeAlloc returns n bytes of anonymous memory advised for 2 MiB pages, as a
+// program mapped by internal/mmap is.
+func hugeAlloc(tb testing.TB, n int) []byte {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	tb.Cleanup(func() { unix.Munmap(b) })
+	return b
+}
+
+// BenchmarkMatVecSweep is a decode step's memory traffic: matrix-vector products
+// over -sweep-bytes of float32 weights (far more than the caches), one matrix after
+// the other, each as wide as a Qwen3-0.6B projection. It reports the GB/s of weights
+// streamed, per float tile width (nr, the weight rows one kernel call reads at once)
+// on one thread, and for MatMul on 1 and 2 threads.
+func BenchmarkMatVecSweep(b *testing.B) {
+	const rows, cols = 3072, 1024
+	rb := F32.RowBytes(cols)
+	nmat := max(*sweepBytes/(rows*rb), 1)
+	data := hugeAlloc(b, nmat*rows*rb)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < len(data); i += 4 {
+		data[i+1] = byte(rng.Uint32()) // small random floats: only mantissa bytes set
+	}
+	x, y := randVec(rng, cols), make([]float32, rows)
+	mats := make([]Matrix, nmat)
+	for i := range mats {
+		mats[i] = Matrix{Type: F32, Rows: rows, Cols: cols, Data: data[i*rows*rb : (i+1)*rows*rb]}
+	}
+	if useAVX512 {
+		for nr := 1; nr <= tileN; nr++ {
+			b.Run(fmt.Sprintf("tile=1x%d", nr), func(b *testing.B) {
+				ts := tilesAVX512
+				ts.n, ts.rows = nr, nil
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					for _, w := range mats {
+						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+					}
+				}
+			})
+		}
+	}
+	if useAVX512 {
+		b.Run("rowStream", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				for _, w := range mats {
+					floatTiles(tilesAVX512, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+				}
+			}
+		})
+	}
+	for _, c := range []struct {
+		name    string
+		threads int
+		stream  bool
+	}{{"MatMul/threads=1", 1, true}, {"MatMul-tiles/threads=1", 1, false}, {"MatMul/threads=2", 2, true}, {"MatMul-tiles/threads=2", 2, false}} {
+		threads := c.threads
+		b.Run(c.name, func(b *testing.B) {
+			defer func(old bool) { useRowStream = old }(useRowStream)
+			useRowStream = c.stream
+			p := NewPool(threads)
+			defer p.Close()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				for _, w := range mats {
+					p.MatMul(y, x, 1, w, nil)
+				}
+			}
+		})
+	}
+}
