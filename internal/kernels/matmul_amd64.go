@@ -137,38 +137,61 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	cols := j.w.Cols
 	nbp := (nb + 15) &^ 15
 	ld := nbp * BlockSize
-	x := j.x
 	if cols != ld {
 		p.xpad = growFloats(p.xpad, j.m*ld)
-		for i := range j.m {
-			row := p.xpad[i*ld : (i+1)*ld]
-			copy(row, j.x[i*cols:(i+1)*cols])
-			clear(row[cols:])
-		}
-		x = p.xpad
 	}
 	if cap(p.xq8) < j.m*ld {
 		p.xq8 = make([]byte, j.m*ld)
 	}
+	if j.m >= tileM && cap(p.xq8t) < j.m*ld {
+		p.xq8t = make([]byte, j.m*ld)
+	}
 	p.dx = growFloats(p.dx, j.m*nbp)
 	p.xsum = growFloats(p.xsum, j.m*nbp)
 	j.xq8, j.dx, j.xs, j.nbp = p.xq8[:j.m*ld], p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
-	// The matrix product (m >= tileM) takes both weight types' activations
-	// in the q8 layout, transposed.
-	q8Layout := j.w.Type == Q8 || j.m >= tileM
-	for i := range j.m {
-		if q8Layout {
-			quantizeXQ8(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
-		} else {
-			quantizeXQ4(&x[i*ld], nbp, &j.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+	if p.prepRow == nil {
+		p.prepRow = p.prepareRowVNNI
+	}
+	if j.m >= tileM && p.threads > 1 && !p.closed.Load() {
+		// A prefill's rows are independent: prepare them on every thread,
+		// in about two runs of rows per thread.
+		per := (j.m + 2*p.threads - 1) / (2 * p.threads)
+		p.forFn, p.forN, p.forPer = p.prepRow, j.m, per
+		p.runJob((j.m + per - 1) / per)
+		p.forFn = nil
+	} else {
+		for i := range j.m {
+			p.prepareRowVNNI(0, i)
 		}
 	}
 	if j.m >= tileM {
-		if cap(p.xq8t) < j.m*ld {
-			p.xq8t = make([]byte, j.m*ld)
-		}
 		j.xq8 = p.xq8t[:j.m*ld]
-		transposeXQ8(j.xq8, p.xq8[:j.m*ld])
+	}
+}
+
+// prepareRowVNNI quantizes input row i of the current job (p.job, readied
+// by prepareVNNI) and, for the matrix product, transposes it.
+func (p *Pool) prepareRowVNNI(_, i int) {
+	j := &p.job
+	cols, nbp := j.w.Cols, j.nbp
+	ld := nbp * BlockSize
+	x := j.x[i*cols : (i+1)*cols]
+	if cols != ld {
+		row := p.xpad[i*ld : (i+1)*ld]
+		copy(row, x)
+		clear(row[cols:])
+		x = row
+	}
+	q := p.xq8[i*ld : (i+1)*ld]
+	// The matrix product (m >= tileM) takes both weight types' activations
+	// in the q8 layout, transposed.
+	if j.w.Type == Q8 || j.m >= tileM {
+		quantizeXQ8(&x[0], nbp, &q[0], &j.dx[i*nbp], &j.xs[i*nbp])
+	} else {
+		quantizeXQ4(&x[0], nbp, &q[0], &j.dx[i*nbp], &j.xs[i*nbp])
+	}
+	if j.m >= tileM {
+		transposeXQ8(p.xq8t[i*ld:(i+1)*ld], q)
 	}
 }
 
