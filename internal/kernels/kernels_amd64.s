@@ -14298,6 +14298,770 @@ done:
 	VZEROUPPER
 	RET
 
+// func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·quantizeXQ8T(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), AX
+	MOVQ         nb+8(FP), CX
+	MOVQ         xq+16(FP), DX
+	MOVQ         dx+24(FP), BX
+	MOVQ         xqs+32(FP), SI
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z15
+	MOVL         $0x3c010204, DI
+	VMOVD        DI, X14
+	MOVL         $0x42fe0000, DI
+	VMOVD        DI, X13
+	MOVL         $0x0da24260, DI
+	VMOVD        DI, X12
+
+loop:
+	TESTQ         CX, CX
+	JZ            done
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, (DX)
+	VPEXTRD       $0x01, X7, 64(DX)
+	VPEXTRD       $0x02, X7, 128(DX)
+	VPEXTRD       $0x03, X7, 192(DX)
+	VMOVD         X8, 256(DX)
+	VPEXTRD       $0x01, X8, 320(DX)
+	VPEXTRD       $0x02, X8, 384(DX)
+	VPEXTRD       $0x03, X8, 448(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 4(DX)
+	VPEXTRD       $0x01, X7, 68(DX)
+	VPEXTRD       $0x02, X7, 132(DX)
+	VPEXTRD       $0x03, X7, 196(DX)
+	VMOVD         X8, 260(DX)
+	VPEXTRD       $0x01, X8, 324(DX)
+	VPEXTRD       $0x02, X8, 388(DX)
+	VPEXTRD       $0x03, X8, 452(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 8(DX)
+	VPEXTRD       $0x01, X7, 72(DX)
+	VPEXTRD       $0x02, X7, 136(DX)
+	VPEXTRD       $0x03, X7, 200(DX)
+	VMOVD         X8, 264(DX)
+	VPEXTRD       $0x01, X8, 328(DX)
+	VPEXTRD       $0x02, X8, 392(DX)
+	VPEXTRD       $0x03, X8, 456(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 12(DX)
+	VPEXTRD       $0x01, X7, 76(DX)
+	VPEXTRD       $0x02, X7, 140(DX)
+	VPEXTRD       $0x03, X7, 204(DX)
+	VMOVD         X8, 268(DX)
+	VPEXTRD       $0x01, X8, 332(DX)
+	VPEXTRD       $0x02, X8, 396(DX)
+	VPEXTRD       $0x03, X8, 460(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 16(DX)
+	VPEXTRD       $0x01, X7, 80(DX)
+	VPEXTRD       $0x02, X7, 144(DX)
+	VPEXTRD       $0x03, X7, 208(DX)
+	VMOVD         X8, 272(DX)
+	VPEXTRD       $0x01, X8, 336(DX)
+	VPEXTRD       $0x02, X8, 400(DX)
+	VPEXTRD       $0x03, X8, 464(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 20(DX)
+	VPEXTRD       $0x01, X7, 84(DX)
+	VPEXTRD       $0x02, X7, 148(DX)
+	VPEXTRD       $0x03, X7, 212(DX)
+	VMOVD         X8, 276(DX)
+	VPEXTRD       $0x01, X8, 340(DX)
+	VPEXTRD       $0x02, X8, 404(DX)
+	VPEXTRD       $0x03, X8, 468(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 24(DX)
+	VPEXTRD       $0x01, X7, 88(DX)
+	VPEXTRD       $0x02, X7, 152(DX)
+	VPEXTRD       $0x03, X7, 216(DX)
+	VMOVD         X8, 280(DX)
+	VPEXTRD       $0x01, X8, 344(DX)
+	VPEXTRD       $0x02, X8, 408(DX)
+	VPEXTRD       $0x03, X8, 472(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 28(DX)
+	VPEXTRD       $0x01, X7, 92(DX)
+	VPEXTRD       $0x02, X7, 156(DX)
+	VPEXTRD       $0x03, X7, 220(DX)
+	VMOVD         X8, 284(DX)
+	VPEXTRD       $0x01, X8, 348(DX)
+	VPEXTRD       $0x02, X8, 412(DX)
+	VPEXTRD       $0x03, X8, 476(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 32(DX)
+	VPEXTRD       $0x01, X7, 96(DX)
+	VPEXTRD       $0x02, X7, 160(DX)
+	VPEXTRD       $0x03, X7, 224(DX)
+	VMOVD         X8, 288(DX)
+	VPEXTRD       $0x01, X8, 352(DX)
+	VPEXTRD       $0x02, X8, 416(DX)
+	VPEXTRD       $0x03, X8, 480(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 36(DX)
+	VPEXTRD       $0x01, X7, 100(DX)
+	VPEXTRD       $0x02, X7, 164(DX)
+	VPEXTRD       $0x03, X7, 228(DX)
+	VMOVD         X8, 292(DX)
+	VPEXTRD       $0x01, X8, 356(DX)
+	VPEXTRD       $0x02, X8, 420(DX)
+	VPEXTRD       $0x03, X8, 484(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 40(DX)
+	VPEXTRD       $0x01, X7, 104(DX)
+	VPEXTRD       $0x02, X7, 168(DX)
+	VPEXTRD       $0x03, X7, 232(DX)
+	VMOVD         X8, 296(DX)
+	VPEXTRD       $0x01, X8, 360(DX)
+	VPEXTRD       $0x02, X8, 424(DX)
+	VPEXTRD       $0x03, X8, 488(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 44(DX)
+	VPEXTRD       $0x01, X7, 108(DX)
+	VPEXTRD       $0x02, X7, 172(DX)
+	VPEXTRD       $0x03, X7, 236(DX)
+	VMOVD         X8, 300(DX)
+	VPEXTRD       $0x01, X8, 364(DX)
+	VPEXTRD       $0x02, X8, 428(DX)
+	VPEXTRD       $0x03, X8, 492(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 48(DX)
+	VPEXTRD       $0x01, X7, 112(DX)
+	VPEXTRD       $0x02, X7, 176(DX)
+	VPEXTRD       $0x03, X7, 240(DX)
+	VMOVD         X8, 304(DX)
+	VPEXTRD       $0x01, X8, 368(DX)
+	VPEXTRD       $0x02, X8, 432(DX)
+	VPEXTRD       $0x03, X8, 496(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 52(DX)
+	VPEXTRD       $0x01, X7, 116(DX)
+	VPEXTRD       $0x02, X7, 180(DX)
+	VPEXTRD       $0x03, X7, 244(DX)
+	VMOVD         X8, 308(DX)
+	VPEXTRD       $0x01, X8, 372(DX)
+	VPEXTRD       $0x02, X8, 436(DX)
+	VPEXTRD       $0x03, X8, 500(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 56(DX)
+	VPEXTRD       $0x01, X7, 120(DX)
+	VPEXTRD       $0x02, X7, 184(DX)
+	VPEXTRD       $0x03, X7, 248(DX)
+	VMOVD         X8, 312(DX)
+	VPEXTRD       $0x01, X8, 376(DX)
+	VPEXTRD       $0x02, X8, 440(DX)
+	VPEXTRD       $0x03, X8, 504(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 60(DX)
+	VPEXTRD       $0x01, X7, 124(DX)
+	VPEXTRD       $0x02, X7, 188(DX)
+	VPEXTRD       $0x03, X7, 252(DX)
+	VMOVD         X8, 316(DX)
+	VPEXTRD       $0x01, X8, 380(DX)
+	VPEXTRD       $0x02, X8, 444(DX)
+	VPEXTRD       $0x03, X8, 508(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	ADDQ          $0x00000200, DX
+	SUBQ          $0x10, CX
+	JMP           loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func bgemm_1(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·bgemm_1(SB), NOSPLIT, $0-44

@@ -459,6 +459,11 @@ func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 //go:noescape
 func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 
+// quantizeXQ8T is quantizeXQ8 writing the layout of transposeXQ8 (nb a multiple of 16).
+//
+//go:noescape
+func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+
 // bgemm_1 is the broadcast GEMM micro-kernel (see genBGEMM).
 //
 //go:noescape

@@ -5,7 +5,6 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 )
 
 // Shapes of the matrix-vector kernels (m < tileM): register tiles of up to
@@ -140,7 +139,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	if cols != ld {
 		p.xpad = growFloats(p.xpad, j.m*ld)
 	}
-	if cap(p.xq8) < j.m*ld {
+	if j.m < tileM && cap(p.xq8) < j.m*ld {
 		p.xq8 = make([]byte, j.m*ld)
 	}
 	if j.m >= tileM && cap(p.xq8t) < j.m*ld {
@@ -148,7 +147,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	}
 	p.dx = growFloats(p.dx, j.m*nbp)
 	p.xsum = growFloats(p.xsum, j.m*nbp)
-	j.xq8, j.dx, j.xs, j.nbp = p.xq8[:j.m*ld], p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
+	j.dx, j.xs, j.nbp = p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
 	if p.prepRow == nil {
 		p.prepRow = p.prepareRowVNNI
 	}
@@ -166,6 +165,8 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	}
 	if j.m >= tileM {
 		j.xq8 = p.xq8t[:j.m*ld]
+	} else {
+		j.xq8 = p.xq8[:j.m*ld]
 	}
 }
 
@@ -182,32 +183,15 @@ func (p *Pool) prepareRowVNNI(_, i int) {
 		clear(row[cols:])
 		x = row
 	}
-	q := p.xq8[i*ld : (i+1)*ld]
 	// The matrix product (m >= tileM) takes both weight types' activations
-	// in the q8 layout, transposed.
-	if j.w.Type == Q8 || j.m >= tileM {
-		quantizeXQ8(&x[0], nbp, &q[0], &j.dx[i*nbp], &j.xs[i*nbp])
-	} else {
-		quantizeXQ4(&x[0], nbp, &q[0], &j.dx[i*nbp], &j.xs[i*nbp])
-	}
-	if j.m >= tileM {
-		transposeXQ8(p.xq8t[i*ld:(i+1)*ld], q)
-	}
-}
-
-// transposeXQ8 rearranges q8-quantized activations (whole groups of 16
-// blocks) for vnniTileQ8: in each group, vector k (64 bytes) holds bytes
-// 4k..4k+3 of block b at bytes 4b..4b+3.
-func transposeXQ8(dst, src []byte) {
-	s := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(src))), len(src)/4)
-	d := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)/4)
-	for g := 0; g+128 <= len(s); g += 128 {
-		sg, dg := s[g:g+128:g+128], d[g:g+128:g+128]
-		for b := range 16 {
-			for k := range 8 {
-				dg[k*16+b] = sg[b*8+k]
-			}
-		}
+	// in the q8 layout, transposed (written so directly).
+	switch {
+	case j.m >= tileM:
+		quantizeXQ8T(&x[0], nbp, &p.xq8t[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+	case j.w.Type == Q8:
+		quantizeXQ8(&x[0], nbp, &p.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
+	default:
+		quantizeXQ4(&x[0], nbp, &p.xq8[i*ld], &j.dx[i*nbp], &j.xs[i*nbp])
 	}
 }
 

@@ -3,9 +3,12 @@
 package kernels
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"unsafe"
 )
 
 // emulateVNNIRow is the exact arithmetic of the VNNI matrix-vector path:
@@ -103,5 +106,49 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 			}
 		}
 		p.Close()
+	}
+}
+
+// transposeXQ8 is the reference for quantizeXQ8T: it rearranges q8-quantized activations (whole groups of 16
+// blocks) for vnniTileQ8: in each group, vector k (64 bytes) holds bytes
+// 4k..4k+3 of block b at bytes 4b..4b+3.
+func transposeXQ8(dst, src []byte) {
+	s := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(src))), len(src)/4)
+	d := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)/4)
+	for g := 0; g+128 <= len(s); g += 128 {
+		sg, dg := s[g:g+128:g+128], d[g:g+128:g+128]
+		for b := range 16 {
+			for k := range 8 {
+				dg[k*16+b] = sg[b*8+k]
+			}
+		}
+	}
+}
+
+// quantizeXQ8T writes what quantizeXQ8 then transposeXQ8 write, scales and sums included.
+func TestQuantizeXQ8TEqualsQuantizeThenTranspose(t *testing.T) {
+	if !useVNNI {
+		t.Skip("needs AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, nb := range []int{16, 32, 48} {
+		x := randVec(rng, nb*BlockSize)
+		x[3] = 0
+		for i := 40; i < 72 && i < len(x); i++ {
+			x[i] = 0 // an all-zero block
+		}
+		q, want := make([]byte, nb*BlockSize), make([]byte, nb*BlockSize)
+		dx, xs := make([]float32, nb), make([]float32, nb)
+		quantizeXQ8(&x[0], nb, &q[0], &dx[0], &xs[0])
+		transposeXQ8(want, q)
+		got := make([]byte, nb*BlockSize)
+		dx2, xs2 := make([]float32, nb), make([]float32, nb)
+		quantizeXQ8T(&x[0], nb, &got[0], &dx2[0], &xs2[0])
+		if !bytes.Equal(got, want) {
+			t.Errorf("nb %d: quantizeXQ8T bytes differ from quantizeXQ8 + transposeXQ8", nb)
+		}
+		if !slices.Equal(dx, dx2) || !slices.Equal(xs, xs2) {
+			t.Errorf("nb %d: scales or sums differ", nb)
+		}
 	}
 }

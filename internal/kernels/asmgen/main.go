@@ -57,8 +57,9 @@ func main() {
 	}
 	genDequant("Q8")
 	genDequant("Q4")
-	genQuantizeX("Q8")
-	genQuantizeX("Q4")
+	genQuantizeX("Q8", false)
+	genQuantizeX("Q4", false)
+	genQuantizeX("Q8", true)
 	for mr := 1; mr <= bgemmMR; mr++ {
 		genBGEMM(mr)
 	}

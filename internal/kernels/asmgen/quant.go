@@ -219,10 +219,17 @@ func genDequant(q string) {
 // float32. Q8 stores each block's 32 bytes in order; Q4 stores groups of
 // four blocks as 64 bytes of first halves then 64 bytes of second halves,
 // matching the nibble order of q4 weights.
-func genQuantizeX(q string) {
+func genQuantizeX(q string, transposed bool) {
 	name := "quantizeX" + q
+	if transposed {
+		name += "T"
+	}
 	text(name, NOSPLIT, "func(x *float32, nb int, xq *byte, dx *float32, xqs *float32)")
-	Doc(name + " quantizes activations per block for the VNNI kernels (see genQuantizeX).")
+	if transposed {
+		Doc(name + " is quantizeXQ8 writing the layout of transposeXQ8 (nb a multiple of 16).")
+	} else {
+		Doc(name + " quantizes activations per block for the VNNI kernels (see genQuantizeX).")
+	}
 	x := Load(Param("x"), GP64())
 	nb := Load(Param("nb"), GP64())
 	xq := Load(Param("xq"), GP64())
@@ -237,7 +244,7 @@ func genQuantizeX(q string) {
 	VMOVD(t, X13)
 	MOVL(U32(0x0da24260), t) // 1e-30
 	VMOVD(t, X12)
-	block := func(lo, hi Mem) {
+	block := func(store func()) {
 		VMOVUPS(Mem{Base: x}, Z0)
 		VMOVUPS(Mem{Base: x, Disp: 64}, Z1)
 		VANDPS(Z15, Z0, Z2)
@@ -260,8 +267,7 @@ func genQuantizeX(q string) {
 		VMULPS(Z6, Z1, Z1)
 		VCVTPS2DQ(Z0, Z0)
 		VCVTPS2DQ(Z1, Z1)
-		VPMOVSDB(Z0, lo)
-		VPMOVSDB(Z1, hi)
+		store()
 		VPADDD(Z1, Z0, Z0)
 		VEXTRACTI32X8(U8(1), Z0, Y1)
 		VPADDD(Y1, Y0, Y0)
@@ -280,11 +286,45 @@ func genQuantizeX(q string) {
 	Label("loop")
 	TESTQ(nb, nb)
 	JZ(LabelRef("done"))
+	store := func(lo, hi Mem) func() {
+		return func() {
+			VPMOVSDB(Z0, lo)
+			VPMOVSDB(Z1, hi)
+		}
+	}
+	if transposed {
+		// Block b of a group of 16: its dword k goes to bytes 64k+4b.
+		for b := 0; b < 16; b++ {
+			block(func() {
+				VPMOVSDB(Z0, X7)
+				VPMOVSDB(Z1, X8)
+				for k := 0; k < 8; k++ {
+					src := X7
+					if k >= 4 {
+						src = X8
+					}
+					m := Mem{Base: xq, Disp: 64*k + 4*b}
+					if k%4 == 0 {
+						VMOVD(src, m)
+					} else {
+						VPEXTRD(U8(k%4), src, m)
+					}
+				}
+			})
+		}
+		ADDQ(U32(512), xq)
+		SUBQ(U8(16), nb)
+		JMP(LabelRef("loop"))
+		Label("done")
+		VZEROUPPER()
+		RET()
+		return
+	}
 	for k := 0; k < 4; k++ {
 		if q == "Q8" {
-			block(Mem{Base: xq, Disp: 32 * k}, Mem{Base: xq, Disp: 32*k + 16})
+			block(store(Mem{Base: xq, Disp: 32 * k}, Mem{Base: xq, Disp: 32*k + 16}))
 		} else {
-			block(Mem{Base: xq, Disp: 16 * k}, Mem{Base: xq, Disp: 64 + 16*k})
+			block(store(Mem{Base: xq, Disp: 16 * k}, Mem{Base: xq, Disp: 64 + 16*k}))
 		}
 	}
 	ADDQ(U32(128), xq)
