@@ -47,7 +47,7 @@ type Pool struct {
 	// prepRow prepares row i of a matrix product's input (set once: a
 	// method value, so that parallel preparation allocates nothing).
 	prepRow func(worker, i int)
-	gen    uint32 // generation of the current job, caller-owned
+	gen     uint32 // generation of the current job, caller-owned
 	// claim packs the job generation (bits 32-63), its chunk count (bits
 	// 16-31) and the next unclaimed chunk (bits 0-15).
 	claim atomic.Uint64
