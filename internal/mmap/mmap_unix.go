@@ -66,9 +66,7 @@ func OpenWith(path string, opts Options) (*File, error) {
 	// pages that are dirty or mapped elsewhere) and map it again, read afresh.
 	unix.Munmap(data)
 	f.data = nil
-	if err := dropCache(fd, size); err != nil {
-		return nil, fmt.Errorf("mmap: %s: %w", path, err)
-	}
+	_ = dropCache(fd, size) // advisory: where it fails, the file is mapped again as it is
 	if f.data, err = mapFile(fd, int(size), true); err != nil {
 		return nil, fmt.Errorf("mmap: map %s: %w", path, err)
 	}
