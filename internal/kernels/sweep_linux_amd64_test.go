@@ -27,7 +27,8 @@ func hugeAlloc(tb testing.TB, n int) []byte {
 // over -sweep-bytes of float32 weights (far more than the caches), one matrix after
 // the other, each as wide as a Qwen3-0.6B projection. It reports the GB/s of weights
 // streamed, per float tile width (nr, the weight rows one kernel call reads at once)
-// on one thread, and for MatMul on 1 and 2 threads.
+// on one thread, for MatMul on 1 and 2 threads, and for q8 and q4 weights of the same
+// shapes (as many matrices, fewer bytes).
 func BenchmarkMatVecSweep(b *testing.B) {
 	const rows, cols = 3072, 1024
 	rb := F32.RowBytes(cols)
@@ -84,5 +85,30 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				}
 			}
 		})
+	}
+	// The quantized matrix-vector kernels over the same number of weights.
+	for _, typ := range []WeightType{Q8, Q4} {
+		qrb := typ.RowBytes(cols)
+		qdata := hugeAlloc(b, nmat*rows*qrb)
+		src := randVec(rng, rows*cols)
+		if err := Quantize(typ, qdata[:rows*qrb], src, rows, cols); err != nil {
+			b.Fatal(err)
+		}
+		for i := 1; i < nmat; i++ {
+			copy(qdata[i*rows*qrb:], qdata[:rows*qrb])
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("MatMul-%v/threads=%d", typ, threads), func(b *testing.B) {
+				p := NewPool(threads)
+				defer p.Close()
+				b.SetBytes(int64(len(qdata)))
+				for b.Loop() {
+					for i := range nmat {
+						w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: qdata[i*rows*qrb : (i+1)*rows*qrb]}
+						p.MatMul(y, x, 1, w, nil)
+					}
+				}
+			})
+		}
 	}
 }
