@@ -255,7 +255,14 @@ func scale(x []float32, s float32) {
 }
 
 func softCap(x []float32, cap float32) { softCapGeneric(x, cap) }
-func rope(x1, x2, cos, sin []float32)  { ropeGeneric(x1, x2, cos, sin) }
+
+func rope(x1, x2, cos, sin []float32) {
+	n16 := vecLen(len(x1))
+	if n16 > 0 {
+		ropeAVX512(&x1[0], &x2[0], &cos[0], &sin[0], n16)
+	}
+	ropeGeneric(x1[n16:], x2[n16:], cos[n16:], sin[n16:])
+}
 
 func dequantizeRow(t WeightType, row []byte, dst []float32) {
 	if !useAVX512 && !useAVX2 {

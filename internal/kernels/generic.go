@@ -134,8 +134,9 @@ func ropeGeneric(x1, x2, cos, sin []float32) {
 	x2, cos, sin = x2[:len(x1)], cos[:len(x1)], sin[:len(x1)]
 	for i, a := range x1 {
 		b := x2[i]
-		x1[i] = a*cos[i] - b*sin[i]
-		x2[i] = b*cos[i] + a*sin[i]
+		// The conversions round each product (no fused multiply-add), as ropeAVX512 does.
+		x1[i] = float32(a*cos[i]) - float32(b*sin[i])
+		x2[i] = float32(b*cos[i]) + float32(a*sin[i])
 	}
 }
 

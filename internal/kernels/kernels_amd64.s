@@ -16871,6 +16871,41 @@ done:
 	VZEROUPPER
 	RET
 
+// func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
+// Requires: AVX, AVX512F
+TEXT ·ropeAVX512(SB), NOSPLIT, $0-40
+	MOVQ x1+0(FP), AX
+	MOVQ x2+8(FP), CX
+	MOVQ cos+16(FP), DX
+	MOVQ sin+24(FP), BX
+	MOVQ n16+32(FP), SI
+
+loop:
+	TESTQ   SI, SI
+	JZ      done
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS (BX), Z3
+	VMULPS  Z2, Z0, Z4
+	VMULPS  Z3, Z1, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z2, Z1, Z6
+	VMULPS  Z3, Z0, Z7
+	VADDPS  Z7, Z6, Z6
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z6, (CX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, BX
+	SUBQ    $0x10, SI
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func dotAVX2(a *float32, b *float32, n8 int) float32
 // Requires: AVX, FMA3, SSE
 TEXT ·dotAVX2(SB), NOSPLIT, $0-28

@@ -564,6 +564,11 @@ func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
 //go:noescape
 func addAVX512(dst *float32, a *float32, b *float32, n16 int)
 
+// ropeAVX512 rotates n16 pairs (x1[i], x2[i]) by the angles of cos and sin (see genRoPE).
+//
+//go:noescape
+func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
+
 // dotAVX2 returns the dot product of the first n8 values (a multiple of 8).
 //
 //go:noescape

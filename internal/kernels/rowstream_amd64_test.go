@@ -36,3 +36,22 @@ func TestRowStreamEqualsTilesBitForBit(t *testing.T) {
 		}
 	}
 }
+
+// ropeAVX512 rounds like ropeGeneric: bit-identical rotations, tails included.
+func TestRoPEAVX512EqualsGenericBitForBit(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("needs AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, h := range []int{16, 32, 40, 64, 100} {
+		x1, x2, c, s := randVec(rng, h), randVec(rng, h), randVec(rng, h), randVec(rng, h)
+		a1, a2 := append([]float32(nil), x1...), append([]float32(nil), x2...)
+		rope(x1, x2, c, s)
+		ropeGeneric(a1, a2, c, s)
+		for i := range h {
+			if math.Float32bits(x1[i]) != math.Float32bits(a1[i]) || math.Float32bits(x2[i]) != math.Float32bits(a2[i]) {
+				t.Fatalf("h %d [%d]: (%g, %g), generic (%g, %g)", h, i, x1[i], x2[i], a1[i], a2[i])
+			}
+		}
+	}
+}

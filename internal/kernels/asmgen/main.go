@@ -66,6 +66,7 @@ func main() {
 	genPackGather()
 	genPackTranspose()
 	genElementwise()
+	genRoPE()
 	genAVX2()
 	genBF16ToF32()
 	genQ8Tables()

@@ -364,3 +364,40 @@ func genElementwise() {
 	VZEROUPPER()
 	RET()
 }
+
+// genRoPE emits ropeAVX512(x1, x2, cos, sin, n16): for i < n16 (a multiple
+// of 16), (x1[i], x2[i]) becomes (x1*cos - x2*sin, x2*cos + x1*sin), each
+// product rounded before the sum, as ropeGeneric computes it.
+func genRoPE() {
+	text("ropeAVX512", NOSPLIT, "func(x1, x2, cos, sin *float32, n16 int)")
+	Doc("ropeAVX512 rotates n16 pairs (x1[i], x2[i]) by the angles of cos and sin (see genRoPE).")
+	x1 := Load(Param("x1"), GP64())
+	x2 := Load(Param("x2"), GP64())
+	c := Load(Param("cos"), GP64())
+	s := Load(Param("sin"), GP64())
+	n := Load(Param("n16"), GP64())
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	VMOVUPS(Mem{Base: x1}, Z0)
+	VMOVUPS(Mem{Base: x2}, Z1)
+	VMOVUPS(Mem{Base: c}, Z2)
+	VMOVUPS(Mem{Base: s}, Z3)
+	VMULPS(Z2, Z0, Z4) // a*cos
+	VMULPS(Z3, Z1, Z5) // b*sin
+	VSUBPS(Z5, Z4, Z4)
+	VMULPS(Z2, Z1, Z6) // b*cos
+	VMULPS(Z3, Z0, Z7) // a*sin
+	VADDPS(Z7, Z6, Z6)
+	VMOVUPS(Z4, Mem{Base: x1})
+	VMOVUPS(Z6, Mem{Base: x2})
+	ADDQ(U8(64), x1)
+	ADDQ(U8(64), x2)
+	ADDQ(U8(64), c)
+	ADDQ(U8(64), s)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
