@@ -45,6 +45,7 @@ type benchReport struct {
 	Repeat       int       `json:"repeat"`
 	LoadS        float64   `json:"load_s"`          // opening and loading the program
 	FirstTokenS  float64   `json:"first_token_s"`   // load plus the first one-token step (startup)
+	Load         string    `json:"load"`            // --load mode (mmap, mmap-plain, copy), or "embedded"
 	HugeBytes    int64     `json:"huge_page_bytes"` // bytes of the program mapped in 2 MiB pages (0 where unknown)
 	Recached     bool      `json:"recached"`        // the load re-read a file cached in small pages (--load mmap)
 	PrefillTokS  float64   `json:"prefill_tok_s"`
@@ -116,8 +117,9 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		Threads: o.threads, Context: shape.Context, PrefillStep: shape.Prefill,
 		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Depth: o.depth, Repeat: o.repeat, LoadS: loadS,
 	}
+	rep.Load = "embedded"
 	if m.file != nil {
-		rep.HugeBytes, rep.Recached = m.file.HugeBytes(), m.file.Recached()
+		rep.Load, rep.HugeBytes, rep.Recached = loadMode, m.file.HugeBytes(), m.file.Recached()
 	}
 	// Every measured decode step is appended, so prompt + gen positions are needed.
 	if need := o.depth + o.promptTokens + o.genTokens; need > shape.Context {
@@ -267,12 +269,12 @@ func printBench(w io.Writer, r benchReport) {
 		fmt.Fprintf(tw, "depth\t%d tokens in the cache before the prefill\n", r.Depth)
 	}
 	fmt.Fprintf(tw, "startup\tload %.3f s, first token at %.3f s\n", r.LoadS, r.FirstTokenS)
-	if r.ProgramBytes > 0 {
+	if r.Load != "embedded" && r.ProgramBytes > 0 {
 		note := ""
 		if r.Recached {
 			note = " (re-read: the file was cached in small pages)"
 		}
-		fmt.Fprintf(tw, "memory	%.0f%% in 2 MiB pages%s\n", 100*float64(r.HugeBytes)/float64(r.ProgramBytes), note)
+		fmt.Fprintf(tw, "memory	%s, %.0f%% in 2 MiB pages%s\n", r.Load, 100*float64(r.HugeBytes)/float64(r.ProgramBytes), note)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%-8s  %7s  %12s  %21s\n", "test", "tokens", "median tok/s", "runs (tok/s)")

@@ -20,7 +20,8 @@ func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
 	}
 	for _, k := range []string{"prefill_tok_s", "decode_tok_s", "threads", "weights", "program_bytes",
-		"load_s", "first_token_s", "prompt_tokens", "gen_tokens", "repeat", "context", "prefill_step"} {
+		"load_s", "first_token_s", "prompt_tokens", "gen_tokens", "repeat", "context", "prefill_step",
+		"load", "huge_page_bytes", "recached"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON has no %q field:\n%s", k, out)
 		}
@@ -33,6 +34,9 @@ func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
 	if r.Threads != 1 || r.Weights != "f32" || r.Context != 512 || r.PrefillStep != 32 ||
 		r.PromptTokens != 40 || r.GenTokens != 5 || r.Repeat != 2 {
 		t.Errorf("report = %+v, want threads 1, weights f32, context 512, prefill step 32, 40 prompt and 5 gen tokens, 2 repeats", r)
+	}
+	if r.Load != "embedded" || r.HugeBytes != 0 || r.Recached {
+		t.Errorf("load %q, huge_page_bytes %d, recached %v: want embedded, 0, false", r.Load, r.HugeBytes, r.Recached)
 	}
 	if r.ProgramBytes < 1<<20 {
 		t.Errorf("program_bytes = %d, want the ~1 MB of stories260K's weights at least", r.ProgramBytes)
