@@ -19920,17 +19920,772 @@ done:
 	VZEROUPPER
 	RET
 
+// func vnniRowStreamQ8(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, MMX+
+TEXT ·vnniRowStreamQ8(SB), NOSPLIT, $0-64
+	MOVQ xq+0(FP), DX
+	MOVQ nb+40(FP), BX
+	MOVQ y+48(FP), SI
+	MOVQ n+56(FP), DI
+	MOVQ dx+8(FP), R8
+	MOVQ xqs+16(FP), R9
+	MOVQ ldw+32(FP), R10
+	MOVQ w+24(FP), R11
+
+row:
+	TESTQ        DI, DI
+	JZ           done
+	MOVQ         DX, AX
+	MOVQ         BX, CX
+	XORQ         R12, R12
+	LEAQ         (CX)(CX*1), R13
+	MOVL         $0x80808080, R14
+	VPBROADCASTD R14, Z10
+	VMOVDQU32    vnniQ8EvenOdd<>+0(SB), Z8
+	VMOVDQU32    vnniQ8EvenOdd<>+64(SB), Z9
+	VXORPS       Z0, Z0, Z0
+
+group:
+	CMPQ        CX, $0x10
+	JL          tail
+	VCVTPH2PS   (R11)(R12*2), Z20
+	VMULPS      (R8)(R12*4), Z20, Z20
+	VCVTPS2DQ   (R9)(R12*4), Z4
+	VPSLLD      $0x07, Z4, Z4
+	PREFETCHT0  8192(R11)(R13*1)
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	PREFETCHT0  8256(R11)(R13*1)
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	PREFETCHT0  8320(R11)(R13*1)
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	PREFETCHT0  8384(R11)(R13*1)
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	PREFETCHT0  8448(R11)(R13*1)
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	PREFETCHT0  8512(R11)(R13*1)
+	VPXORD      320(R11)(R13*1), Z10, Z28
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    320(AX), Z28, Z16
+	PREFETCHT0  8576(R11)(R13*1)
+	VPXORD      384(R11)(R13*1), Z10, Z27
+	VPXORD      Z17, Z17, Z17
+	VPDPBUSD    384(AX), Z27, Z17
+	PREFETCHT0  8640(R11)(R13*1)
+	VPXORD      448(R11)(R13*1), Z10, Z28
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    448(AX), Z28, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R12
+	ADDQ        $0x00000200, R13
+	SUBQ        $0x10, CX
+	JMP         group
+
+tail:
+	TESTQ       CX, CX
+	JZ          reduce
+	MOVQ        $0x00000001, R14
+	SHLXQ       CX, R14, R14
+	DECQ        R14
+	KMOVW       R14, K1
+	VCVTPH2PS.Z (R11)(R12*2), K1, Z20
+	VMULPS      (R8)(R12*4), Z20, Z20
+	VCVTPS2DQ   (R9)(R12*4), Z4
+	VPSLLD      $0x07, Z4, Z4
+	CMPQ        CX, $0x01
+	JNE         tail2
+	VMOVDQU32   (R11)(R13*1), Y27
+	VPXORD      Z10, Z27, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      Z12, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail2:
+	CMPQ        CX, $0x02
+	JNE         tail3
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      Z12, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail3:
+	CMPQ        CX, $0x03
+	JNE         tail4
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VMOVDQU32   64(R11)(R13*1), Y28
+	VPXORD      Z10, Z28, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      Z13, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail4:
+	CMPQ        CX, $0x04
+	JNE         tail5
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      Z13, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail5:
+	CMPQ        CX, $0x05
+	JNE         tail6
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VMOVDQU32   128(R11)(R13*1), Y27
+	VPXORD      Z10, Z27, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      Z14, Z14, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail6:
+	CMPQ        CX, $0x06
+	JNE         tail7
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      Z14, Z14, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail7:
+	CMPQ        CX, $0x07
+	JNE         tail8
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VMOVDQU32   192(R11)(R13*1), Y28
+	VPXORD      Z10, Z28, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail8:
+	CMPQ        CX, $0x08
+	JNE         tail9
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      Z15, Z15, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail9:
+	CMPQ        CX, $0x09
+	JNE         tail10
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VMOVDQU32   256(R11)(R13*1), Y27
+	VPXORD      Z10, Z27, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail10:
+	CMPQ        CX, $0x0a
+	JNE         tail11
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VPXORD      Z16, Z16, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail11:
+	CMPQ        CX, $0x0b
+	JNE         tail12
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VMOVDQU32   320(R11)(R13*1), Y28
+	VPXORD      Z10, Z28, Z28
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    320(AX), Z28, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail12:
+	CMPQ        CX, $0x0c
+	JNE         tail13
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VPXORD      320(R11)(R13*1), Z10, Z28
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    320(AX), Z28, Z16
+	VPXORD      Z17, Z17, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail13:
+	CMPQ        CX, $0x0d
+	JNE         tail14
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VPXORD      320(R11)(R13*1), Z10, Z28
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    320(AX), Z28, Z16
+	VMOVDQU32   384(R11)(R13*1), Y27
+	VPXORD      Z10, Z27, Z27
+	VPXORD      Z17, Z17, Z17
+	VPDPBUSD    384(AX), Z27, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail14:
+	CMPQ        CX, $0x0e
+	JNE         tail15
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VPXORD      320(R11)(R13*1), Z10, Z28
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    320(AX), Z28, Z16
+	VPXORD      384(R11)(R13*1), Z10, Z27
+	VPXORD      Z17, Z17, Z17
+	VPDPBUSD    384(AX), Z27, Z17
+	VPXORD      Z18, Z18, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail15:
+	VPXORD      (R11)(R13*1), Z10, Z27
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPXORD      64(R11)(R13*1), Z10, Z28
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    64(AX), Z28, Z12
+	VPXORD      128(R11)(R13*1), Z10, Z27
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    128(AX), Z27, Z13
+	VPXORD      192(R11)(R13*1), Z10, Z28
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    192(AX), Z28, Z14
+	VPXORD      256(R11)(R13*1), Z10, Z27
+	VPXORD      Z15, Z15, Z15
+	VPDPBUSD    256(AX), Z27, Z15
+	VPXORD      320(R11)(R13*1), Z10, Z28
+	VPXORD      Z16, Z16, Z16
+	VPDPBUSD    320(AX), Z28, Z16
+	VPXORD      384(R11)(R13*1), Z10, Z27
+	VPXORD      Z17, Z17, Z17
+	VPDPBUSD    384(AX), Z27, Z17
+	VMOVDQU32   448(R11)(R13*1), Y28
+	VPXORD      Z10, Z28, Z28
+	VPXORD      Z18, Z18, Z18
+	VPDPBUSD    448(AX), Z28, Z18
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VPUNPCKLDQ  Z18, Z17, Z24
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z24, Z17, Z17
+	VPUNPCKLQDQ Z17, Z15, Z19
+	VPUNPCKHQDQ Z17, Z15, Z15
+	VPADDD      Z19, Z15, Z15
+	VMOVDQA64   Z11, Z25
+	VPERMT2D    Z15, Z8, Z25
+	VPERMT2D    Z15, Z9, Z11
+	VPADDD      Z25, Z11, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+
+reduce:
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x04, SI
+	ADDQ          R10, R11
+	DECQ          DI
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
 // func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, MMX+
 TEXT ·vnniRowsQ8_1(SB), NOSPLIT, $0-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), SI
 	XORQ         DI, DI
-	LEAQ         (BX)(BX*1), R8
+	LEAQ         (CX)(CX*1), R8
 	MOVL         $0x80808080, R9
 	VPBROADCASTD R9, Z10
 	VMOVDQU32    vnniQ8EvenOdd<>+0(SB), Z8
@@ -19938,11 +20693,11 @@ TEXT ·vnniRowsQ8_1(SB), NOSPLIT, $0-56
 	VXORPS       Z0, Z0, Z0
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (SI)(DI*2), Z20
-	VMULPS      (CX)(DI*4), Z20, Z20
-	VCVTPS2DQ   (DX)(DI*4), Z4
+	VMULPS      (DX)(DI*4), Z20, Z20
+	VCVTPS2DQ   (BX)(DI*4), Z4
 	VPSLLD      $0x07, Z4, Z4
 	PREFETCHT0  8192(SI)(R8*1)
 	VPXORD      (SI)(R8*1), Z10, Z27
@@ -20004,21 +20759,21 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, DI
 	ADDQ        $0x00000200, R8
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R9
-	SHLXQ       BX, R9, R9
+	SHLXQ       CX, R9, R9
 	DECQ        R9
 	KMOVW       R9, K1
 	VCVTPH2PS.Z (SI)(DI*2), K1, Z20
-	VMULPS      (CX)(DI*4), Z20, Z20
-	VCVTPS2DQ   (DX)(DI*4), Z4
+	VMULPS      (DX)(DI*4), Z20, Z20
+	VCVTPS2DQ   (BX)(DI*4), Z4
 	VPSLLD      $0x07, Z4, Z4
-	CMPQ        BX, $0x01
+	CMPQ        CX, $0x01
 	JNE         tail2
 	VMOVDQU32   (SI)(R8*1), Y27
 	VPXORD      Z10, Z27, Z27
@@ -20050,7 +20805,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x02
+	CMPQ        CX, $0x02
 	JNE         tail3
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20081,7 +20836,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x03
+	CMPQ        CX, $0x03
 	JNE         tail4
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20115,7 +20870,7 @@ tail3:
 	JMP         reduce
 
 tail4:
-	CMPQ        BX, $0x04
+	CMPQ        CX, $0x04
 	JNE         tail5
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20148,7 +20903,7 @@ tail4:
 	JMP         reduce
 
 tail5:
-	CMPQ        BX, $0x05
+	CMPQ        CX, $0x05
 	JNE         tail6
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20184,7 +20939,7 @@ tail5:
 	JMP         reduce
 
 tail6:
-	CMPQ        BX, $0x06
+	CMPQ        CX, $0x06
 	JNE         tail7
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20219,7 +20974,7 @@ tail6:
 	JMP         reduce
 
 tail7:
-	CMPQ        BX, $0x07
+	CMPQ        CX, $0x07
 	JNE         tail8
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20257,7 +21012,7 @@ tail7:
 	JMP         reduce
 
 tail8:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JNE         tail9
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20294,7 +21049,7 @@ tail8:
 	JMP         reduce
 
 tail9:
-	CMPQ        BX, $0x09
+	CMPQ        CX, $0x09
 	JNE         tail10
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20343,7 +21098,7 @@ tail9:
 	JMP         reduce
 
 tail10:
-	CMPQ        BX, $0x0a
+	CMPQ        CX, $0x0a
 	JNE         tail11
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20391,7 +21146,7 @@ tail10:
 	JMP         reduce
 
 tail11:
-	CMPQ        BX, $0x0b
+	CMPQ        CX, $0x0b
 	JNE         tail12
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20442,7 +21197,7 @@ tail11:
 	JMP         reduce
 
 tail12:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JNE         tail13
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20492,7 +21247,7 @@ tail12:
 	JMP         reduce
 
 tail13:
-	CMPQ        BX, $0x0d
+	CMPQ        CX, $0x0d
 	JNE         tail14
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20545,7 +21300,7 @@ tail13:
 	JMP         reduce
 
 tail14:
-	CMPQ        BX, $0x0e
+	CMPQ        CX, $0x0e
 	JNE         tail15
 	VPXORD      (SI)(R8*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -20955,14 +21710,14 @@ reduce:
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, MMX+
 TEXT ·vnniRowsQ8_2(SB), NOSPLIT, $0-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), DI
 	LEAQ         (DI)(SI*1), SI
 	XORQ         R8, R8
-	LEAQ         (BX)(BX*1), R9
+	LEAQ         (CX)(CX*1), R9
 	MOVL         $0x80808080, R10
 	VPBROADCASTD R10, Z10
 	VMOVDQU32    vnniQ8EvenOdd<>+0(SB), Z8
@@ -20971,13 +21726,13 @@ TEXT ·vnniRowsQ8_2(SB), NOSPLIT, $0-56
 	VXORPS       Z1, Z1, Z1
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (DI)(R8*2), Z20
-	VMULPS      (CX)(R8*4), Z20, Z20
+	VMULPS      (DX)(R8*4), Z20, Z20
 	VCVTPH2PS   (SI)(R8*2), Z21
-	VMULPS      (CX)(R8*4), Z21, Z21
-	VCVTPS2DQ   (DX)(R8*4), Z4
+	VMULPS      (DX)(R8*4), Z21, Z21
+	VCVTPS2DQ   (BX)(R8*4), Z4
 	VPSLLD      $0x07, Z4, Z4
 	PREFETCHT0  8192(DI)(R9*1)
 	VPXORD      (DI)(R9*1), Z10, Z27
@@ -21096,23 +21851,23 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, R8
 	ADDQ        $0x00000200, R9
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R10
-	SHLXQ       BX, R10, R10
+	SHLXQ       CX, R10, R10
 	DECQ        R10
 	KMOVW       R10, K1
 	VCVTPH2PS.Z (DI)(R8*2), K1, Z20
-	VMULPS      (CX)(R8*4), Z20, Z20
+	VMULPS      (DX)(R8*4), Z20, Z20
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z21
-	VMULPS      (CX)(R8*4), Z21, Z21
-	VCVTPS2DQ   (DX)(R8*4), Z4
+	VMULPS      (DX)(R8*4), Z21, Z21
+	VCVTPS2DQ   (BX)(R8*4), Z4
 	VPSLLD      $0x07, Z4, Z4
-	CMPQ        BX, $0x01
+	CMPQ        CX, $0x01
 	JNE         tail2
 	VMOVDQU32   (DI)(R9*1), Y27
 	VPXORD      Z10, Z27, Z27
@@ -21171,7 +21926,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x02
+	CMPQ        CX, $0x02
 	JNE         tail3
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21228,7 +21983,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x03
+	CMPQ        CX, $0x03
 	JNE         tail4
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21291,7 +22046,7 @@ tail3:
 	JMP         reduce
 
 tail4:
-	CMPQ        BX, $0x04
+	CMPQ        CX, $0x04
 	JNE         tail5
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21352,7 +22107,7 @@ tail4:
 	JMP         reduce
 
 tail5:
-	CMPQ        BX, $0x05
+	CMPQ        CX, $0x05
 	JNE         tail6
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21419,7 +22174,7 @@ tail5:
 	JMP         reduce
 
 tail6:
-	CMPQ        BX, $0x06
+	CMPQ        CX, $0x06
 	JNE         tail7
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21484,7 +22239,7 @@ tail6:
 	JMP         reduce
 
 tail7:
-	CMPQ        BX, $0x07
+	CMPQ        CX, $0x07
 	JNE         tail8
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21555,7 +22310,7 @@ tail7:
 	JMP         reduce
 
 tail8:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JNE         tail9
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21624,7 +22379,7 @@ tail8:
 	JMP         reduce
 
 tail9:
-	CMPQ        BX, $0x09
+	CMPQ        CX, $0x09
 	JNE         tail10
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21717,7 +22472,7 @@ tail9:
 	JMP         reduce
 
 tail10:
-	CMPQ        BX, $0x0a
+	CMPQ        CX, $0x0a
 	JNE         tail11
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21808,7 +22563,7 @@ tail10:
 	JMP         reduce
 
 tail11:
-	CMPQ        BX, $0x0b
+	CMPQ        CX, $0x0b
 	JNE         tail12
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -21905,7 +22660,7 @@ tail11:
 	JMP         reduce
 
 tail12:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JNE         tail13
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -22000,7 +22755,7 @@ tail12:
 	JMP         reduce
 
 tail13:
-	CMPQ        BX, $0x0d
+	CMPQ        CX, $0x0d
 	JNE         tail14
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -22101,7 +22856,7 @@ tail13:
 	JMP         reduce
 
 tail14:
-	CMPQ        BX, $0x0e
+	CMPQ        CX, $0x0e
 	JNE         tail15
 	VPXORD      (DI)(R9*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -22809,15 +23564,15 @@ reduce:
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, MMX+
 TEXT ·vnniRowsQ8_3(SB), NOSPLIT, $0-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), DI
 	LEAQ         (DI)(SI*1), R8
 	LEAQ         (R8)(SI*1), SI
 	XORQ         R9, R9
-	LEAQ         (BX)(BX*1), R10
+	LEAQ         (CX)(CX*1), R10
 	MOVL         $0x80808080, R11
 	VPBROADCASTD R11, Z10
 	VMOVDQU32    vnniQ8EvenOdd<>+0(SB), Z8
@@ -22827,15 +23582,15 @@ TEXT ·vnniRowsQ8_3(SB), NOSPLIT, $0-56
 	VXORPS       Z2, Z2, Z2
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (DI)(R9*2), Z20
-	VMULPS      (CX)(R9*4), Z20, Z20
+	VMULPS      (DX)(R9*4), Z20, Z20
 	VCVTPH2PS   (R8)(R9*2), Z21
-	VMULPS      (CX)(R9*4), Z21, Z21
+	VMULPS      (DX)(R9*4), Z21, Z21
 	VCVTPH2PS   (SI)(R9*2), Z22
-	VMULPS      (CX)(R9*4), Z22, Z22
-	VCVTPS2DQ   (DX)(R9*4), Z4
+	VMULPS      (DX)(R9*4), Z22, Z22
+	VCVTPS2DQ   (BX)(R9*4), Z4
 	VPSLLD      $0x07, Z4, Z4
 	PREFETCHT0  8192(DI)(R10*1)
 	VPXORD      (DI)(R10*1), Z10, Z27
@@ -23011,25 +23766,25 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, R9
 	ADDQ        $0x00000200, R10
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R11
-	SHLXQ       BX, R11, R11
+	SHLXQ       CX, R11, R11
 	DECQ        R11
 	KMOVW       R11, K1
 	VCVTPH2PS.Z (DI)(R9*2), K1, Z20
-	VMULPS      (CX)(R9*4), Z20, Z20
+	VMULPS      (DX)(R9*4), Z20, Z20
 	VCVTPH2PS.Z (R8)(R9*2), K1, Z21
-	VMULPS      (CX)(R9*4), Z21, Z21
+	VMULPS      (DX)(R9*4), Z21, Z21
 	VCVTPH2PS.Z (SI)(R9*2), K1, Z22
-	VMULPS      (CX)(R9*4), Z22, Z22
-	VCVTPS2DQ   (DX)(R9*4), Z4
+	VMULPS      (DX)(R9*4), Z22, Z22
+	VCVTPS2DQ   (BX)(R9*4), Z4
 	VPSLLD      $0x07, Z4, Z4
-	CMPQ        BX, $0x01
+	CMPQ        CX, $0x01
 	JNE         tail2
 	VMOVDQU32   (DI)(R10*1), Y27
 	VPXORD      Z10, Z27, Z27
@@ -23115,7 +23870,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x02
+	CMPQ        CX, $0x02
 	JNE         tail3
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23198,7 +23953,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x03
+	CMPQ        CX, $0x03
 	JNE         tail4
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23290,7 +24045,7 @@ tail3:
 	JMP         reduce
 
 tail4:
-	CMPQ        BX, $0x04
+	CMPQ        CX, $0x04
 	JNE         tail5
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23379,7 +24134,7 @@ tail4:
 	JMP         reduce
 
 tail5:
-	CMPQ        BX, $0x05
+	CMPQ        CX, $0x05
 	JNE         tail6
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23477,7 +24232,7 @@ tail5:
 	JMP         reduce
 
 tail6:
-	CMPQ        BX, $0x06
+	CMPQ        CX, $0x06
 	JNE         tail7
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23572,7 +24327,7 @@ tail6:
 	JMP         reduce
 
 tail7:
-	CMPQ        BX, $0x07
+	CMPQ        CX, $0x07
 	JNE         tail8
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23676,7 +24431,7 @@ tail7:
 	JMP         reduce
 
 tail8:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JNE         tail9
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23777,7 +24532,7 @@ tail8:
 	JMP         reduce
 
 tail9:
-	CMPQ        BX, $0x09
+	CMPQ        CX, $0x09
 	JNE         tail10
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -23914,7 +24669,7 @@ tail9:
 	JMP         reduce
 
 tail10:
-	CMPQ        BX, $0x0a
+	CMPQ        CX, $0x0a
 	JNE         tail11
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -24048,7 +24803,7 @@ tail10:
 	JMP         reduce
 
 tail11:
-	CMPQ        BX, $0x0b
+	CMPQ        CX, $0x0b
 	JNE         tail12
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -24191,7 +24946,7 @@ tail11:
 	JMP         reduce
 
 tail12:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JNE         tail13
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -24331,7 +25086,7 @@ tail12:
 	JMP         reduce
 
 tail13:
-	CMPQ        BX, $0x0d
+	CMPQ        CX, $0x0d
 	JNE         tail14
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -24480,7 +25235,7 @@ tail13:
 	JMP         reduce
 
 tail14:
-	CMPQ        BX, $0x0e
+	CMPQ        CX, $0x0e
 	JNE         tail15
 	VPXORD      (DI)(R10*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -25486,16 +26241,16 @@ reduce:
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, MMX+
 TEXT ·vnniRowsQ8_4(SB), NOSPLIT, $0-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), DI
 	LEAQ         (DI)(SI*1), R8
 	LEAQ         (R8)(SI*1), R9
 	LEAQ         (R9)(SI*1), SI
 	XORQ         R10, R10
-	LEAQ         (BX)(BX*1), R11
+	LEAQ         (CX)(CX*1), R11
 	MOVL         $0x80808080, R12
 	VPBROADCASTD R12, Z10
 	VMOVDQU32    vnniQ8EvenOdd<>+0(SB), Z8
@@ -25506,17 +26261,17 @@ TEXT ·vnniRowsQ8_4(SB), NOSPLIT, $0-56
 	VXORPS       Z3, Z3, Z3
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (DI)(R10*2), Z20
-	VMULPS      (CX)(R10*4), Z20, Z20
+	VMULPS      (DX)(R10*4), Z20, Z20
 	VCVTPH2PS   (R8)(R10*2), Z21
-	VMULPS      (CX)(R10*4), Z21, Z21
+	VMULPS      (DX)(R10*4), Z21, Z21
 	VCVTPH2PS   (R9)(R10*2), Z22
-	VMULPS      (CX)(R10*4), Z22, Z22
+	VMULPS      (DX)(R10*4), Z22, Z22
 	VCVTPH2PS   (SI)(R10*2), Z23
-	VMULPS      (CX)(R10*4), Z23, Z23
-	VCVTPS2DQ   (DX)(R10*4), Z4
+	VMULPS      (DX)(R10*4), Z23, Z23
+	VCVTPS2DQ   (BX)(R10*4), Z4
 	VPSLLD      $0x07, Z4, Z4
 	PREFETCHT0  8192(DI)(R11*1)
 	VPXORD      (DI)(R11*1), Z10, Z27
@@ -25749,27 +26504,27 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, R10
 	ADDQ        $0x00000200, R11
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R12
-	SHLXQ       BX, R12, R12
+	SHLXQ       CX, R12, R12
 	DECQ        R12
 	KMOVW       R12, K1
 	VCVTPH2PS.Z (DI)(R10*2), K1, Z20
-	VMULPS      (CX)(R10*4), Z20, Z20
+	VMULPS      (DX)(R10*4), Z20, Z20
 	VCVTPH2PS.Z (R8)(R10*2), K1, Z21
-	VMULPS      (CX)(R10*4), Z21, Z21
+	VMULPS      (DX)(R10*4), Z21, Z21
 	VCVTPH2PS.Z (R9)(R10*2), K1, Z22
-	VMULPS      (CX)(R10*4), Z22, Z22
+	VMULPS      (DX)(R10*4), Z22, Z22
 	VCVTPH2PS.Z (SI)(R10*2), K1, Z23
-	VMULPS      (CX)(R10*4), Z23, Z23
-	VCVTPS2DQ   (DX)(R10*4), Z4
+	VMULPS      (DX)(R10*4), Z23, Z23
+	VCVTPS2DQ   (BX)(R10*4), Z4
 	VPSLLD      $0x07, Z4, Z4
-	CMPQ        BX, $0x01
+	CMPQ        CX, $0x01
 	JNE         tail2
 	VMOVDQU32   (DI)(R11*1), Y27
 	VPXORD      Z10, Z27, Z27
@@ -25882,7 +26637,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x02
+	CMPQ        CX, $0x02
 	JNE         tail3
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -25991,7 +26746,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x03
+	CMPQ        CX, $0x03
 	JNE         tail4
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26112,7 +26867,7 @@ tail3:
 	JMP         reduce
 
 tail4:
-	CMPQ        BX, $0x04
+	CMPQ        CX, $0x04
 	JNE         tail5
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26229,7 +26984,7 @@ tail4:
 	JMP         reduce
 
 tail5:
-	CMPQ        BX, $0x05
+	CMPQ        CX, $0x05
 	JNE         tail6
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26358,7 +27113,7 @@ tail5:
 	JMP         reduce
 
 tail6:
-	CMPQ        BX, $0x06
+	CMPQ        CX, $0x06
 	JNE         tail7
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26483,7 +27238,7 @@ tail6:
 	JMP         reduce
 
 tail7:
-	CMPQ        BX, $0x07
+	CMPQ        CX, $0x07
 	JNE         tail8
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26620,7 +27375,7 @@ tail7:
 	JMP         reduce
 
 tail8:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JNE         tail9
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26753,7 +27508,7 @@ tail8:
 	JMP         reduce
 
 tail9:
-	CMPQ        BX, $0x09
+	CMPQ        CX, $0x09
 	JNE         tail10
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -26934,7 +27689,7 @@ tail9:
 	JMP         reduce
 
 tail10:
-	CMPQ        BX, $0x0a
+	CMPQ        CX, $0x0a
 	JNE         tail11
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -27111,7 +27866,7 @@ tail10:
 	JMP         reduce
 
 tail11:
-	CMPQ        BX, $0x0b
+	CMPQ        CX, $0x0b
 	JNE         tail12
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -27300,7 +28055,7 @@ tail11:
 	JMP         reduce
 
 tail12:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JNE         tail13
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -27485,7 +28240,7 @@ tail12:
 	JMP         reduce
 
 tail13:
-	CMPQ        BX, $0x0d
+	CMPQ        CX, $0x0d
 	JNE         tail14
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11
@@ -27682,7 +28437,7 @@ tail13:
 	JMP         reduce
 
 tail14:
-	CMPQ        BX, $0x0e
+	CMPQ        CX, $0x0e
 	JNE         tail15
 	VPXORD      (DI)(R11*1), Z10, Z27
 	VPXORD      Z11, Z11, Z11

@@ -383,6 +383,17 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 	w := j.w
 	nb := (w.Cols + BlockSize - 1) / BlockSize
 	rb := w.Type.RowBytes(w.Cols)
+	if j.m == 1 && j.nbp > 0 && w.Type == Q8 && useRowStream {
+		// One sequential stream of weight rows (see rowStreamF32).
+		y := j.y[lo:hi]
+		vnniRowStreamQ8(&j.xq8[0], &j.dx[0], &j.xs[0], &w.Data[lo*rb], rb, nb, &y[0], hi-lo)
+		if j.bias != nil {
+			for k := range y {
+				y[k] += j.bias[lo+k]
+			}
+		}
+		return
+	}
 	for r := lo; r < hi; r += quantRows {
 		nr := min(quantRows, hi-r)
 		wp := &w.Data[r*rb]

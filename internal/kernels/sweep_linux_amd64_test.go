@@ -97,8 +97,17 @@ func BenchmarkMatVecSweep(b *testing.B) {
 		for i := 1; i < nmat; i++ {
 			copy(qdata[i*rows*qrb:], qdata[:rows*qrb])
 		}
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("MatMul-%v/threads=%d", typ, threads), func(b *testing.B) {
+		for _, c := range []struct {
+			threads int
+			stream  bool
+		}{{1, true}, {1, false}, {2, true}, {2, false}} {
+			threads, name := c.threads, fmt.Sprintf("MatMul-%v/threads=%d", typ, c.threads)
+			if !c.stream {
+				name = fmt.Sprintf("MatMul-%v-rows/threads=%d", typ, c.threads)
+			}
+			b.Run(name, func(b *testing.B) {
+				defer func(old bool) { useRowStream = old }(useRowStream)
+				useRowStream = c.stream
 				p := NewPool(threads)
 				defer p.Close()
 				b.SetBytes(int64(len(qdata)))

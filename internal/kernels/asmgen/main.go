@@ -73,6 +73,7 @@ func main() {
 	genTransposeWQ8()
 	genQ4Tables()
 	genTransposeWQ4()
+	genVNNIRowStreamQ8()
 	for nr := 1; nr <= 4; nr++ {
 		genVNNIRowsQ8(nr)
 		genVNNIRowsQ4(nr)

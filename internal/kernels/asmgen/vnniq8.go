@@ -195,14 +195,36 @@ func loadQ8Unit(src Mem, masks *Mem, u int, c80, dst VecPhysical) {
 // j < nr, y[j] = q8 weight row j (ldw bytes apart, nb blocks: scales then
 // quants) dotted with activations quantized by quantizeXQ8 (padded with
 // zero blocks to a multiple of 16).
-func genVNNIRowsQ8(nr int) {
+func genVNNIRowsQ8(nr int) { genVNNIRowsQ8Body(nr, false) }
+
+// genVNNIRowStreamQ8 emits vnniRowStreamQ8(xq, dx, xqs, w, ldw, nb, y, n):
+// vnniRowsQ8_1 for n weight rows one after another in one call, so that the
+// weights are read as one sequential stream.
+func genVNNIRowStreamQ8() { genVNNIRowsQ8Body(1, true) }
+
+func genVNNIRowsQ8Body(nr int, stream bool) {
 	name := fmt.Sprintf("vnniRowsQ8_%d", nr)
-	text(name, NOSPLIT, "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)")
+	sig := "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)"
+	if stream {
+		name = "vnniRowStreamQ8"
+		sig = "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)"
+	}
+	text(name, NOSPLIT, sig)
 	Doc(name + " computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).")
-	xp := Load(Param("xq"), GP64())
+	var xp0, nb0, y, n Register
+	xp := GP64()
+	nb := GP64()
+	if stream {
+		xp0 = Load(Param("xq"), GP64())
+		nb0 = Load(Param("nb"), GP64())
+		y = Load(Param("y"), GP64())
+		n = Load(Param("n"), GP64())
+	} else {
+		Load(Param("xq"), xp)
+		Load(Param("nb"), nb)
+	}
 	dxp := Load(Param("dx"), GP64())
 	xqsp := Load(Param("xqs"), GP64())
-	nb := Load(Param("nb"), GP64())
 	ldw := Load(Param("ldw"), GP64())
 	wr := make([]Register, nr)
 	wr[0] = Load(Param("w"), GP64())
@@ -211,8 +233,15 @@ func genVNNIRowsQ8(nr int) {
 		LEAQ(Mem{Base: wr[j-1], Index: ldw, Scale: 1}, wr[j])
 	}
 	bo := GP64()
-	XORQ(bo, bo)
 	qoff := GP64()
+	if stream {
+		Label("row")
+		TESTQ(n, n)
+		JZ(LabelRef("done"))
+		MOVQ(xp0, xp)
+		MOVQ(nb0, nb)
+	}
+	XORQ(bo, bo)
 	LEAQ(Mem{Base: nb, Index: nb, Scale: 1}, qoff)
 	t := GP32()
 	MOVL(U32(0x80808080), t)
@@ -324,10 +353,19 @@ func genVNNIRowsQ8(nr int) {
 	}
 
 	Label("reduce")
-	y := Load(Param("y"), GP64())
+	if !stream {
+		y = Load(Param("y"), GP64())
+	}
 	for j := 0; j < nr; j++ {
 		hsum(facc[j], Z31)
 		VMOVSS(facc[j].AsX(), Mem{Base: y, Disp: 4 * j})
+	}
+	if stream {
+		ADDQ(U8(4), y)
+		ADDQ(ldw, wr[0])
+		DECQ(n)
+		JMP(LabelRef("row"))
+		Label("done")
 	}
 	VZEROUPPER()
 	RET()
