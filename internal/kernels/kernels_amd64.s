@@ -20675,6 +20675,308 @@ done:
 	VZEROUPPER
 	RET
 
+// func vnniRowStreamQ4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, MMX+
+TEXT ·vnniRowStreamQ4(SB), NOSPLIT, $32-64
+	MOVQ xq+0(FP), DX
+	MOVQ nb+40(FP), BX
+	MOVQ y+48(FP), SI
+	MOVQ n+56(FP), DI
+	MOVQ dx+8(FP), R8
+	MOVQ xqs+16(FP), R9
+	MOVQ ldw+32(FP), R10
+	MOVQ w+24(FP), R11
+
+row:
+	TESTQ        DI, DI
+	JZ           done
+	MOVQ         DX, AX
+	MOVQ         BX, CX
+	XORQ         R12, R12
+	LEAQ         (CX)(CX*1), R13
+	MOVL         $0x0f0f0f0f, R14
+	VPBROADCASTD R14, Z10
+	VMOVDQU32    vnniQ4BlockOrder<>+0(SB), Z8
+	VXORPS       Z0, Z0, Z0
+
+group:
+	CMPQ        CX, $0x10
+	JL          tail
+	VCVTPH2PS   (R11)(R12*2), Z20
+	VMULPS      (R8)(R12*4), Z20, Z20
+	VCVTPS2DQ   (R9)(R12*4), Z4
+	VPSLLD      $0x03, Z4, Z4
+	PREFETCHT0  4096(R11)(R13*1)
+	VMOVDQU64   (R11)(R13*1), Z27
+	VPSRLW      $0x04, Z27, Z28
+	VPANDD      Z10, Z27, Z27
+	VPANDD      Z10, Z28, Z28
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPDPBUSD    64(AX), Z28, Z11
+	PREFETCHT0  4160(R11)(R13*1)
+	VMOVDQU64   64(R11)(R13*1), Z29
+	VPSRLW      $0x04, Z29, Z30
+	VPANDD      Z10, Z29, Z29
+	VPANDD      Z10, Z30, Z30
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    128(AX), Z29, Z12
+	VPDPBUSD    192(AX), Z30, Z12
+	PREFETCHT0  4224(R11)(R13*1)
+	VMOVDQU64   128(R11)(R13*1), Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z10, Z15, Z15
+	VPANDD      Z10, Z16, Z16
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    256(AX), Z15, Z13
+	VPDPBUSD    320(AX), Z16, Z13
+	PREFETCHT0  4288(R11)(R13*1)
+	VMOVDQU64   192(R11)(R13*1), Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    384(AX), Z17, Z14
+	VPDPBUSD    448(AX), Z18, Z14
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPERMD      Z11, Z8, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x10, R12
+	ADDQ        $0x00000100, R13
+	SUBQ        $0x10, CX
+	JMP         group
+
+tail:
+	TESTQ       CX, CX
+	JZ          reduce
+	MOVQ        $0x00000001, R14
+	SHLXQ       CX, R14, R14
+	DECQ        R14
+	KMOVW       R14, K1
+	VCVTPH2PS.Z (R11)(R12*2), K1, Z20
+	VMULPS      (R8)(R12*4), Z20, Z20
+	VCVTPS2DQ   (R9)(R12*4), Z4
+	VPSLLD      $0x03, Z4, Z4
+	XORQ        R15, R15
+	MOVQ        R15, R14
+	NOTQ        R14
+	MOVQ        $0x00000040, BP
+	MOVQ        CX, R12
+	SHLQ        $0x04, R12
+	SUBQ        $0x00000000, R12
+	CMOVQLT     R15, R12
+	CMPQ        R12, BP
+	CMOVQGT     BP, R12
+	BZHIQ       R12, R14, R12
+	MOVQ        R12, (SP)
+	MOVQ        CX, R12
+	SHLQ        $0x04, R12
+	SUBQ        $0x00000040, R12
+	CMOVQLT     R15, R12
+	CMPQ        R12, BP
+	CMOVQGT     BP, R12
+	BZHIQ       R12, R14, R12
+	MOVQ        R12, 8(SP)
+	MOVQ        CX, R12
+	SHLQ        $0x04, R12
+	SUBQ        $0x00000080, R12
+	CMOVQLT     R15, R12
+	CMPQ        R12, BP
+	CMOVQGT     BP, R12
+	BZHIQ       R12, R14, R12
+	MOVQ        R12, 16(SP)
+	MOVQ        CX, R12
+	SHLQ        $0x04, R12
+	SUBQ        $0x000000c0, R12
+	CMOVQLT     R15, R12
+	CMPQ        R12, BP
+	CMOVQGT     BP, R12
+	BZHIQ       R12, R14, R12
+	MOVQ        R12, 24(SP)
+	CMPQ        CX, $0x04
+	JG          tail2
+	KMOVQ       (SP), K2
+	VMOVDQU8.Z  (R11)(R13*1), K2, Z27
+	VPSRLW      $0x04, Z27, Z28
+	VPANDD      Z10, Z27, Z27
+	VPANDD      Z10, Z28, Z28
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPDPBUSD    64(AX), Z28, Z11
+	VPXORD      Z12, Z12, Z12
+	VPXORD      Z13, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPERMD      Z11, Z8, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail2:
+	CMPQ        CX, $0x08
+	JG          tail3
+	KMOVQ       (SP), K2
+	VMOVDQU8.Z  (R11)(R13*1), K2, Z27
+	VPSRLW      $0x04, Z27, Z28
+	VPANDD      Z10, Z27, Z27
+	VPANDD      Z10, Z28, Z28
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPDPBUSD    64(AX), Z28, Z11
+	KMOVQ       8(SP), K2
+	VMOVDQU8.Z  64(R11)(R13*1), K2, Z29
+	VPSRLW      $0x04, Z29, Z30
+	VPANDD      Z10, Z29, Z29
+	VPANDD      Z10, Z30, Z30
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    128(AX), Z29, Z12
+	VPDPBUSD    192(AX), Z30, Z12
+	VPXORD      Z13, Z13, Z13
+	VPXORD      Z14, Z14, Z14
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPERMD      Z11, Z8, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail3:
+	CMPQ        CX, $0x0c
+	JG          tail4
+	KMOVQ       (SP), K2
+	VMOVDQU8.Z  (R11)(R13*1), K2, Z27
+	VPSRLW      $0x04, Z27, Z28
+	VPANDD      Z10, Z27, Z27
+	VPANDD      Z10, Z28, Z28
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPDPBUSD    64(AX), Z28, Z11
+	KMOVQ       8(SP), K2
+	VMOVDQU8.Z  64(R11)(R13*1), K2, Z29
+	VPSRLW      $0x04, Z29, Z30
+	VPANDD      Z10, Z29, Z29
+	VPANDD      Z10, Z30, Z30
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    128(AX), Z29, Z12
+	VPDPBUSD    192(AX), Z30, Z12
+	KMOVQ       16(SP), K2
+	VMOVDQU8.Z  128(R11)(R13*1), K2, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z10, Z15, Z15
+	VPANDD      Z10, Z16, Z16
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    256(AX), Z15, Z13
+	VPDPBUSD    320(AX), Z16, Z13
+	VPXORD      Z14, Z14, Z14
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPERMD      Z11, Z8, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+	JMP         reduce
+
+tail4:
+	KMOVQ       (SP), K2
+	VMOVDQU8.Z  (R11)(R13*1), K2, Z27
+	VPSRLW      $0x04, Z27, Z28
+	VPANDD      Z10, Z27, Z27
+	VPANDD      Z10, Z28, Z28
+	VPXORD      Z11, Z11, Z11
+	VPDPBUSD    (AX), Z27, Z11
+	VPDPBUSD    64(AX), Z28, Z11
+	KMOVQ       8(SP), K2
+	VMOVDQU8.Z  64(R11)(R13*1), K2, Z29
+	VPSRLW      $0x04, Z29, Z30
+	VPANDD      Z10, Z29, Z29
+	VPANDD      Z10, Z30, Z30
+	VPXORD      Z12, Z12, Z12
+	VPDPBUSD    128(AX), Z29, Z12
+	VPDPBUSD    192(AX), Z30, Z12
+	KMOVQ       16(SP), K2
+	VMOVDQU8.Z  128(R11)(R13*1), K2, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z10, Z15, Z15
+	VPANDD      Z10, Z16, Z16
+	VPXORD      Z13, Z13, Z13
+	VPDPBUSD    256(AX), Z15, Z13
+	VPDPBUSD    320(AX), Z16, Z13
+	KMOVQ       24(SP), K2
+	VMOVDQU8.Z  192(R11)(R13*1), K2, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z10, Z17, Z17
+	VPANDD      Z10, Z18, Z18
+	VPXORD      Z14, Z14, Z14
+	VPDPBUSD    384(AX), Z17, Z14
+	VPDPBUSD    448(AX), Z18, Z14
+	VPUNPCKLDQ  Z12, Z11, Z19
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPUNPCKLDQ  Z14, Z13, Z24
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z24, Z13, Z13
+	VPUNPCKLQDQ Z13, Z11, Z19
+	VPUNPCKHQDQ Z13, Z11, Z11
+	VPADDD      Z19, Z11, Z11
+	VPERMD      Z11, Z8, Z11
+	VPSUBD      Z4, Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VFMADD231PS Z20, Z11, Z0
+
+reduce:
+	VEXTRACTF32X8 $0x01, Z0, Y31
+	VADDPS        Y31, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X31
+	VADDPS        X31, X0, X0
+	VPERMILPD     $0x01, X0, X31
+	VADDPS        X31, X0, X0
+	VMOVSHDUP     X0, X31
+	VADDSS        X31, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x04, SI
+	ADDQ          R10, R11
+	DECQ          DI
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
 // func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, MMX+
 TEXT ·vnniRowsQ8_1(SB), NOSPLIT, $0-56
@@ -21421,24 +21723,24 @@ reduce:
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, MMX+
 TEXT ·vnniRowsQ4_1(SB), NOSPLIT, $32-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), SI
 	XORQ         DI, DI
-	LEAQ         (BX)(BX*1), R8
+	LEAQ         (CX)(CX*1), R8
 	MOVL         $0x0f0f0f0f, R9
 	VPBROADCASTD R9, Z10
 	VMOVDQU32    vnniQ4BlockOrder<>+0(SB), Z8
 	VXORPS       Z0, Z0, Z0
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (SI)(DI*2), Z20
-	VMULPS      (CX)(DI*4), Z20, Z20
-	VCVTPS2DQ   (DX)(DI*4), Z4
+	VMULPS      (DX)(DI*4), Z20, Z20
+	VCVTPS2DQ   (BX)(DI*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	PREFETCHT0  4096(SI)(R8*1)
 	VMOVDQU64   (SI)(R8*1), Z27
@@ -21488,57 +21790,57 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, DI
 	ADDQ        $0x00000100, R8
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R9
-	SHLXQ       BX, R9, R9
+	SHLXQ       CX, R9, R9
 	DECQ        R9
 	KMOVW       R9, K1
 	VCVTPH2PS.Z (SI)(DI*2), K1, Z20
-	VMULPS      (CX)(DI*4), Z20, Z20
-	VCVTPS2DQ   (DX)(DI*4), Z4
+	VMULPS      (DX)(DI*4), Z20, Z20
+	VCVTPS2DQ   (BX)(DI*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	XORQ        DI, DI
-	MOVQ        DI, DX
-	NOTQ        DX
+	MOVQ        DI, BX
+	NOTQ        BX
 	MOVQ        $0x00000040, R9
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000000, CX
-	CMOVQLT     DI, CX
-	CMPQ        CX, R9
-	CMOVQGT     R9, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, (SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000040, CX
-	CMOVQLT     DI, CX
-	CMPQ        CX, R9
-	CMOVQGT     R9, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 8(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000080, CX
-	CMOVQLT     DI, CX
-	CMPQ        CX, R9
-	CMOVQGT     R9, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 16(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x000000c0, CX
-	CMOVQLT     DI, CX
-	CMPQ        CX, R9
-	CMOVQGT     R9, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 24(SP)
-	CMPQ        BX, $0x04
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000000, DX
+	CMOVQLT     DI, DX
+	CMPQ        DX, R9
+	CMOVQGT     R9, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, (SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000040, DX
+	CMOVQLT     DI, DX
+	CMPQ        DX, R9
+	CMOVQGT     R9, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 8(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000080, DX
+	CMOVQLT     DI, DX
+	CMPQ        DX, R9
+	CMOVQGT     R9, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 16(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x000000c0, DX
+	CMOVQLT     DI, DX
+	CMPQ        DX, R9
+	CMOVQGT     R9, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 24(SP)
+	CMPQ        CX, $0x04
 	JG          tail2
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (SI)(R8*1), K2, Z27
@@ -21567,7 +21869,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JG          tail3
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (SI)(R8*1), K2, Z27
@@ -21603,7 +21905,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JG          tail4
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (SI)(R8*1), K2, Z27
@@ -23083,14 +23385,14 @@ reduce:
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, MMX+
 TEXT ·vnniRowsQ4_2(SB), NOSPLIT, $32-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), DI
 	LEAQ         (DI)(SI*1), SI
 	XORQ         R8, R8
-	LEAQ         (BX)(BX*1), R9
+	LEAQ         (CX)(CX*1), R9
 	MOVL         $0x0f0f0f0f, R10
 	VPBROADCASTD R10, Z10
 	VMOVDQU32    vnniQ4BlockOrder<>+0(SB), Z8
@@ -23098,13 +23400,13 @@ TEXT ·vnniRowsQ4_2(SB), NOSPLIT, $32-56
 	VXORPS       Z1, Z1, Z1
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (DI)(R8*2), Z20
-	VMULPS      (CX)(R8*4), Z20, Z20
+	VMULPS      (DX)(R8*4), Z20, Z20
 	VCVTPH2PS   (SI)(R8*2), Z21
-	VMULPS      (CX)(R8*4), Z21, Z21
-	VCVTPS2DQ   (DX)(R8*4), Z4
+	VMULPS      (DX)(R8*4), Z21, Z21
+	VCVTPS2DQ   (BX)(R8*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	PREFETCHT0  4096(DI)(R9*1)
 	VMOVDQU64   (DI)(R9*1), Z27
@@ -23199,59 +23501,59 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, R8
 	ADDQ        $0x00000100, R9
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R10
-	SHLXQ       BX, R10, R10
+	SHLXQ       CX, R10, R10
 	DECQ        R10
 	KMOVW       R10, K1
 	VCVTPH2PS.Z (DI)(R8*2), K1, Z20
-	VMULPS      (CX)(R8*4), Z20, Z20
+	VMULPS      (DX)(R8*4), Z20, Z20
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z21
-	VMULPS      (CX)(R8*4), Z21, Z21
-	VCVTPS2DQ   (DX)(R8*4), Z4
+	VMULPS      (DX)(R8*4), Z21, Z21
+	VCVTPS2DQ   (BX)(R8*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	XORQ        R8, R8
-	MOVQ        R8, DX
-	NOTQ        DX
+	MOVQ        R8, BX
+	NOTQ        BX
 	MOVQ        $0x00000040, R10
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000000, CX
-	CMOVQLT     R8, CX
-	CMPQ        CX, R10
-	CMOVQGT     R10, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, (SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000040, CX
-	CMOVQLT     R8, CX
-	CMPQ        CX, R10
-	CMOVQGT     R10, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 8(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000080, CX
-	CMOVQLT     R8, CX
-	CMPQ        CX, R10
-	CMOVQGT     R10, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 16(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x000000c0, CX
-	CMOVQLT     R8, CX
-	CMPQ        CX, R10
-	CMOVQGT     R10, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 24(SP)
-	CMPQ        BX, $0x04
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000000, DX
+	CMOVQLT     R8, DX
+	CMPQ        DX, R10
+	CMOVQGT     R10, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, (SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000040, DX
+	CMOVQLT     R8, DX
+	CMPQ        DX, R10
+	CMOVQGT     R10, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 8(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000080, DX
+	CMOVQLT     R8, DX
+	CMPQ        DX, R10
+	CMOVQGT     R10, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 16(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x000000c0, DX
+	CMOVQLT     R8, DX
+	CMPQ        DX, R10
+	CMOVQGT     R10, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 24(SP)
+	CMPQ        CX, $0x04
 	JG          tail2
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R9*1), K2, Z27
@@ -23301,7 +23603,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JG          tail3
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R9*1), K2, Z27
@@ -23366,7 +23668,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JG          tail4
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R9*1), K2, Z27
@@ -25568,15 +25870,15 @@ reduce:
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, MMX+
 TEXT ·vnniRowsQ4_3(SB), NOSPLIT, $32-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), DI
 	LEAQ         (DI)(SI*1), R8
 	LEAQ         (R8)(SI*1), SI
 	XORQ         R9, R9
-	LEAQ         (BX)(BX*1), R10
+	LEAQ         (CX)(CX*1), R10
 	MOVL         $0x0f0f0f0f, R11
 	VPBROADCASTD R11, Z10
 	VMOVDQU32    vnniQ4BlockOrder<>+0(SB), Z8
@@ -25585,15 +25887,15 @@ TEXT ·vnniRowsQ4_3(SB), NOSPLIT, $32-56
 	VXORPS       Z2, Z2, Z2
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (DI)(R9*2), Z20
-	VMULPS      (CX)(R9*4), Z20, Z20
+	VMULPS      (DX)(R9*4), Z20, Z20
 	VCVTPH2PS   (R8)(R9*2), Z21
-	VMULPS      (CX)(R9*4), Z21, Z21
+	VMULPS      (DX)(R9*4), Z21, Z21
 	VCVTPH2PS   (SI)(R9*2), Z22
-	VMULPS      (CX)(R9*4), Z22, Z22
-	VCVTPS2DQ   (DX)(R9*4), Z4
+	VMULPS      (DX)(R9*4), Z22, Z22
+	VCVTPS2DQ   (BX)(R9*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	PREFETCHT0  4096(DI)(R10*1)
 	VMOVDQU64   (DI)(R10*1), Z27
@@ -25733,61 +26035,61 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, R9
 	ADDQ        $0x00000100, R10
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R11
-	SHLXQ       BX, R11, R11
+	SHLXQ       CX, R11, R11
 	DECQ        R11
 	KMOVW       R11, K1
 	VCVTPH2PS.Z (DI)(R9*2), K1, Z20
-	VMULPS      (CX)(R9*4), Z20, Z20
+	VMULPS      (DX)(R9*4), Z20, Z20
 	VCVTPH2PS.Z (R8)(R9*2), K1, Z21
-	VMULPS      (CX)(R9*4), Z21, Z21
+	VMULPS      (DX)(R9*4), Z21, Z21
 	VCVTPH2PS.Z (SI)(R9*2), K1, Z22
-	VMULPS      (CX)(R9*4), Z22, Z22
-	VCVTPS2DQ   (DX)(R9*4), Z4
+	VMULPS      (DX)(R9*4), Z22, Z22
+	VCVTPS2DQ   (BX)(R9*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	XORQ        R9, R9
-	MOVQ        R9, DX
-	NOTQ        DX
+	MOVQ        R9, BX
+	NOTQ        BX
 	MOVQ        $0x00000040, R11
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000000, CX
-	CMOVQLT     R9, CX
-	CMPQ        CX, R11
-	CMOVQGT     R11, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, (SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000040, CX
-	CMOVQLT     R9, CX
-	CMPQ        CX, R11
-	CMOVQGT     R11, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 8(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000080, CX
-	CMOVQLT     R9, CX
-	CMPQ        CX, R11
-	CMOVQGT     R11, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 16(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x000000c0, CX
-	CMOVQLT     R9, CX
-	CMPQ        CX, R11
-	CMOVQGT     R11, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 24(SP)
-	CMPQ        BX, $0x04
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000000, DX
+	CMOVQLT     R9, DX
+	CMPQ        DX, R11
+	CMOVQGT     R11, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, (SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000040, DX
+	CMOVQLT     R9, DX
+	CMPQ        DX, R11
+	CMOVQGT     R11, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 8(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000080, DX
+	CMOVQLT     R9, DX
+	CMPQ        DX, R11
+	CMOVQGT     R11, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 16(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x000000c0, DX
+	CMOVQLT     R9, DX
+	CMPQ        DX, R11
+	CMOVQGT     R11, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 24(SP)
+	CMPQ        CX, $0x04
 	JG          tail2
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R10*1), K2, Z27
@@ -25858,7 +26160,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JG          tail3
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R10*1), K2, Z27
@@ -25952,7 +26254,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JG          tail4
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R10*1), K2, Z27
@@ -28876,16 +29178,16 @@ reduce:
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, MMX+
 TEXT ·vnniRowsQ4_4(SB), NOSPLIT, $32-56
 	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         xqs+16(FP), DX
-	MOVQ         nb+40(FP), BX
+	MOVQ         nb+40(FP), CX
+	MOVQ         dx+8(FP), DX
+	MOVQ         xqs+16(FP), BX
 	MOVQ         ldw+32(FP), SI
 	MOVQ         w+24(FP), DI
 	LEAQ         (DI)(SI*1), R8
 	LEAQ         (R8)(SI*1), R9
 	LEAQ         (R9)(SI*1), SI
 	XORQ         R10, R10
-	LEAQ         (BX)(BX*1), R11
+	LEAQ         (CX)(CX*1), R11
 	MOVL         $0x0f0f0f0f, R12
 	VPBROADCASTD R12, Z10
 	VMOVDQU32    vnniQ4BlockOrder<>+0(SB), Z8
@@ -28895,17 +29197,17 @@ TEXT ·vnniRowsQ4_4(SB), NOSPLIT, $32-56
 	VXORPS       Z3, Z3, Z3
 
 group:
-	CMPQ        BX, $0x10
+	CMPQ        CX, $0x10
 	JL          tail
 	VCVTPH2PS   (DI)(R10*2), Z20
-	VMULPS      (CX)(R10*4), Z20, Z20
+	VMULPS      (DX)(R10*4), Z20, Z20
 	VCVTPH2PS   (R8)(R10*2), Z21
-	VMULPS      (CX)(R10*4), Z21, Z21
+	VMULPS      (DX)(R10*4), Z21, Z21
 	VCVTPH2PS   (R9)(R10*2), Z22
-	VMULPS      (CX)(R10*4), Z22, Z22
+	VMULPS      (DX)(R10*4), Z22, Z22
 	VCVTPH2PS   (SI)(R10*2), Z23
-	VMULPS      (CX)(R10*4), Z23, Z23
-	VCVTPS2DQ   (DX)(R10*4), Z4
+	VMULPS      (DX)(R10*4), Z23, Z23
+	VCVTPS2DQ   (BX)(R10*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	PREFETCHT0  4096(DI)(R11*1)
 	VMOVDQU64   (DI)(R11*1), Z27
@@ -29090,63 +29392,63 @@ group:
 	ADDQ        $0x00000200, AX
 	ADDQ        $0x10, R10
 	ADDQ        $0x00000100, R11
-	SUBQ        $0x10, BX
+	SUBQ        $0x10, CX
 	JMP         group
 
 tail:
-	TESTQ       BX, BX
+	TESTQ       CX, CX
 	JZ          reduce
 	MOVQ        $0x00000001, R12
-	SHLXQ       BX, R12, R12
+	SHLXQ       CX, R12, R12
 	DECQ        R12
 	KMOVW       R12, K1
 	VCVTPH2PS.Z (DI)(R10*2), K1, Z20
-	VMULPS      (CX)(R10*4), Z20, Z20
+	VMULPS      (DX)(R10*4), Z20, Z20
 	VCVTPH2PS.Z (R8)(R10*2), K1, Z21
-	VMULPS      (CX)(R10*4), Z21, Z21
+	VMULPS      (DX)(R10*4), Z21, Z21
 	VCVTPH2PS.Z (R9)(R10*2), K1, Z22
-	VMULPS      (CX)(R10*4), Z22, Z22
+	VMULPS      (DX)(R10*4), Z22, Z22
 	VCVTPH2PS.Z (SI)(R10*2), K1, Z23
-	VMULPS      (CX)(R10*4), Z23, Z23
-	VCVTPS2DQ   (DX)(R10*4), Z4
+	VMULPS      (DX)(R10*4), Z23, Z23
+	VCVTPS2DQ   (BX)(R10*4), Z4
 	VPSLLD      $0x03, Z4, Z4
 	XORQ        R10, R10
-	MOVQ        R10, DX
-	NOTQ        DX
+	MOVQ        R10, BX
+	NOTQ        BX
 	MOVQ        $0x00000040, R12
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000000, CX
-	CMOVQLT     R10, CX
-	CMPQ        CX, R12
-	CMOVQGT     R12, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, (SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000040, CX
-	CMOVQLT     R10, CX
-	CMPQ        CX, R12
-	CMOVQGT     R12, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 8(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x00000080, CX
-	CMOVQLT     R10, CX
-	CMPQ        CX, R12
-	CMOVQGT     R12, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 16(SP)
-	MOVQ        BX, CX
-	SHLQ        $0x04, CX
-	SUBQ        $0x000000c0, CX
-	CMOVQLT     R10, CX
-	CMPQ        CX, R12
-	CMOVQGT     R12, CX
-	BZHIQ       CX, DX, CX
-	MOVQ        CX, 24(SP)
-	CMPQ        BX, $0x04
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000000, DX
+	CMOVQLT     R10, DX
+	CMPQ        DX, R12
+	CMOVQGT     R12, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, (SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000040, DX
+	CMOVQLT     R10, DX
+	CMPQ        DX, R12
+	CMOVQGT     R12, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 8(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x00000080, DX
+	CMOVQLT     R10, DX
+	CMPQ        DX, R12
+	CMOVQGT     R12, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 16(SP)
+	MOVQ        CX, DX
+	SHLQ        $0x04, DX
+	SUBQ        $0x000000c0, DX
+	CMOVQLT     R10, DX
+	CMPQ        DX, R12
+	CMOVQGT     R12, DX
+	BZHIQ       DX, BX, DX
+	MOVQ        DX, 24(SP)
+	CMPQ        CX, $0x04
 	JG          tail2
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R11*1), K2, Z27
@@ -29238,7 +29540,7 @@ tail:
 	JMP         reduce
 
 tail2:
-	CMPQ        BX, $0x08
+	CMPQ        CX, $0x08
 	JG          tail3
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R11*1), K2, Z27
@@ -29361,7 +29663,7 @@ tail2:
 	JMP         reduce
 
 tail3:
-	CMPQ        BX, $0x0c
+	CMPQ        CX, $0x0c
 	JG          tail4
 	KMOVQ       (SP), K2
 	VMOVDQU8.Z  (DI)(R11*1), K2, Z27

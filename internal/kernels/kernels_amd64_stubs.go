@@ -764,6 +764,11 @@ func transposeWQ4(w *byte, nb int, dst *byte)
 //go:noescape
 func vnniRowStreamQ8(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
 
+// vnniRowStreamQ4 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
+//
+//go:noescape
+func vnniRowStreamQ4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
+
 // vnniRowsQ8_1 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
 //
 //go:noescape

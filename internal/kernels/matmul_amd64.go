@@ -383,10 +383,14 @@ func quantRowsAVX512(j *matmulJob, lo, hi int) {
 	w := j.w
 	nb := (w.Cols + BlockSize - 1) / BlockSize
 	rb := w.Type.RowBytes(w.Cols)
-	if j.m == 1 && j.nbp > 0 && w.Type == Q8 && useRowStream {
+	if j.m == 1 && j.nbp > 0 && useRowStream {
 		// One sequential stream of weight rows (see rowStreamF32).
 		y := j.y[lo:hi]
-		vnniRowStreamQ8(&j.xq8[0], &j.dx[0], &j.xs[0], &w.Data[lo*rb], rb, nb, &y[0], hi-lo)
+		stream := vnniRowStreamQ8
+		if w.Type == Q4 {
+			stream = vnniRowStreamQ4
+		}
+		stream(&j.xq8[0], &j.dx[0], &j.xs[0], &w.Data[lo*rb], rb, nb, &y[0], hi-lo)
 		if j.bias != nil {
 			for k := range y {
 				y[k] += j.bias[lo+k]

@@ -74,6 +74,7 @@ func main() {
 	genQ4Tables()
 	genTransposeWQ4()
 	genVNNIRowStreamQ8()
+	genVNNIRowStreamQ4()
 	for nr := 1; nr <= 4; nr++ {
 		genVNNIRowsQ8(nr)
 		genVNNIRowsQ4(nr)

@@ -65,15 +65,37 @@ func unitMasks(cnt Register, m Mem, n, shift, unit int) {
 // j < nr, y[j] = q4 weight row j (ldw bytes apart, nb blocks: scales then
 // quants) dotted with activations quantized by quantizeXQ4 (padded with
 // zero blocks to a multiple of 16).
-func genVNNIRowsQ4(nr int) {
+func genVNNIRowsQ4(nr int) { genVNNIRowsQ4Body(nr, false) }
+
+// genVNNIRowStreamQ4 emits vnniRowStreamQ4(xq, dx, xqs, w, ldw, nb, y, n):
+// vnniRowsQ4_1 for n weight rows one after another in one call, so that the
+// weights are read as one sequential stream.
+func genVNNIRowStreamQ4() { genVNNIRowsQ4Body(1, true) }
+
+func genVNNIRowsQ4Body(nr int, stream bool) {
 	name := fmt.Sprintf("vnniRowsQ4_%d", nr)
-	text(name, NOSPLIT, "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)")
+	sig := "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)"
+	if stream {
+		name = "vnniRowStreamQ4"
+		sig = "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)"
+	}
+	text(name, NOSPLIT, sig)
 	Doc(name + " computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).")
 	masks := AllocLocal(32)
-	xp := Load(Param("xq"), GP64())
+	var xp0, nb0, y, n Register
+	xp := GP64()
+	nb := GP64()
+	if stream {
+		xp0 = Load(Param("xq"), GP64())
+		nb0 = Load(Param("nb"), GP64())
+		y = Load(Param("y"), GP64())
+		n = Load(Param("n"), GP64())
+	} else {
+		Load(Param("xq"), xp)
+		Load(Param("nb"), nb)
+	}
 	dxp := Load(Param("dx"), GP64())
 	xqsp := Load(Param("xqs"), GP64())
-	nb := Load(Param("nb"), GP64())
 	ldw := Load(Param("ldw"), GP64())
 	wr := make([]Register, nr)
 	wr[0] = Load(Param("w"), GP64())
@@ -82,8 +104,15 @@ func genVNNIRowsQ4(nr int) {
 		LEAQ(Mem{Base: wr[j-1], Index: ldw, Scale: 1}, wr[j])
 	}
 	bo := GP64()
-	XORQ(bo, bo)
 	qoff := GP64()
+	if stream {
+		Label("row")
+		TESTQ(n, n)
+		JZ(LabelRef("done"))
+		MOVQ(xp0, xp)
+		MOVQ(nb0, nb)
+	}
+	XORQ(bo, bo)
 	LEAQ(Mem{Base: nb, Index: nb, Scale: 1}, qoff)
 	t := GP32()
 	MOVL(U32(0x0f0f0f0f), t)
@@ -190,10 +219,19 @@ func genVNNIRowsQ4(nr int) {
 	}
 
 	Label("reduce")
-	y := Load(Param("y"), GP64())
+	if !stream {
+		y = Load(Param("y"), GP64())
+	}
 	for j := 0; j < nr; j++ {
 		hsum(facc[j], Z31)
 		VMOVSS(facc[j].AsX(), Mem{Base: y, Disp: 4 * j})
+	}
+	if stream {
+		ADDQ(U8(4), y)
+		ADDQ(ldw, wr[0])
+		DECQ(n)
+		JMP(LabelRef("row"))
+		Label("done")
 	}
 	VZEROUPPER()
 	RET()
