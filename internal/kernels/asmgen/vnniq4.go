@@ -73,47 +73,9 @@ func genVNNIRowsQ4(nr int) { genVNNIRowsQ4Body(nr, false) }
 func genVNNIRowStreamQ4() { genVNNIRowsQ4Body(1, true) }
 
 func genVNNIRowsQ4Body(nr int, stream bool) {
-	name := fmt.Sprintf("vnniRowsQ4_%d", nr)
-	sig := "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)"
-	if stream {
-		name = "vnniRowStreamQ4"
-		sig = "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)"
-	}
-	text(name, NOSPLIT, sig)
-	Doc(name + " computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).")
+	f := vnniRowsFrame("Q4", nr, stream)
 	masks := AllocLocal(32)
-	var xp0, nb0, y, n Register
-	xp := GP64()
-	nb := GP64()
-	if stream {
-		xp0 = Load(Param("xq"), GP64())
-		nb0 = Load(Param("nb"), GP64())
-		y = Load(Param("y"), GP64())
-		n = Load(Param("n"), GP64())
-	} else {
-		Load(Param("xq"), xp)
-		Load(Param("nb"), nb)
-	}
-	dxp := Load(Param("dx"), GP64())
-	xqsp := Load(Param("xqs"), GP64())
-	ldw := Load(Param("ldw"), GP64())
-	wr := make([]Register, nr)
-	wr[0] = Load(Param("w"), GP64())
-	for j := 1; j < nr; j++ {
-		wr[j] = GP64()
-		LEAQ(Mem{Base: wr[j-1], Index: ldw, Scale: 1}, wr[j])
-	}
-	bo := GP64()
-	qoff := GP64()
-	if stream {
-		Label("row")
-		TESTQ(n, n)
-		JZ(LabelRef("done"))
-		MOVQ(xp0, xp)
-		MOVQ(nb0, nb)
-	}
-	XORQ(bo, bo)
-	LEAQ(Mem{Base: nb, Index: nb, Scale: 1}, qoff)
+	xp, nb, dxp, xqsp, wr, bo, qoff := f.xp, f.nb, f.dxp, f.xqsp, f.wr, f.bo, f.qoff
 	t := GP32()
 	MOVL(U32(0x0f0f0f0f), t)
 	c0f := Z10
@@ -219,22 +181,7 @@ func genVNNIRowsQ4Body(nr int, stream bool) {
 	}
 
 	Label("reduce")
-	if !stream {
-		y = Load(Param("y"), GP64())
-	}
-	for j := 0; j < nr; j++ {
-		hsum(facc[j], Z31)
-		VMOVSS(facc[j].AsX(), Mem{Base: y, Disp: 4 * j})
-	}
-	if stream {
-		ADDQ(U8(4), y)
-		ADDQ(ldw, wr[0])
-		DECQ(n)
-		JMP(LabelRef("row"))
-		Label("done")
-	}
-	VZEROUPPER()
-	RET()
+	f.end(facc[:nr])
 }
 
 // genTransposeWQ4 emits transposeWQ4(w, nb, dst): the nibbles of one q4

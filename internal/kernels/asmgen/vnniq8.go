@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -197,52 +198,88 @@ func loadQ8Unit(src Mem, masks *Mem, u int, c80, dst VecPhysical) {
 // zero blocks to a multiple of 16).
 func genVNNIRowsQ8(nr int) { genVNNIRowsQ8Body(nr, false) }
 
+// vnniFrame is the frame shared by the q8 and q4 matrix-vector kernels: the
+// parameter registers, and for the row-stream form the loop over rows.
+type vnniFrame struct {
+	xp, nb, dxp, xqsp, ldw, bo, qoff Register
+	wr                               []Register
+	stream                           bool
+	y, n                             Register // stream only
+}
+
+// vnniRowsFrame emits the prologue of vnniRows<q>_<nr> (or, with stream,
+// vnniRowStream<q>, whose extra parameter n counts the rows) up to the start
+// of a row: bo = 0 (block index) and qoff = 2*nb (the quants after the scales).
+func vnniRowsFrame(q string, nr int, stream bool) *vnniFrame {
+	name := fmt.Sprintf("vnniRows%s_%d", q, nr)
+	sig := "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)"
+	if stream {
+		name = "vnniRowStream" + q
+		sig = "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)"
+	}
+	text(name, NOSPLIT, sig)
+	Doc(fmt.Sprintf("%s computes %s dot products with VPDPBUSD (see vnni%s.go in asmgen).", name, strings.ToLower(q), strings.ToLower(q)))
+	f := &vnniFrame{xp: GP64(), nb: GP64(), stream: stream}
+	var xp0, nb0 Register
+	if stream {
+		xp0, nb0 = Load(Param("xq"), GP64()), Load(Param("nb"), GP64())
+		f.y, f.n = Load(Param("y"), GP64()), Load(Param("n"), GP64())
+	} else {
+		Load(Param("xq"), f.xp)
+		Load(Param("nb"), f.nb)
+	}
+	f.dxp = Load(Param("dx"), GP64())
+	f.xqsp = Load(Param("xqs"), GP64())
+	f.ldw = Load(Param("ldw"), GP64())
+	f.wr = make([]Register, nr)
+	f.wr[0] = Load(Param("w"), GP64())
+	for j := 1; j < nr; j++ {
+		f.wr[j] = GP64()
+		LEAQ(Mem{Base: f.wr[j-1], Index: f.ldw, Scale: 1}, f.wr[j])
+	}
+	f.bo, f.qoff = GP64(), GP64()
+	if stream {
+		Label("row")
+		TESTQ(f.n, f.n)
+		JZ(LabelRef("done"))
+		MOVQ(xp0, f.xp)
+		MOVQ(nb0, f.nb)
+	}
+	XORQ(f.bo, f.bo)
+	LEAQ(Mem{Base: f.nb, Index: f.nb, Scale: 1}, f.qoff)
+	return f
+}
+
+// end stores the row sums of facc and returns, or with stream moves on to
+// the next row.
+func (f *vnniFrame) end(facc []VecPhysical) {
+	y := f.y
+	if !f.stream {
+		y = Load(Param("y"), GP64())
+	}
+	for j, a := range facc {
+		hsum(a, Z31)
+		VMOVSS(a.AsX(), Mem{Base: y, Disp: 4 * j})
+	}
+	if f.stream {
+		ADDQ(U8(4), y)
+		ADDQ(f.ldw, f.wr[0])
+		DECQ(f.n)
+		JMP(LabelRef("row"))
+		Label("done")
+	}
+	VZEROUPPER()
+	RET()
+}
+
 // genVNNIRowStreamQ8 emits vnniRowStreamQ8(xq, dx, xqs, w, ldw, nb, y, n):
 // vnniRowsQ8_1 for n weight rows one after another in one call, so that the
 // weights are read as one sequential stream.
 func genVNNIRowStreamQ8() { genVNNIRowsQ8Body(1, true) }
 
 func genVNNIRowsQ8Body(nr int, stream bool) {
-	name := fmt.Sprintf("vnniRowsQ8_%d", nr)
-	sig := "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)"
-	if stream {
-		name = "vnniRowStreamQ8"
-		sig = "func(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)"
-	}
-	text(name, NOSPLIT, sig)
-	Doc(name + " computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).")
-	var xp0, nb0, y, n Register
-	xp := GP64()
-	nb := GP64()
-	if stream {
-		xp0 = Load(Param("xq"), GP64())
-		nb0 = Load(Param("nb"), GP64())
-		y = Load(Param("y"), GP64())
-		n = Load(Param("n"), GP64())
-	} else {
-		Load(Param("xq"), xp)
-		Load(Param("nb"), nb)
-	}
-	dxp := Load(Param("dx"), GP64())
-	xqsp := Load(Param("xqs"), GP64())
-	ldw := Load(Param("ldw"), GP64())
-	wr := make([]Register, nr)
-	wr[0] = Load(Param("w"), GP64())
-	for j := 1; j < nr; j++ {
-		wr[j] = GP64()
-		LEAQ(Mem{Base: wr[j-1], Index: ldw, Scale: 1}, wr[j])
-	}
-	bo := GP64()
-	qoff := GP64()
-	if stream {
-		Label("row")
-		TESTQ(n, n)
-		JZ(LabelRef("done"))
-		MOVQ(xp0, xp)
-		MOVQ(nb0, nb)
-	}
-	XORQ(bo, bo)
-	LEAQ(Mem{Base: nb, Index: nb, Scale: 1}, qoff)
+	f := vnniRowsFrame("Q8", nr, stream)
+	xp, nb, dxp, xqsp, wr, bo, qoff := f.xp, f.nb, f.dxp, f.xqsp, f.wr, f.bo, f.qoff
 	t := GP32()
 	MOVL(U32(0x80808080), t)
 	c80 := Z10
@@ -353,22 +390,7 @@ func genVNNIRowsQ8Body(nr int, stream bool) {
 	}
 
 	Label("reduce")
-	if !stream {
-		y = Load(Param("y"), GP64())
-	}
-	for j := 0; j < nr; j++ {
-		hsum(facc[j], Z31)
-		VMOVSS(facc[j].AsX(), Mem{Base: y, Disp: 4 * j})
-	}
-	if stream {
-		ADDQ(U8(4), y)
-		ADDQ(ldw, wr[0])
-		DECQ(n)
-		JMP(LabelRef("row"))
-		Label("done")
-	}
-	VZEROUPPER()
-	RET()
+	f.end(facc[:nr])
 }
 
 // q8TransposeUnits transposes N (8 vectors, unit u of a group in N[u])
