@@ -46,13 +46,13 @@ func dropCache(fd *os.File, size int64) error {
 }
 
 // hugeMapped returns the bytes of data mapped with 2 MiB pages, from
-// /proc/self/smaps (0 if it cannot be read).
-func hugeMapped(data []byte) int64 {
+// /proc/self/smaps; known is false when that cannot be read.
+func hugeMapped(data []byte) (n int64, known bool) {
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	return smapsHuge(b, uint64(uintptr(unsafe.Pointer(&data[0]))))
+	return smapsHuge(b, uint64(uintptr(unsafe.Pointer(&data[0])))), true
 }
 
 // smapsHuge sums the FilePmdMapped and AnonHugePages fields of the mapping

@@ -19,4 +19,4 @@ func hugeAligned([]byte) bool { return false }
 
 func dropCache(*os.File, int64) error { return nil }
 
-func hugeMapped([]byte) int64 { return 0 }
+func hugeMapped([]byte) (int64, bool) { return 0, false }

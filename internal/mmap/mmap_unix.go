@@ -58,8 +58,11 @@ func OpenWith(path string, opts Options) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap: map %s: %w", path, err)
 	}
-	f := &File{data: data, unmap: unix.Munmap, huge: hugeMapped(data)}
-	if !opts.HugePages || size < RecacheMin || 2*f.huge >= size || !hugeAligned(data) {
+	f := &File{data: data, unmap: unix.Munmap}
+	var known bool
+	f.huge, known = hugeMapped(data)
+	// Without /proc/self/smaps the page sizes are unknown: never re-read blindly.
+	if !opts.HugePages || !known || size < RecacheMin || 2*f.huge >= size || !hugeAligned(data) {
 		return f, nil
 	}
 	// Most of the file is cached in small pages: drop them (the kernel keeps
@@ -70,7 +73,7 @@ func OpenWith(path string, opts Options) (*File, error) {
 	if f.data, err = mapFile(fd, int(size), true); err != nil {
 		return nil, fmt.Errorf("mmap: map %s: %w", path, err)
 	}
-	f.huge = hugeMapped(f.data)
+	f.huge, _ = hugeMapped(f.data)
 	f.recached = true
 	return f, nil
 }
@@ -111,7 +114,8 @@ func Load(path string) (*File, error) {
 		unix.Munmap(data)
 		return nil, fmt.Errorf("mmap: protect %s: %w", path, err)
 	}
-	return &File{data: data, unmap: unix.Munmap, huge: hugeMapped(data)}, nil
+	huge, _ := hugeMapped(data)
+	return &File{data: data, unmap: unix.Munmap, huge: huge}, nil
 }
 
 // readParallel fills data from f with positioned reads of 32 MiB chunks on two goroutines
