@@ -45,6 +45,25 @@ func dropCache(fd *os.File, size int64) error {
 	return nil
 }
 
+// fileHugeInUse reports whether the page cache holds any file folios of 2 MiB
+// (/proc/meminfo FileHugePages): evidence that this kernel and a file system
+// here cache files in huge folios, without which re-reading a file for them
+// would only cost a read from disk.
+func fileHugeInUse() bool {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("FileHugePages:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
+			return err == nil && kb > 0
+		}
+	}
+	return false
+}
+
 // hugeMapped returns the bytes of data mapped with 2 MiB pages, from
 // /proc/self/smaps; known is false when that cannot be read.
 func hugeMapped(data []byte) (n int64, known bool) {

@@ -90,7 +90,7 @@ func TestOpenRecachesSmallPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, known := hugeMapped(plain.Bytes())
-	expect := known && 2*plain.HugeBytes() < int64(size) && hugeAligned(plain.Bytes())
+	expect := known && 2*plain.HugeBytes() < int64(size) && hugeAligned(plain.Bytes()) && fileHugeInUse()
 	plain.Close()
 	f, err := Open(path)
 	if err != nil {
@@ -104,4 +104,21 @@ func TestOpenRecachesSmallPages(t *testing.T) {
 		t.Errorf("Recached() = %v, want %v", f.Recached(), expect)
 	}
 	t.Logf("plain huge %d; after Open huge %d of %d, recached %v", plain.HugeBytes(), f.HugeBytes(), size, f.Recached())
+}
+
+// fileHugeInUse agrees with /proc/meminfo's FileHugePages line.
+func TestFileHugeInUseReadsMeminfo(t *testing.T) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := false
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("FileHugePages:")); ok {
+			want = !bytes.Equal(bytes.TrimSpace(rest), []byte("0 kB"))
+		}
+	}
+	if got := fileHugeInUse(); got != want {
+		t.Errorf("fileHugeInUse() = %v, /proc/meminfo says %v", got, want)
+	}
 }

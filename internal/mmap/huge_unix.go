@@ -20,3 +20,5 @@ func hugeAligned([]byte) bool { return false }
 func dropCache(*os.File, int64) error { return nil }
 
 func hugeMapped([]byte) (int64, bool) { return 0, false }
+
+func fileHugeInUse() bool { return false }

@@ -22,7 +22,8 @@ type Options struct {
 	// the mapping is advised for huge pages before it is populated, so pages read
 	// from disk come in 2 MiB folios, and when less than half of a large file
 	// (at least RecacheMin bytes) is cached in such folios, its cached pages are
-	// dropped and read again (once per Open). One 2 MiB page spares a memory-bound
+	// dropped and read again (once per Open; only where /proc shows page sizes
+	// and the page cache holds some 2 MiB file folios). One 2 MiB page spares a memory-bound
 	// pass over the weights 511 TLB misses, and populating a mapping of 2 MiB
 	// pages takes a millisecond where 4 KiB pages take a good part of a second
 	// per GB on the first pass. Without support (other systems, other file
@@ -61,8 +62,9 @@ func OpenWith(path string, opts Options) (*File, error) {
 	f := &File{data: data, unmap: unix.Munmap}
 	var known bool
 	f.huge, known = hugeMapped(data)
-	// Without /proc/self/smaps the page sizes are unknown: never re-read blindly.
-	if !opts.HugePages || !known || size < RecacheMin || 2*f.huge >= size || !hugeAligned(data) {
+	// Re-read only when the page sizes are known (/proc/self/smaps) and the page
+	// cache is seen to hold huge file folios at all: never blindly.
+	if !opts.HugePages || !known || size < RecacheMin || 2*f.huge >= size || !hugeAligned(data) || !fileHugeInUse() {
 		return f, nil
 	}
 	// Most of the file is cached in small pages: drop them (the kernel keeps
