@@ -154,10 +154,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	if j.m >= tileM && p.threads > 1 && !p.closed.Load() {
 		// A prefill's rows are independent: prepare them on every thread,
 		// in about two runs of rows per thread.
-		per := (j.m + 2*p.threads - 1) / (2 * p.threads)
-		p.forFn, p.forN, p.forPer = p.prepRow, j.m, per
-		p.runJob((j.m + per - 1) / per)
-		p.forFn = nil
+		p.runFor(j.m, (j.m+2*p.threads-1)/(2*p.threads), p.prepRow)
 	} else {
 		for i := range j.m {
 			p.prepareRowVNNI(0, i)
@@ -241,6 +238,10 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 	}
 }
 
+// useRowStream selects the rowStream kernels for matrix-vector products
+// (benchmarks turn it off to compare with the tiles).
+var useRowStream = true
+
 // floatTiles accumulates y[i*ldy+r] += x_i · W_r for r < n rows stored in w
 // (ldw bytes apart, type t in {F32, F16, BF16}), for any number m of input rows:
 // register tiles of dot products, each weight byte read once per tile. Every
@@ -248,10 +249,6 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 // row equals the decode matrix-vector product bit for bit; measured end to end it
 // is also faster here than the packed outer-product GEMM (SmolLM2-135M f32
 // prefill 554 vs 360 tokens/s, Qwen3-0.6B 125 vs 92, 2 threads).
-// useRowStream selects the rowStream kernels for matrix-vector products
-// (benchmarks turn it off to compare with the tiles).
-var useRowStream = true
-
 func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4

@@ -212,7 +212,12 @@ func (p *Pool) For(n int, fn func(worker, i int)) {
 		}
 		return
 	}
-	per := (n + maxChunks - 2) / (maxChunks - 1)
+	p.runFor(n, (n+maxChunks-2)/(maxChunks-1), fn)
+}
+
+// runFor runs fn over [0, n) in chunks of per items on every thread; the
+// caller holds p.call.
+func (p *Pool) runFor(n, per int, fn func(worker, i int)) {
 	p.forFn, p.forN, p.forPer = fn, n, per
 	p.runJob((n + per - 1) / per)
 	p.forFn = nil
