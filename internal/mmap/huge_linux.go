@@ -3,7 +3,6 @@ package mmap
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"strconv"
 	"unsafe"
@@ -37,13 +36,9 @@ func adviseHuge(data []byte) { _ = unix.Madvise(data, unix.MADV_HUGEPAGE) }
 
 func hugeAligned(data []byte) bool { return uintptr(unsafe.Pointer(&data[0]))%hugeSize == 0 }
 
-// dropCache drops the clean, unmapped page-cache pages of fd's first size bytes.
-func dropCache(fd *os.File, size int64) error {
-	if err := unix.Fadvise(int(fd.Fd()), 0, size, unix.FADV_DONTNEED); err != nil {
-		return fmt.Errorf("drop cached pages: %w", err)
-	}
-	return nil
-}
+// dropCache drops the clean, unmapped page-cache pages of fd's first size
+// bytes. It is advice: where it fails, the pages stay.
+func dropCache(fd *os.File, size int64) { _ = unix.Fadvise(int(fd.Fd()), 0, size, unix.FADV_DONTNEED) }
 
 // fileHugeInUse reports whether the page cache holds any file folios of 2 MiB
 // (/proc/meminfo FileHugePages): evidence that this kernel and a file system
@@ -56,9 +51,8 @@ func fileHugeInUse() bool {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("FileHugePages:")); ok {
-			kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
-			return err == nil && kb > 0
+		if kb, ok := kbField(sc.Bytes(), "FileHugePages:"); ok {
+			return kb > 0
 		}
 	}
 	return false
@@ -90,14 +84,21 @@ func smapsHuge(smaps []byte, addr uint64) int64 {
 		if !in {
 			continue
 		}
-		for _, field := range [][]byte{[]byte("FilePmdMapped:"), []byte("AnonHugePages:")} {
-			if rest, ok := bytes.CutPrefix(line, field); ok {
-				kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
-				if err == nil {
-					total += kb << 10
-				}
+		for _, field := range []string{"FilePmdMapped:", "AnonHugePages:"} {
+			if kb, ok := kbField(line, field); ok {
+				total += kb << 10
 			}
 		}
 	}
 	return total
+}
+
+// kbField parses a /proc line "name   N kB" for the given name (with its colon).
+func kbField(line []byte, name string) (int64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(name))
+	if !ok {
+		return 0, false
+	}
+	kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
+	return kb, err == nil
 }

@@ -36,25 +36,14 @@ const RecacheMin = 64 << 20
 
 // OpenWith maps the file at path read-only.
 func OpenWith(path string, opts Options) (*File, error) {
-	fd, err := os.Open(path)
+	fd, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("mmap: %s is not a regular file", path)
-	}
-	size := st.Size()
 	if size == 0 {
 		return &File{}, nil // mmap of length 0 fails; an empty file needs no mapping.
 	}
-	if int64(int(size)) != size {
-		return nil, fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, size)
-	}
+	defer fd.Close()
 	data, err := mapFile(fd, int(size), opts.HugePages)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: map %s: %w", path, err)
@@ -71,7 +60,7 @@ func OpenWith(path string, opts Options) (*File, error) {
 	// pages that are dirty or mapped elsewhere) and map it again, read afresh.
 	unix.Munmap(data)
 	f.data = nil
-	_ = dropCache(fd, size) // advisory: where it fails, the file is mapped again as it is
+	dropCache(fd, size) // advice: where it fails, the file is mapped again as it is
 	if f.data, err = mapFile(fd, int(size), true); err != nil {
 		return nil, fmt.Errorf("mmap: map %s: %w", path, err)
 	}
@@ -80,29 +69,39 @@ func OpenWith(path string, opts Options) (*File, error) {
 	return f, nil
 }
 
+// openRegular opens the regular file at path and returns its size, which fits
+// in an int. An empty file is returned closed, with size 0.
+func openRegular(path string) (*os.File, int64, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := fd.Stat()
+	switch {
+	case err != nil:
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("mmap: %s is not a regular file", path)
+	case int64(int(st.Size())) != st.Size():
+		err = fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, st.Size())
+	case st.Size() > 0:
+		return fd, st.Size(), nil
+	}
+	fd.Close()
+	return nil, 0, err
+}
+
 // Load reads the file at path into private anonymous memory advised for transparent huge
 // pages, then makes it read-only. It costs a copy at load time, but the large pages spare
 // the TLB misses that 4 KiB file-mapping pages cost a memory-bound decode.
 func Load(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("mmap: %s is not a regular file", path)
-	}
-	size := st.Size()
 	if size == 0 {
 		return &File{}, nil
 	}
-	if int64(int(size)) != size {
-		return nil, fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, size)
-	}
+	defer fd.Close()
 	data, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: allocate %d bytes for %s: %w", size, path, err)
