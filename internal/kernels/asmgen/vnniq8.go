@@ -319,7 +319,7 @@ func genVNNIRowsQ8Body(nr int, stream bool) {
 				wv := []VecPhysical{Z27, Z28}[u%2]
 				src := Mem{Base: wr[j], Index: qoff, Scale: 1, Disp: 64 * u}
 				if cnt == 16 {
-					PREFETCHT0(src.Offset(q8Prefetch))
+					PREFETCHNTA(src.Offset(q8Prefetch))
 				}
 				if 2*u+1 == cnt {
 					VMOVDQU32(src, wv.AsY())
