@@ -229,11 +229,15 @@ func (c *attnWorker) nextRun(a, e int) (j, r int) {
 	for a < e && (a < c.lo || c.mrow[a] == 0) {
 		a++
 	}
-	r = a
-	for r < e && c.mrow[r] != 0 {
-		r++
+	if a >= e {
+		return a, a
 	}
-	return a, r
+	// the run ends at the next masked position (a byte scan: decode attention
+	// at 2k tokens spent 2% of its time in a per-byte loop here)
+	if z := bytes.IndexByte(c.mrow[a:e], 0); z >= 0 {
+		return a, a + z
+	}
+	return a, e
 }
 
 // finishScores turns the raw dot products sc of positions [first, first+len(sc)) into
