@@ -32,11 +32,12 @@ type Pool struct {
 	exact   bool       // PoolOptions.ExactQuantized
 	call    sync.Mutex // serializes MatMul calls
 	scratch []workerScratch
-	xpad    []float32 // x padded to whole blocks, shared by all threads
-	xsum    []float32 // per-block sums of xpad (or of xq8)
-	xq8     []byte    // x quantized to int8 blocks for the VNNI kernels
-	xq8t    []byte    // xq8 transposed for the q8 VNNI matrix product
-	dx      []float32 // scales of the xq8 blocks
+	xpad    []float32          // x padded to whole blocks, shared by all threads
+	xsum    []float32          // per-block sums of xpad (or of xq8)
+	xq8     []byte             // x quantized to int8 blocks for the VNNI kernels
+	xq8t    []byte             // xq8 transposed for the q8 VNNI matrix product
+	dx      []float32          // scales of the xq8 blocks
+	starts  [maxGuided + 1]int // chunk starts of a matrix-vector product
 
 	// The current job, written by the caller before claim is published:
 	// a MatMul, or (forFn != nil) a For over forN items, forPer per chunk.
