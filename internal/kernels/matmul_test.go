@@ -244,3 +244,40 @@ func BenchmarkPoolOverhead(b *testing.B) {
 		})
 	}
 }
+
+// TestGuidedChunks checks the matrix-vector split: chunks cover the rows in
+// order, start on 16-row boundaries, never shrink below guidedMin bytes except
+// the last, shrink as the work runs out, and fit the starts array.
+func TestGuidedChunks(t *testing.T) {
+	var starts [maxGuided + 1]int
+	for _, threads := range []int{1, 2, 3, 8} {
+		for _, rowBytes := range []int{34, 612, 1088, 4096, 12288} {
+			for rows := 1; rows <= 200000; rows = rows*3/2 + 1 {
+				n := guidedChunks(starts[:], rows, threads, rowBytes)
+				if n < 1 || n > maxGuided || starts[0] != 0 || starts[n] != rows {
+					t.Fatalf("rows %d threads %d rowBytes %d: %d chunks, starts %v", rows, threads, rowBytes, n, starts[:n+1])
+				}
+				if threads == 1 && n != 1 {
+					t.Fatalf("rows %d: %d chunks on one thread", rows, n)
+				}
+				minRows := max((guidedMin/rowBytes+15)&^15, 16)
+				for c := range n {
+					size := starts[c+1] - starts[c]
+					switch {
+					case size <= 0:
+						t.Fatalf("rows %d threads %d: empty chunk %d in %v", rows, threads, c, starts[:n+1])
+					case starts[c]%16 != 0:
+						t.Fatalf("rows %d threads %d: chunk %d starts at %d", rows, threads, c, starts[c])
+					case c+1 < n && size < minRows:
+						t.Fatalf("rows %d threads %d rowBytes %d: chunk %d has %d rows, want ≥ %d", rows, threads, rowBytes, c, size, minRows)
+					case c > 0 && c+1 < n && size > starts[c]-starts[c-1]:
+						t.Fatalf("rows %d threads %d: chunk %d grows: %v", rows, threads, c, starts[:n+1])
+					}
+				}
+				if threads > 1 && rows*rowBytes >= 4*threads*guidedMin && n < threads {
+					t.Fatalf("rows %d threads %d rowBytes %d: only %d chunks", rows, threads, rowBytes, n)
+				}
+			}
+		}
+	}
+}
