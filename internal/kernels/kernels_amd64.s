@@ -271,25 +271,30 @@ done:
 	RET
 
 // func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·dotsF16x1(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), AX
-	MOVQ ldo+8(FP), CX
-	MOVQ q+16(FP), CX
-	MOVQ ldq+24(FP), DX
-	MOVQ k+32(FP), DX
-	MOVQ ld+40(FP), BX
-	MOVQ n16+48(FP), SI
-	SHLQ $0x01, SI
-	LEAQ -64(SI), DI
-	MOVQ rows+56(FP), R8
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), CX
+	MOVQ   ldq+24(FP), DX
+	MOVQ   k+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	SHLQ   $0x01, SI
+	LEAQ   -64(SI), DI
+	MOVQ   rows+56(FP), R8
+	IMUL3Q $0x10, BX, R10
 
 row:
-	TESTQ  R8, R8
-	JZ     done
-	XORQ   R9, R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
+	TESTQ       R8, R8
+	JZ          done
+	PREFETCHNTA (DX)(R10*1)
+	PREFETCHNTA 64(DX)(R10*1)
+	PREFETCHNTA 128(DX)(R10*1)
+	PREFETCHNTA 192(DX)(R10*1)
+	XORQ        R9, R9
+	VXORPS      Z0, Z0, Z0
+	VXORPS      Z1, Z1, Z1
 
 loop32:
 	CMPQ        R9, DI
@@ -329,16 +334,17 @@ done:
 	RET
 
 // func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·axpysF16x1(SB), NOSPLIT, $0-64
-	MOVQ y+0(FP), AX
-	MOVQ ldy+8(FP), CX
-	MOVQ p+16(FP), CX
-	MOVQ ldp+24(FP), DX
-	MOVQ v+32(FP), DX
-	MOVQ ld+40(FP), BX
-	MOVQ n16+48(FP), SI
-	MOVQ rows+56(FP), DI
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), CX
+	MOVQ   ldp+24(FP), DX
+	MOVQ   v+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	MOVQ   rows+56(FP), DI
+	IMUL3Q $0x10, BX, R10
 
 c8:
 	CMPQ    SI, $0x80
@@ -358,6 +364,10 @@ c8:
 c8row:
 	CMPQ         R9, DI
 	JGE          c8store
+	PREFETCHNTA  (R8)(R10*1)
+	PREFETCHNTA  64(R8)(R10*1)
+	PREFETCHNTA  128(R8)(R10*1)
+	PREFETCHNTA  192(R8)(R10*1)
 	VCVTPH2PS    (R8), Z8
 	VCVTPH2PS    32(R8), Z9
 	VCVTPH2PS    64(R8), Z10
@@ -408,6 +418,8 @@ c4:
 c4row:
 	CMPQ         R9, DI
 	JGE          c4store
+	PREFETCHNTA  (R8)(R10*1)
+	PREFETCHNTA  64(R8)(R10*1)
 	VCVTPH2PS    (R8), Z8
 	VCVTPH2PS    32(R8), Z9
 	VCVTPH2PS    64(R8), Z10
@@ -463,28 +475,33 @@ done:
 	RET
 
 // func dotsF16x2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·dotsF16x2(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), AX
-	MOVQ ldo+8(FP), CX
-	MOVQ q+16(FP), DX
-	MOVQ ldq+24(FP), BX
-	LEAQ (DX)(BX*1), BX
-	MOVQ k+32(FP), SI
-	MOVQ ld+40(FP), DI
-	MOVQ n16+48(FP), R8
-	SHLQ $0x01, R8
-	LEAQ -64(R8), R9
-	MOVQ rows+56(FP), R10
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	SHLQ   $0x01, R8
+	LEAQ   -64(R8), R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, DI, R12
 
 row:
-	TESTQ  R10, R10
-	JZ     done
-	XORQ   R11, R11
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
+	TESTQ       R10, R10
+	JZ          done
+	PREFETCHNTA (SI)(R12*1)
+	PREFETCHNTA 64(SI)(R12*1)
+	PREFETCHNTA 128(SI)(R12*1)
+	PREFETCHNTA 192(SI)(R12*1)
+	XORQ        R11, R11
+	VXORPS      Z0, Z0, Z0
+	VXORPS      Z1, Z1, Z1
+	VXORPS      Z2, Z2, Z2
+	VXORPS      Z3, Z3, Z3
 
 loop32:
 	CMPQ        R11, R9
@@ -538,17 +555,18 @@ done:
 	RET
 
 // func axpysF16x2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·axpysF16x2(SB), NOSPLIT, $0-64
-	MOVQ y+0(FP), AX
-	MOVQ ldy+8(FP), CX
-	MOVQ p+16(FP), DX
-	MOVQ ldp+24(FP), BX
-	LEAQ (DX)(BX*1), BX
-	MOVQ v+32(FP), SI
-	MOVQ ld+40(FP), DI
-	MOVQ n16+48(FP), R8
-	MOVQ rows+56(FP), R9
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   v+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	MOVQ   rows+56(FP), R9
+	IMUL3Q $0x10, DI, R12
 
 c8:
 	CMPQ    R8, $0x80
@@ -577,6 +595,10 @@ c8:
 c8row:
 	CMPQ         R11, R9
 	JGE          c8store
+	PREFETCHNTA  (R10)(R12*1)
+	PREFETCHNTA  64(R10)(R12*1)
+	PREFETCHNTA  128(R10)(R12*1)
+	PREFETCHNTA  192(R10)(R12*1)
 	VCVTPH2PS    (R10), Z16
 	VCVTPH2PS    32(R10), Z17
 	VCVTPH2PS    64(R10), Z18
@@ -650,6 +672,8 @@ c4:
 c4row:
 	CMPQ         R11, R9
 	JGE          c4store
+	PREFETCHNTA  (R10)(R12*1)
+	PREFETCHNTA  64(R10)(R12*1)
 	VCVTPH2PS    (R10), Z16
 	VCVTPH2PS    32(R10), Z17
 	VCVTPH2PS    64(R10), Z18
@@ -721,31 +745,36 @@ done:
 	RET
 
 // func dotsF16x3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·dotsF16x3(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), AX
-	MOVQ ldo+8(FP), CX
-	MOVQ q+16(FP), DX
-	MOVQ ldq+24(FP), BX
-	LEAQ (DX)(BX*1), SI
-	LEAQ (SI)(BX*1), BX
-	MOVQ k+32(FP), DI
-	MOVQ ld+40(FP), R8
-	MOVQ n16+48(FP), R9
-	SHLQ $0x01, R9
-	LEAQ -64(R9), R10
-	MOVQ rows+56(FP), R11
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	SHLQ   $0x01, R9
+	LEAQ   -64(R9), R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R8, R13
 
 row:
-	TESTQ  R11, R11
-	JZ     done
-	XORQ   R12, R12
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
+	TESTQ       R11, R11
+	JZ          done
+	PREFETCHNTA (DI)(R13*1)
+	PREFETCHNTA 64(DI)(R13*1)
+	PREFETCHNTA 128(DI)(R13*1)
+	PREFETCHNTA 192(DI)(R13*1)
+	XORQ        R12, R12
+	VXORPS      Z0, Z0, Z0
+	VXORPS      Z1, Z1, Z1
+	VXORPS      Z2, Z2, Z2
+	VXORPS      Z3, Z3, Z3
+	VXORPS      Z4, Z4, Z4
+	VXORPS      Z5, Z5, Z5
 
 loop32:
 	CMPQ        R12, R10
@@ -813,18 +842,19 @@ done:
 	RET
 
 // func axpysF16x3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·axpysF16x3(SB), NOSPLIT, $0-64
-	MOVQ y+0(FP), AX
-	MOVQ ldy+8(FP), CX
-	MOVQ p+16(FP), DX
-	MOVQ ldp+24(FP), BX
-	LEAQ (DX)(BX*1), SI
-	LEAQ (SI)(BX*1), BX
-	MOVQ v+32(FP), DI
-	MOVQ ld+40(FP), R8
-	MOVQ n16+48(FP), R9
-	MOVQ rows+56(FP), R10
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   v+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, R8, R13
 
 c4:
 	CMPQ    R9, $0x40
@@ -850,6 +880,8 @@ c4:
 c4row:
 	CMPQ         R12, R10
 	JGE          c4store
+	PREFETCHNTA  (R11)(R13*1)
+	PREFETCHNTA  64(R11)(R13*1)
 	VCVTPH2PS    (R11), Z12
 	VCVTPH2PS    32(R11), Z13
 	VCVTPH2PS    64(R11), Z14
@@ -937,34 +969,39 @@ done:
 	RET
 
 // func dotsF16x4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·dotsF16x4(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), AX
-	MOVQ ldo+8(FP), CX
-	MOVQ q+16(FP), DX
-	MOVQ ldq+24(FP), BX
-	LEAQ (DX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (DI)(BX*1), BX
-	MOVQ k+32(FP), R8
-	MOVQ ld+40(FP), R9
-	MOVQ n16+48(FP), R10
-	SHLQ $0x01, R10
-	LEAQ -64(R10), R11
-	MOVQ rows+56(FP), R12
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   k+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   -64(R10), R11
+	MOVQ   rows+56(FP), R12
+	IMUL3Q $0x10, R9, R14
 
 row:
-	TESTQ  R12, R12
-	JZ     done
-	XORQ   R13, R13
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
+	TESTQ       R12, R12
+	JZ          done
+	PREFETCHNTA (R8)(R14*1)
+	PREFETCHNTA 64(R8)(R14*1)
+	PREFETCHNTA 128(R8)(R14*1)
+	PREFETCHNTA 192(R8)(R14*1)
+	XORQ        R13, R13
+	VXORPS      Z0, Z0, Z0
+	VXORPS      Z1, Z1, Z1
+	VXORPS      Z2, Z2, Z2
+	VXORPS      Z3, Z3, Z3
+	VXORPS      Z4, Z4, Z4
+	VXORPS      Z5, Z5, Z5
+	VXORPS      Z6, Z6, Z6
+	VXORPS      Z7, Z7, Z7
 
 loop32:
 	CMPQ        R13, R11
@@ -1046,19 +1083,20 @@ done:
 	RET
 
 // func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·axpysF16x4(SB), NOSPLIT, $0-64
-	MOVQ y+0(FP), AX
-	MOVQ ldy+8(FP), CX
-	MOVQ p+16(FP), DX
-	MOVQ ldp+24(FP), BX
-	LEAQ (DX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (DI)(BX*1), BX
-	MOVQ v+32(FP), R8
-	MOVQ ld+40(FP), R9
-	MOVQ n16+48(FP), R10
-	MOVQ rows+56(FP), R11
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   v+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R9, R14
 
 c4:
 	CMPQ    R10, $0x40
@@ -1089,6 +1127,8 @@ c4:
 c4row:
 	CMPQ         R13, R11
 	JGE          c4store
+	PREFETCHNTA  (R12)(R14*1)
+	PREFETCHNTA  64(R12)(R14*1)
 	VCVTPH2PS    (R12), Z16
 	VCVTPH2PS    32(R12), Z17
 	VCVTPH2PS    64(R12), Z18
