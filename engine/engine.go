@@ -15,7 +15,7 @@ import (
 type Options struct {
 	// Threads for matrix products; must be ≥ 1.
 	Threads int
-	// Allocator for session buffers; nil means runner.HeapAllocator.
+	// Allocator for session buffers; nil means a runner.PageAllocator.
 	Allocator runner.Allocator
 	// SkipDataChecksums skips verifying tensor checksums at load.
 	SkipDataChecksums bool

@@ -39,7 +39,7 @@ type Executor interface {
 
 // Options configure a Runner.
 type Options struct {
-	// Allocator provides session buffers; nil means HeapAllocator.
+	// Allocator provides session buffers; nil means a PageAllocator.
 	Allocator Allocator
 }
 
@@ -70,7 +70,7 @@ func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*
 	}
 	r := &Runner{man: m, fingerprint: fingerprint, exe: exe, alloc: opts.Allocator}
 	if r.alloc == nil {
-		r.alloc = HeapAllocator{}
+		r.alloc = &PageAllocator{}
 	}
 	r.decode, _ = m.Method(MethodDecode)
 	r.prefill, _ = m.Method(MethodPrefill)

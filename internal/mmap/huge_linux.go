@@ -10,8 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const hugeSize = 2 << 20
-
 // mapFile maps size bytes of fd read-only and populates the page tables. With
 // huge, the mapping is advised for huge pages first, so that pages read from
 // disk on the way come in 2 MiB folios that are mapped whole.

@@ -4,6 +4,7 @@
 // It owns opening, mapping and unmapping files and an fs.FS over a
 // directory whose regular files are mapped. It does not know about file
 // formats. On platforms without mmap support the file is read into memory.
+// Anon hands out anonymous memory in huge pages for large buffers.
 package mmap
 
 import (
@@ -11,6 +12,9 @@ import (
 	"fmt"
 	"io"
 )
+
+// hugeSize is the size of a huge page (x86-64 and arm64 with 4 KiB base pages).
+const hugeSize = 2 << 20
 
 // ErrClosed is returned by reads on a File after Close.
 var ErrClosed = errors.New("mmap: file already closed")
