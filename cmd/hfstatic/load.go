@@ -42,14 +42,10 @@ func defaultThreads() int { return runtime.NumCPU() }
 // loadMode is the root --load flag: how program files are brought into memory.
 var loadMode = "mmap"
 
-// openProgram opens path (mmapped), or exports the embedded default model in memory when
-// path is empty.
+// openProgram opens path as --load says, or exports the embedded default model in
+// memory when path is empty.
 func openProgram(ctx context.Context, path string, threads int) (*loaded, error) {
-	return openProgramWith(ctx, path, threads, loadMode)
-}
-
-// openProgramWith is openProgram with an explicit --load mode.
-func openProgramWith(ctx context.Context, path string, threads int, mode string) (*loaded, error) {
+	mode := loadMode
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)
 	}

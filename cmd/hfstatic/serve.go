@@ -19,7 +19,7 @@ func newServeCmd() *cobra.Command {
 		sessions, queue, threads     int
 		memoryBudget, maxBody        int64
 		timeout, queueTimeout, grace time.Duration
-		logJSON                      bool
+		logJSON, mlock               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [PROGRAM] [--addr 127.0.0.1:8080] [--sessions N] [--memory-budget BYTES]",
@@ -55,15 +55,18 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			log := slog.New(handler)
 
 			path := argOr(args, 0)
-			mode := loadMode
-			if !cmd.Flags().Changed("load") {
-				mode = "copy" // a server runs long: a slower start for huge-page memory and faster decode
-			}
-			m, err := openProgramWith(cmd.Context(), path, threads, mode)
+			m, err := openProgram(cmd.Context(), path, threads)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			if mlock && m.file != nil {
+				// A server sits idle between requests; unlocked, the program's pages may be
+				// reclaimed and come back from disk (in small pages) on the next request.
+				if err := m.file.Lock(); err != nil {
+					log.Warn("the program is not locked in memory: idle pages may be reclaimed (raise RLIMIT_MEMLOCK, or --mlock=false to silence this)", "err", err)
+				}
+			}
 			if modelID == "" {
 				modelID = defaultModelID(path)
 			}
@@ -120,6 +123,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	f.StringVar(&modelID, "model-id", "", "model name in /v1/models (default: the program's file name)")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
+	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
 	return cmd
 }
 

@@ -127,3 +127,25 @@ func TestDirFSPassesFSTestAndMapsFiles(t *testing.T) {
 		t.Errorf("Open(../escape) succeeded")
 	}
 }
+
+// TestLockKeepsContentsAndCloseUnlocks locks a small mapping, reads it, and
+// closes it; a closed file refuses to lock.
+func TestLockKeepsContentsAndCloseUnlocks(t *testing.T) {
+	want := bytes.Repeat([]byte("hfstatic"), 4096)
+	f, err := Open(writeFile(t, t.TempDir(), "p.bin", want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Lock(); err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	if !bytes.Equal(f.Bytes(), want) {
+		t.Fatal("locked mapping differs from the file")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Lock(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Lock after Close: %v, want ErrClosed", err)
+	}
+}
