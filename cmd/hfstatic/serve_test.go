@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,13 +34,25 @@ func (s *syncBuffer) String() string {
 }
 
 func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { testServe(t, "", "stories260K") })
+	// A program file is mapped and locked in memory (--mlock, on by default).
+	prog := filepath.Join(t.TempDir(), "s.hfs")
+	mustRun(t, "export", storiesDir, "-o", prog, "--prefill", "16", "--context", "128", "-q")
+	t.Run("file", func(t *testing.T) { testServe(t, prog, "s") })
+}
+
+func testServe(t *testing.T, prog, modelID string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := newRoot()
 	var logs syncBuffer
 	root.SetOut(io.Discard)
 	root.SetErr(&logs)
-	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--threads", "1", "--sessions", "2", "--grace", "1s"})
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--threads", "1", "--sessions", "2", "--grace", "1s"}
+	if prog != "" {
+		args = append(args, prog)
+	}
+	root.SetArgs(args)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
@@ -67,7 +80,7 @@ func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"stories260K"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"`+modelID+`"`) {
 		t.Errorf("GET /v1/models: %d %s", resp.StatusCode, body)
 	}
 	resp, err = http.Post(base+"/v1/completions", "application/json",
@@ -105,6 +118,9 @@ func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/health"); err == nil {
 		t.Error("still serving after shutdown")
+	}
+	if strings.Contains(logs.String(), "not locked in memory") {
+		t.Errorf("the program was not locked:\n%s", logs.String())
 	}
 }
 
