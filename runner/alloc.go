@@ -42,7 +42,7 @@ func (HeapAllocator) Free([]byte) {}
 // its caches in huge pages here. The zero value is ready to use.
 type PageAllocator struct {
 	mu     sync.Mutex
-	mapped map[*byte]bool // starts of the buffers it mapped
+	mapped map[*byte]int // start → capacity of the buffers it mapped
 }
 
 // pageAllocMin is the size from which PageAllocator maps buffers.
@@ -55,14 +55,14 @@ func (a *PageAllocator) Alloc(size int) ([]byte, error) {
 	}
 	b, err := mmap.Anon(size)
 	if err != nil {
-		return nil, fmt.Errorf("alloc: %w", err)
+		return HeapAllocator{}.Alloc(size) // no mapping to be had: heap memory works too
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.mapped == nil {
-		a.mapped = make(map[*byte]bool)
+		a.mapped = make(map[*byte]int)
 	}
-	a.mapped[unsafe.SliceData(b)] = true
+	a.mapped[unsafe.SliceData(b)] = cap(b)
 	return b, nil
 }
 
@@ -74,10 +74,10 @@ func (a *PageAllocator) Free(buf []byte) {
 	}
 	p := unsafe.SliceData(buf)
 	a.mu.Lock()
-	mapped := a.mapped[p]
+	n, mapped := a.mapped[p]
 	delete(a.mapped, p)
 	a.mu.Unlock()
 	if mapped {
-		_ = mmap.FreeAnon(buf)
+		_ = mmap.FreeAnon(unsafe.Slice(p, n)) // the whole mapping, whatever buf's capacity
 	}
 }

@@ -26,7 +26,7 @@ func TestPageAllocatorMapsLargeBuffers(t *testing.T) {
 		if p%64 != 0 {
 			t.Fatalf("Alloc(%d) at %#x: not 64-byte aligned", n, p)
 		}
-		if mapped := a.mapped[&b[0]]; mapped != (n >= pageAllocMin) {
+		if _, mapped := a.mapped[&b[0]]; mapped != (n >= pageAllocMin) {
 			t.Fatalf("Alloc(%d): mapped %v", n, mapped)
 		}
 		if n >= pageAllocMin && p%(2<<20) != 0 {

@@ -440,9 +440,13 @@ func TestModelRejectedRequestChangesNothing(t *testing.T) {
 	if !s.Logits().Valid() {
 		t.Errorf("rejected requests made the logits stale")
 	}
+	l := s.Logits()
 	s.Close()
 	if len(led.live) != 0 {
 		t.Errorf("%d buffers not returned to the allocator on Close", len(led.live))
+	}
+	if l.Valid() || l.View() != nil {
+		t.Errorf("a Logits view stays valid after Close (its buffer went back to the allocator)")
 	}
 }
 

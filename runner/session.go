@@ -360,6 +360,7 @@ func (s *Session) Close() error {
 }
 
 func (s *Session) free() {
+	s.clearLast() // a Logits view must not read a buffer given back (it may be unmapped)
 	for _, b := range s.owned {
 		s.r.alloc.Free(b)
 	}

@@ -20,7 +20,7 @@ func Anon(size int) ([]byte, error) {
 	}
 	n := (size + unix.Getpagesize() - 1) &^ (unix.Getpagesize() - 1)
 	// (the pointer forms: unix.Munmap only takes whole mappings made by unix.Mmap)
-	p, err := unix.MmapPtr(-1, 0, nil, uintptr(n+hugeSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(n+hugeSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: allocate %d bytes: %w", size, err)
 	}

@@ -21,6 +21,7 @@ func (f *File) Lock() error {
 		return nil // empty, or not a mapping
 	}
 	if err := unix.Mlock(f.data); err != nil {
+		_ = unix.Munlock(f.data) // a failure part way may have locked a prefix
 		return fmt.Errorf("mmap: lock %d bytes in memory: %w", len(f.data), err)
 	}
 	return nil

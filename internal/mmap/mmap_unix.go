@@ -102,7 +102,7 @@ func Load(path string) (*File, error) {
 		return &File{}, nil
 	}
 	defer fd.Close()
-	data, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	data, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: allocate %d bytes for %s: %w", size, path, err)
 	}
