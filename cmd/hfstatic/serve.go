@@ -64,7 +64,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				// A server sits idle between requests; unlocked, the program's pages may be
 				// reclaimed and come back from disk (in small pages) on the next request.
 				if err := m.file.Lock(); err != nil {
-					log.Warn("the program is not locked in memory: idle pages may be reclaimed (raise RLIMIT_MEMLOCK, or --mlock=false to silence this)", "err", err)
+					log.Info(notLocked+": idle pages may be paged out (raise `ulimit -l` or grant CAP_IPC_LOCK; --mlock=false skips this)", "err", err)
 				}
 			}
 			if modelID == "" {
@@ -126,6 +126,9 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
 	return cmd
 }
+
+// notLocked starts the log line of a program serve could not lock in memory.
+const notLocked = "the program is not locked in memory"
 
 // defaultModelID names the model after its program file.
 func defaultModelID(path string) string {
