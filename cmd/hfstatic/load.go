@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/hfstatic/hfstatic/engine"
@@ -22,15 +21,14 @@ const DefaultModelName = "stories260K (embedded)"
 // loaded is a program opened for running, with what must be released afterwards.
 type loaded struct {
 	*engine.Model
-	name    string
-	mapping io.Closer
-	file    *mmap.File // the program file's mapping; nil for the embedded model
+	name string
+	file *mmap.File // the program file's mapping; nil for the embedded model
 }
 
 func (l *loaded) Close() error {
 	err := l.Model.Close()
-	if l.mapping != nil {
-		if e := l.mapping.Close(); err == nil {
+	if l.file != nil {
+		if e := l.file.Close(); err == nil {
 			err = e
 		}
 	}
@@ -81,7 +79,7 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &loaded{Model: m, name: path, mapping: f, file: f}, nil
+	return &loaded{Model: m, name: path, file: f}, nil
 }
 
 // defaultProgram exports the embedded stories260K checkpoint.
