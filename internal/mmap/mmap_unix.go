@@ -102,21 +102,20 @@ func Load(path string) (*File, error) {
 		return &File{}, nil
 	}
 	defer fd.Close()
-	data, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	data, err := Anon(int(size)) // 2 MiB aligned and advised for huge pages
 	if err != nil {
-		return nil, fmt.Errorf("mmap: allocate %d bytes for %s: %w", size, path, err)
+		return nil, fmt.Errorf("%w (for %s)", err, path)
 	}
-	adviseHuge(data) // advisory: without THP this is plain memory
 	if err := readParallel(fd, data); err != nil {
-		unix.Munmap(data)
+		FreeAnon(data)
 		return nil, fmt.Errorf("mmap: read %s: %w", path, err)
 	}
 	if err := unix.Mprotect(data, unix.PROT_READ); err != nil {
-		unix.Munmap(data)
+		FreeAnon(data)
 		return nil, fmt.Errorf("mmap: protect %s: %w", path, err)
 	}
 	huge, _ := hugeMapped(data)
-	return &File{data: data, unmap: unix.Munmap, huge: huge}, nil
+	return &File{data: data, unmap: FreeAnon, huge: huge}, nil
 }
 
 // readParallel fills data from f with positioned reads of 32 MiB chunks on two goroutines
