@@ -110,6 +110,9 @@ func genVNNIRowsQ4Body(nr int, stream bool) {
 	// group does the first nu units (4 blocks each) of a group; the rest
 	// are zero. mk (when not nil) holds the byte masks of unitMasks.
 	group := func(mk *Mem, nu int) {
+		if f.stream && mk == nil {
+			f.pageKick(Mem{Base: wr[0], Index: qoff, Scale: 1})
+		}
 		for j := 0; j < nr; j++ {
 			for u := range 4 {
 				if u >= nu {
