@@ -4230,6 +4230,8 @@ TEXT ·rowStreamF32(SB), NOSPLIT, $0-48
 	MOVQ y+32(FP), SI
 	MOVQ n+40(FP), DI
 	LEAQ -256(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
 
 row:
 	TESTQ       DI, DI
@@ -4242,6 +4244,15 @@ row:
 loop4:
 	CMPQ        R9, R8
 	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
 	VMOVUPS     (CX)(R9*1), Z1
 	VMOVUPS     (AX)(R9*1), Z5
 	VMOVUPS     64(CX)(R9*1), Z2
@@ -7147,6 +7158,8 @@ TEXT ·rowStreamF16(SB), NOSPLIT, $0-48
 	MOVQ y+32(FP), SI
 	MOVQ n+40(FP), DI
 	LEAQ -128(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
 
 row:
 	TESTQ       DI, DI
@@ -7159,6 +7172,15 @@ row:
 loop4:
 	CMPQ        R9, R8
 	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
 	VCVTPH2PS   (CX)(R9*1), Z1
 	VMOVUPS     (AX)(R9*2), Z5
 	VCVTPH2PS   32(CX)(R9*1), Z2
@@ -10184,6 +10206,8 @@ TEXT ·rowStreamBF16(SB), NOSPLIT, $0-48
 	MOVQ y+32(FP), SI
 	MOVQ n+40(FP), DI
 	LEAQ -128(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
 
 row:
 	TESTQ       DI, DI
@@ -10196,6 +10220,15 @@ row:
 loop4:
 	CMPQ        R9, R8
 	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
 	VPMOVZXWD   (CX)(R9*1), Z1
 	VPSLLD      $0x10, Z1, Z1
 	VMOVUPS     (AX)(R9*2), Z5

@@ -224,15 +224,25 @@ const pageKickAhead = 2048
 // prefetches further ahead do not bring a page's first lines early enough
 // on this machine (AMD Zen 5; the float streams' row-start hint is the same
 // idea). It is emitted once per function (the label is fixed).
-func (f *vnniFrame) pageKick(pos Mem) {
-	LEAQ(pos.Offset(pageKickAhead), f.kt)
-	CMPQ(f.kt, f.kick)
+func (f *vnniFrame) pageKick(pos Mem) { pageKick(pos, f.kick, f.kt) }
+
+// pageKick emits the page-start prefetch at stream position pos (see
+// vnniFrame.pageKick); kick holds the next page boundary, t is scratch.
+func pageKick(pos Mem, kick, t Register) {
+	LEAQ(pos.Offset(pageKickAhead), t)
+	CMPQ(t, kick)
 	JB(LabelRef("nokick"))
-	PREFETCHNTA(Mem{Base: f.kick})
-	PREFETCHNTA(Mem{Base: f.kick, Disp: 64})
-	ANDQ(I32(-4096), f.kt)
-	LEAQ(Mem{Base: f.kt, Disp: 4096}, f.kick)
+	PREFETCHNTA(Mem{Base: kick})
+	PREFETCHNTA(Mem{Base: kick, Disp: 64})
+	ANDQ(I32(-4096), t)
+	LEAQ(Mem{Base: t, Disp: 4096}, kick)
 	Label("nokick")
+}
+
+// initPageKick sets kick to the first page boundary at or after w.
+func initPageKick(w, kick Register) {
+	LEAQ(Mem{Base: w, Disp: 4095}, kick)
+	ANDQ(I32(-4096), kick)
 }
 
 // vnniRowsFrame emits the prologue of vnniRows<q>_<nr> (or, with stream,
@@ -266,8 +276,7 @@ func vnniRowsFrame(q string, nr int, stream bool) *vnniFrame {
 	f.bo, f.qoff = GP64(), GP64()
 	if stream {
 		f.kick, f.kt = GP64(), GP64()
-		LEAQ(Mem{Base: f.wr[0], Disp: 4095}, f.kick)
-		ANDQ(I32(-4096), f.kick)
+		initPageKick(f.wr[0], f.kick)
 		Label("row")
 		TESTQ(f.n, f.n)
 		JZ(LabelRef("done"))
