@@ -284,6 +284,8 @@ TEXT ·dotsF16x1(SB), NOSPLIT, $0-64
 	LEAQ   -64(SI), DI
 	MOVQ   rows+56(FP), R8
 	IMUL3Q $0x10, BX, R10
+	LEAQ   4095(DX), R11
+	ANDQ   $-4096, R11
 
 row:
 	TESTQ       R8, R8
@@ -292,9 +294,18 @@ row:
 	PREFETCHNTA 64(DX)(R10*1)
 	PREFETCHNTA 128(DX)(R10*1)
 	PREFETCHNTA 192(DX)(R10*1)
-	XORQ        R9, R9
-	VXORPS      Z0, Z0, Z0
-	VXORPS      Z1, Z1, Z1
+	LEAQ        2048(DX)(R10*1), R9
+	CMPQ        R9, R11
+	JB          nokick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R9
+	LEAQ        4096(R9), R11
+
+nokick:
+	XORQ   R9, R9
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
 
 loop32:
 	CMPQ        R9, DI
@@ -359,15 +370,26 @@ c8:
 	VMOVUPS 384(R8), Z6
 	VMOVUPS 448(R8), Z7
 	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
 	XORQ    R9, R9
 
 c8row:
-	CMPQ         R9, DI
-	JGE          c8store
-	PREFETCHNTA  (R8)(R10*1)
-	PREFETCHNTA  64(R8)(R10*1)
-	PREFETCHNTA  128(R8)(R10*1)
-	PREFETCHNTA  192(R8)(R10*1)
+	CMPQ        R9, DI
+	JGE         c8store
+	PREFETCHNTA (R8)(R10*1)
+	PREFETCHNTA 64(R8)(R10*1)
+	PREFETCHNTA 128(R8)(R10*1)
+	PREFETCHNTA 192(R8)(R10*1)
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c8kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c8kick:
 	VCVTPH2PS    (R8), Z8
 	VCVTPH2PS    32(R8), Z9
 	VCVTPH2PS    64(R8), Z10
@@ -413,13 +435,24 @@ c4:
 	VMOVUPS 128(R8), Z2
 	VMOVUPS 192(R8), Z3
 	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
 	XORQ    R9, R9
 
 c4row:
-	CMPQ         R9, DI
-	JGE          c4store
-	PREFETCHNTA  (R8)(R10*1)
-	PREFETCHNTA  64(R8)(R10*1)
+	CMPQ        R9, DI
+	JGE         c4store
+	PREFETCHNTA (R8)(R10*1)
+	PREFETCHNTA 64(R8)(R10*1)
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c4kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c4kick:
 	VCVTPH2PS    (R8), Z8
 	VCVTPH2PS    32(R8), Z9
 	VCVTPH2PS    64(R8), Z10
@@ -450,11 +483,22 @@ c1:
 	MOVQ    AX, R8
 	VMOVUPS (R8), Z0
 	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
 	XORQ    R9, R9
 
 c1row:
-	CMPQ         R9, DI
-	JGE          c1store
+	CMPQ        R9, DI
+	JGE         c1store
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c1kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c1kick:
 	VCVTPH2PS    (R8), Z8
 	VBROADCASTSS (CX)(R9*4), Z16
 	VFMADD231PS  Z8, Z16, Z0
@@ -489,6 +533,8 @@ TEXT ·dotsF16x2(SB), NOSPLIT, $0-64
 	LEAQ   -64(R8), R9
 	MOVQ   rows+56(FP), R10
 	IMUL3Q $0x10, DI, R12
+	LEAQ   4095(SI), R13
+	ANDQ   $-4096, R13
 
 row:
 	TESTQ       R10, R10
@@ -497,11 +543,20 @@ row:
 	PREFETCHNTA 64(SI)(R12*1)
 	PREFETCHNTA 128(SI)(R12*1)
 	PREFETCHNTA 192(SI)(R12*1)
-	XORQ        R11, R11
-	VXORPS      Z0, Z0, Z0
-	VXORPS      Z1, Z1, Z1
-	VXORPS      Z2, Z2, Z2
-	VXORPS      Z3, Z3, Z3
+	LEAQ        2048(SI)(R12*1), R11
+	CMPQ        R11, R13
+	JB          nokick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R13
+
+nokick:
+	XORQ   R11, R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
 
 loop32:
 	CMPQ        R11, R9
@@ -590,15 +645,26 @@ c8:
 	VMOVUPS 384(R10), Z14
 	VMOVUPS 448(R10), Z15
 	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
 	XORQ    R11, R11
 
 c8row:
-	CMPQ         R11, R9
-	JGE          c8store
-	PREFETCHNTA  (R10)(R12*1)
-	PREFETCHNTA  64(R10)(R12*1)
-	PREFETCHNTA  128(R10)(R12*1)
-	PREFETCHNTA  192(R10)(R12*1)
+	CMPQ        R11, R9
+	JGE         c8store
+	PREFETCHNTA (R10)(R12*1)
+	PREFETCHNTA 64(R10)(R12*1)
+	PREFETCHNTA 128(R10)(R12*1)
+	PREFETCHNTA 192(R10)(R12*1)
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c8kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c8kick:
 	VCVTPH2PS    (R10), Z16
 	VCVTPH2PS    32(R10), Z17
 	VCVTPH2PS    64(R10), Z18
@@ -667,13 +733,24 @@ c4:
 	VMOVUPS 128(R10), Z10
 	VMOVUPS 192(R10), Z11
 	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
 	XORQ    R11, R11
 
 c4row:
-	CMPQ         R11, R9
-	JGE          c4store
-	PREFETCHNTA  (R10)(R12*1)
-	PREFETCHNTA  64(R10)(R12*1)
+	CMPQ        R11, R9
+	JGE         c4store
+	PREFETCHNTA (R10)(R12*1)
+	PREFETCHNTA 64(R10)(R12*1)
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c4kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c4kick:
 	VCVTPH2PS    (R10), Z16
 	VCVTPH2PS    32(R10), Z17
 	VCVTPH2PS    64(R10), Z18
@@ -716,11 +793,22 @@ c1:
 	ADDQ    CX, R10
 	VMOVUPS (R10), Z8
 	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
 	XORQ    R11, R11
 
 c1row:
-	CMPQ         R11, R9
-	JGE          c1store
+	CMPQ        R11, R9
+	JGE         c1store
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c1kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c1kick:
 	VCVTPH2PS    (R10), Z16
 	VBROADCASTSS (DX)(R11*4), Z24
 	VFMADD231PS  Z16, Z24, Z0
@@ -760,6 +848,8 @@ TEXT ·dotsF16x3(SB), NOSPLIT, $0-64
 	LEAQ   -64(R9), R10
 	MOVQ   rows+56(FP), R11
 	IMUL3Q $0x10, R8, R13
+	LEAQ   4095(DI), R14
+	ANDQ   $-4096, R14
 
 row:
 	TESTQ       R11, R11
@@ -768,13 +858,22 @@ row:
 	PREFETCHNTA 64(DI)(R13*1)
 	PREFETCHNTA 128(DI)(R13*1)
 	PREFETCHNTA 192(DI)(R13*1)
-	XORQ        R12, R12
-	VXORPS      Z0, Z0, Z0
-	VXORPS      Z1, Z1, Z1
-	VXORPS      Z2, Z2, Z2
-	VXORPS      Z3, Z3, Z3
-	VXORPS      Z4, Z4, Z4
-	VXORPS      Z5, Z5, Z5
+	LEAQ        2048(DI)(R13*1), R12
+	CMPQ        R12, R14
+	JB          nokick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R14
+
+nokick:
+	XORQ   R12, R12
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
 
 loop32:
 	CMPQ        R12, R10
@@ -875,13 +974,24 @@ c4:
 	VMOVUPS 128(R11), Z10
 	VMOVUPS 192(R11), Z11
 	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
 	XORQ    R12, R12
 
 c4row:
-	CMPQ         R12, R10
-	JGE          c4store
-	PREFETCHNTA  (R11)(R13*1)
-	PREFETCHNTA  64(R11)(R13*1)
+	CMPQ        R12, R10
+	JGE         c4store
+	PREFETCHNTA (R11)(R13*1)
+	PREFETCHNTA 64(R11)(R13*1)
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c4kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c4kick:
 	VCVTPH2PS    (R11), Z12
 	VCVTPH2PS    32(R11), Z13
 	VCVTPH2PS    64(R11), Z14
@@ -936,11 +1046,22 @@ c1:
 	ADDQ    CX, R11
 	VMOVUPS (R11), Z8
 	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
 	XORQ    R12, R12
 
 c1row:
-	CMPQ         R12, R10
-	JGE          c1store
+	CMPQ        R12, R10
+	JGE         c1store
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c1kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c1kick:
 	VCVTPH2PS    (R11), Z12
 	VBROADCASTSS (DX)(R12*4), Z16
 	VFMADD231PS  Z12, Z16, Z0
@@ -985,6 +1106,8 @@ TEXT ·dotsF16x4(SB), NOSPLIT, $0-64
 	LEAQ   -64(R10), R11
 	MOVQ   rows+56(FP), R12
 	IMUL3Q $0x10, R9, R14
+	LEAQ   4095(R8), R15
+	ANDQ   $-4096, R15
 
 row:
 	TESTQ       R12, R12
@@ -993,15 +1116,24 @@ row:
 	PREFETCHNTA 64(R8)(R14*1)
 	PREFETCHNTA 128(R8)(R14*1)
 	PREFETCHNTA 192(R8)(R14*1)
-	XORQ        R13, R13
-	VXORPS      Z0, Z0, Z0
-	VXORPS      Z1, Z1, Z1
-	VXORPS      Z2, Z2, Z2
-	VXORPS      Z3, Z3, Z3
-	VXORPS      Z4, Z4, Z4
-	VXORPS      Z5, Z5, Z5
-	VXORPS      Z6, Z6, Z6
-	VXORPS      Z7, Z7, Z7
+	LEAQ        2048(R8)(R14*1), R13
+	CMPQ        R13, R15
+	JB          nokick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R15
+
+nokick:
+	XORQ   R13, R13
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
 
 loop32:
 	CMPQ        R13, R11
@@ -1084,7 +1216,7 @@ done:
 
 // func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·axpysF16x4(SB), NOSPLIT, $0-64
+TEXT ·axpysF16x4(SB), NOSPLIT, $8-64
 	MOVQ   y+0(FP), AX
 	MOVQ   ldy+8(FP), CX
 	MOVQ   p+16(FP), DX
@@ -1122,13 +1254,24 @@ c4:
 	VMOVUPS 128(R12), Z14
 	VMOVUPS 192(R12), Z15
 	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
 	XORQ    R13, R13
 
 c4row:
-	CMPQ         R13, R11
-	JGE          c4store
-	PREFETCHNTA  (R12)(R14*1)
-	PREFETCHNTA  64(R12)(R14*1)
+	CMPQ        R13, R11
+	JGE         c4store
+	PREFETCHNTA (R12)(R14*1)
+	PREFETCHNTA 64(R12)(R14*1)
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c4kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c4kick:
 	VCVTPH2PS    (R12), Z16
 	VCVTPH2PS    32(R12), Z17
 	VCVTPH2PS    64(R12), Z18
@@ -1195,11 +1338,22 @@ c1:
 	ADDQ    CX, R12
 	VMOVUPS (R12), Z12
 	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
 	XORQ    R13, R13
 
 c1row:
-	CMPQ         R13, R11
-	JGE          c1store
+	CMPQ        R13, R11
+	JGE         c1store
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c1kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c1kick:
 	VCVTPH2PS    (R12), Z16
 	VBROADCASTSS (DX)(R13*4), Z20
 	VFMADD231PS  Z16, Z20, Z0

@@ -399,7 +399,7 @@ func genRowStream(wt string) {
 	Label("loop4")
 	CMPQ(off, end4)
 	JG(LabelRef("loop1"))
-	pageKick(Mem{Base: w, Index: off, Scale: 1}, kick, kt)
+	pageKick(Mem{Base: w, Index: off, Scale: 1}, kick, kt, "nokick")
 	chunks(4)
 	JMP(LabelRef("loop4"))
 	Label("loop1")

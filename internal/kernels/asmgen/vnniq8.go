@@ -223,20 +223,21 @@ const pageKickAhead = 2048
 // f.kick moves to the page after pos+pageKickAhead. The per-line
 // prefetches further ahead do not bring a page's first lines early enough
 // on this machine (AMD Zen 5; the float streams' row-start hint is the same
-// idea). It is emitted once per function (the label is fixed).
-func (f *vnniFrame) pageKick(pos Mem) { pageKick(pos, f.kick, f.kt) }
+// idea). It is emitted once per function.
+func (f *vnniFrame) pageKick(pos Mem) { pageKick(pos, f.kick, f.kt, "nokick") }
 
 // pageKick emits the page-start prefetch at stream position pos (see
-// vnniFrame.pageKick); kick holds the next page boundary, t is scratch.
-func pageKick(pos Mem, kick, t Register) {
+// vnniFrame.pageKick); kick holds the next page boundary, t is scratch, and
+// label names the skip target (unique per function).
+func pageKick(pos Mem, kick, t Register, label string) {
 	LEAQ(pos.Offset(pageKickAhead), t)
 	CMPQ(t, kick)
-	JB(LabelRef("nokick"))
+	JB(LabelRef(label))
 	PREFETCHNTA(Mem{Base: kick})
 	PREFETCHNTA(Mem{Base: kick, Disp: 64})
 	ANDQ(I32(-4096), t)
 	LEAQ(Mem{Base: t, Disp: 4096}, kick)
-	Label("nokick")
+	Label(label)
 }
 
 // initPageKick sets kick to the first page boundary at or after w.
