@@ -4432,20 +4432,96 @@ loop1:
 	JMP         loop1
 
 reduce:
-	VEXTRACTF32X8 $0x01, Z0, Y31
-	VADDPS        Y31, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X31
-	VADDPS        X31, X0, X0
-	VPERMILPD     $0x01, X0, X31
-	VADDPS        X31, X0, X0
-	VMOVSHDUP     X0, X31
-	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z0, Y15
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X15
+	VADDPS        X15, X0, X0
+	VPERMILPD     $0x01, X0, X15
+	VADDPS        X15, X0, X0
+	VMOVSHDUP     X0, X15
+	VADDSS        X15, X0, X0
 	VADDSS        (SI), X0, X0
 	VMOVSS        X0, (SI)
 	ADDQ          $0x04, SI
 	ADDQ          DX, CX
 	DECQ          DI
 	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, FMA3, MMX+
+TEXT ·rowStreamF32AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x02, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -128(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	XORQ        R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	VMOVUPS     (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*1), Y5
+	VMOVUPS     32(CX)(R9*1), Y2
+	VMOVUPS     32(AX)(R9*1), Y6
+	VMOVUPS     64(CX)(R9*1), Y3
+	VMOVUPS     64(AX)(R9*1), Y7
+	VMOVUPS     96(CX)(R9*1), Y4
+	VMOVUPS     96(AX)(R9*1), Y8
+	VFMADD231PS Y1, Y5, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VFMADD231PS Y3, Y7, Y0
+	VFMADD231PS Y4, Y8, Y0
+	ADDQ        $0x00000080, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VMOVUPS     (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*1), Y5
+	VFMADD231PS Y1, Y5, Y0
+	ADDQ        $0x00000020, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
 
 done:
 	VZEROUPPER
@@ -7360,20 +7436,96 @@ loop1:
 	JMP         loop1
 
 reduce:
-	VEXTRACTF32X8 $0x01, Z0, Y31
-	VADDPS        Y31, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X31
-	VADDPS        X31, X0, X0
-	VPERMILPD     $0x01, X0, X31
-	VADDPS        X31, X0, X0
-	VMOVSHDUP     X0, X31
-	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z0, Y15
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X15
+	VADDPS        X15, X0, X0
+	VPERMILPD     $0x01, X0, X15
+	VADDPS        X15, X0, X0
+	VMOVSHDUP     X0, X15
+	VADDSS        X15, X0, X0
 	VADDSS        (SI), X0, X0
 	VMOVSS        X0, (SI)
 	ADDQ          $0x04, SI
 	ADDQ          DX, CX
 	DECQ          DI
 	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowStreamF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·rowStreamF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -64(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	XORQ        R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	VCVTPH2PS   (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*2), Y5
+	VCVTPH2PS   16(CX)(R9*1), Y2
+	VMOVUPS     32(AX)(R9*2), Y6
+	VCVTPH2PS   32(CX)(R9*1), Y3
+	VMOVUPS     64(AX)(R9*2), Y7
+	VCVTPH2PS   48(CX)(R9*1), Y4
+	VMOVUPS     96(AX)(R9*2), Y8
+	VFMADD231PS Y1, Y5, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VFMADD231PS Y3, Y7, Y0
+	VFMADD231PS Y4, Y8, Y0
+	ADDQ        $0x00000040, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*2), Y5
+	VFMADD231PS Y1, Y5, Y0
+	ADDQ        $0x00000010, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
 
 done:
 	VZEROUPPER
@@ -10413,20 +10565,101 @@ loop1:
 	JMP         loop1
 
 reduce:
-	VEXTRACTF32X8 $0x01, Z0, Y31
-	VADDPS        Y31, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X31
-	VADDPS        X31, X0, X0
-	VPERMILPD     $0x01, X0, X31
-	VADDPS        X31, X0, X0
-	VMOVSHDUP     X0, X31
-	VADDSS        X31, X0, X0
+	VEXTRACTF32X8 $0x01, Z0, Y15
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X15
+	VADDPS        X15, X0, X0
+	VPERMILPD     $0x01, X0, X15
+	VADDPS        X15, X0, X0
+	VMOVSHDUP     X0, X15
+	VADDSS        X15, X0, X0
 	VADDSS        (SI), X0, X0
 	VMOVSS        X0, (SI)
 	ADDQ          $0x04, SI
 	ADDQ          DX, CX
 	DECQ          DI
 	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowStreamBF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·rowStreamBF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -64(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	XORQ        R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	VPMOVZXWD   (CX)(R9*1), Y1
+	VPSLLD      $0x10, Y1, Y1
+	VMOVUPS     (AX)(R9*2), Y5
+	VPMOVZXWD   16(CX)(R9*1), Y2
+	VPSLLD      $0x10, Y2, Y2
+	VMOVUPS     32(AX)(R9*2), Y6
+	VPMOVZXWD   32(CX)(R9*1), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VMOVUPS     64(AX)(R9*2), Y7
+	VPMOVZXWD   48(CX)(R9*1), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VMOVUPS     96(AX)(R9*2), Y8
+	VFMADD231PS Y1, Y5, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VFMADD231PS Y3, Y7, Y0
+	VFMADD231PS Y4, Y8, Y0
+	ADDQ        $0x00000040, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VPMOVZXWD   (CX)(R9*1), Y1
+	VPSLLD      $0x10, Y1, Y1
+	VMOVUPS     (AX)(R9*2), Y5
+	VFMADD231PS Y1, Y5, Y0
+	ADDQ        $0x00000010, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
 
 done:
 	VZEROUPPER

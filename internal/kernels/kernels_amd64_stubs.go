@@ -189,6 +189,11 @@ func tileF32_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy
 //go:noescape
 func rowStreamF32(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
+// rowStreamF32AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
 // tileF16_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -294,6 +299,11 @@ func tileF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy
 //go:noescape
 func rowStreamF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
+// rowStreamF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
 // tileBF16_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -398,6 +408,11 @@ func tileBF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ld
 //
 //go:noescape
 func rowStreamBF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
+// rowStreamBF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamBF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
 // rowsQ8_1 computes block-quantized dot products (see genQRows).
 //

@@ -33,7 +33,8 @@ type tileSet struct {
 var (
 	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles,
 		rows: &[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int){rowStreamF32, rowStreamF16, rowStreamBF16}}
-	tilesAVX2 = tileSet{m: 3, n: 3, lanes: 8, f: &[3][tileM][tileN]tileFunc{
+	tilesAVX2 = tileSet{m: 3, n: 3, lanes: 8, rows: &[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int){
+		rowStreamF32AVX2, rowStreamF16AVX2, rowStreamBF16AVX2}, f: &[3][tileM][tileN]tileFunc{
 		{
 			{tileF32AVX2_1x1, tileF32AVX2_1x2, tileF32AVX2_1x3},
 			{tileF32AVX2_2x1, tileF32AVX2_2x2, tileF32AVX2_2x3},

@@ -4,15 +4,34 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
+
+// hasAVX2 reports whether this CPU runs the AVX2 kernels (selected only where
+// AVX-512 is missing, but callable on any CPU with these features).
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // The rowStream kernels compute a matrix-vector product with the arithmetic of
 // the 1×nr float tiles: bit-identical outputs, for every float weight type, row
-// widths with and without a tail, and any number of rows.
+// widths with and without a tail, and any number of rows; AVX-512 and AVX2.
 func TestRowStreamEqualsTilesBitForBit(t *testing.T) {
-	if !useAVX512 {
-		t.Skip("rowStream kernels need AVX-512") // the AVX2 tiles have no row-stream form
+	var sets []tileSet
+	if useAVX512 {
+		sets = append(sets, tilesAVX512)
 	}
+	if hasAVX2 {
+		sets = append(sets, tilesAVX2)
+	}
+	if len(sets) == 0 {
+		t.Skip("rowStream kernels need AVX-512 or AVX2")
+	}
+	for _, ts := range sets {
+		testRowStream(t, ts)
+	}
+}
+
+func testRowStream(t *testing.T, ts tileSet) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range []WeightType{F32, F16, BF16} {
 		for _, s := range []struct{ rows, cols int }{{1, 16}, {7, 48}, {13, 64}, {5, 70}, {41, 1024}, {3, 257}, {9, 8}} {
@@ -23,13 +42,13 @@ func TestRowStreamEqualsTilesBitForBit(t *testing.T) {
 				defer func(old bool) { useRowStream = old }(useRowStream)
 				useRowStream = stream
 				y := randVec(rand.New(rand.NewPCG(7, 8)), s.rows) // accumulates into y
-				floatTiles(tilesAVX512, typ, y, s.rows, x, 1, s.cols, w.Data, rb, s.rows)
+				floatTiles(ts, typ, y, s.rows, x, 1, s.cols, w.Data, rb, s.rows)
 				return y
 			}
 			got, want := run(true), run(false)
 			for r := range want {
 				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
-					t.Errorf("%v %dx%d row %d: rowStream %g, tiles %g", typ, s.rows, s.cols, r, got[r], want[r])
+					t.Errorf("%d lanes %v %dx%d row %d: rowStream %g, tiles %g", ts.lanes, typ, s.rows, s.cols, r, got[r], want[r])
 					break
 				}
 			}

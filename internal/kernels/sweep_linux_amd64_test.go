@@ -28,7 +28,8 @@ func hugeAlloc(tb testing.TB, n int) []byte {
 // the other, each as wide as a Qwen3-0.6B projection. It reports the GB/s of weights
 // streamed, per float tile width (nr, the weight rows one kernel call reads at once)
 // on one thread, for MatMul on 1 and 2 threads, and for q8 and q4 weights of the same
-// shapes (as many matrices, fewer bytes).
+// shapes (as many matrices, fewer bytes). AVX2-tiles and AVX2-rowStream run the
+// float kernels of CPUs without AVX-512 on one thread.
 func BenchmarkMatVecSweep(b *testing.B) {
 	const rows, cols = 3072, 1024
 	rb := F32.RowBytes(cols)
@@ -66,6 +67,25 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				}
 			}
 		})
+	}
+	if hasAVX2 { // the kernels of CPUs without AVX-512, on this one
+		for _, stream := range []bool{false, true} {
+			name := "AVX2-tiles"
+			ts := tilesAVX2
+			if stream {
+				name = "AVX2-rowStream"
+			} else {
+				ts.rows = nil
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					for _, w := range mats {
+						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+					}
+				}
+			})
+		}
 	}
 	for _, c := range []struct {
 		name    string

@@ -339,9 +339,16 @@ func genPackTranspose() {
 // on one, also get the q8/q4 streams' page-start prefetch (pageKick):
 // SmolLM2-135M f32 decode (2304-byte rows) on 1 thread, 4 alternating
 // pairs: 63.7-71.6 → 67.7-74.4 tok/s, ahead in every pair; Qwen3 (4 KiB
-// rows) unchanged.
-func genRowStream(wt string) {
+// rows) unchanged. With avx2 it emits rowStream<wt>AVX2, the same loop with
+// 8-lane YMM registers and the arithmetic of the AVX2 1×nr tiles (k16 is
+// then a multiple of 8), for CPUs without AVX-512.
+func genRowStream(wt string, avx2 bool) {
 	name := "rowStream" + wt
+	lanes, vr, hs := 16, zr, hsum
+	if avx2 {
+		name += "AVX2"
+		lanes, vr, hs = 8, yr, hsumY
+	}
 	text(name, NOSPLIT, "func(x *float32, w *byte, ldw int, k16 int, y *float32, n int)")
 	Doc(name + " is the matrix-vector product of n weight rows read in sequence (see genRowStream).")
 	wsize := 4
@@ -360,12 +367,12 @@ func genRowStream(wt string) {
 	y := Load(Param("y"), GP64())
 	n := Load(Param("n"), GP64())
 	end4 := GP64()
-	LEAQ(Mem{Base: end, Disp: -64 * wsize}, end4)
+	LEAQ(Mem{Base: end, Disp: -4 * lanes * wsize}, end4)
 	off := GP64()
 	xscale := uint8(4 / wsize)
-	acc := Z0
-	ws := zr[1:5]
-	xs := zr[5:9]
+	acc := vr[0]
+	ws := vr[1:5]
+	xs := vr[5:9]
 	load := func(m Mem, dst VecPhysical) {
 		switch wt {
 		case "F32":
@@ -379,13 +386,13 @@ func genRowStream(wt string) {
 	}
 	chunks := func(k int) {
 		for u := 0; u < k; u++ {
-			load(Mem{Base: w, Index: off, Scale: 1, Disp: u * 16 * wsize}, ws[u])
-			VMOVUPS(Mem{Base: x, Index: off, Scale: xscale, Disp: u * 64}, xs[u])
+			load(Mem{Base: w, Index: off, Scale: 1, Disp: u * lanes * wsize}, ws[u])
+			VMOVUPS(Mem{Base: x, Index: off, Scale: xscale, Disp: u * 4 * lanes}, xs[u])
 		}
 		for u := 0; u < k; u++ {
 			VFMADD231PS(ws[u], xs[u], acc)
 		}
-		ADDQ(U32(k*16*wsize), off)
+		ADDQ(U32(k*lanes*wsize), off)
 	}
 	kick, kt := GP64(), GP64()
 	initPageKick(w, kick)
@@ -408,7 +415,7 @@ func genRowStream(wt string) {
 	chunks(1)
 	JMP(LabelRef("loop1"))
 	Label("reduce")
-	hsum(acc, Z31)
+	hs(acc, vr[15])
 	VADDSS(Mem{Base: y}, acc.AsX(), acc.AsX())
 	VMOVSS(acc.AsX(), Mem{Base: y})
 	ADDQ(U8(4), y)

@@ -49,7 +49,8 @@ func main() {
 				genTile(wt, mr, nr)
 			}
 		}
-		genRowStream(wt)
+		genRowStream(wt, false)
+		genRowStream(wt, true)
 	}
 	for nr := 1; nr <= 4; nr++ {
 		genQRows("Q8", nr)
