@@ -139,5 +139,20 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				}
 			})
 		}
+		if hasAVX2 { // the path of CPUs without AVX-512: dequantize a row, then dot
+			b.Run(fmt.Sprintf("MatMul-%v-AVX2/threads=1", typ), func(b *testing.B) {
+				defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
+				useAVX512, useAVX2, useVNNI = false, true, false
+				p := NewPool(1)
+				defer p.Close()
+				b.SetBytes(int64(len(qdata)))
+				for b.Loop() {
+					for i := range nmat {
+						w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: qdata[i*rows*qrb : (i+1)*rows*qrb]}
+						p.MatMul(y, x, 1, w, nil)
+					}
+				}
+			})
+		}
 	}
 }
