@@ -208,6 +208,10 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
 			return
 		}
+		if useAVX2 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
+			quantStreamAVX2(j, lo, hi)
+			return
+		}
 		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
 		return
 	}
@@ -225,6 +229,22 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		rb := w.Type.RowBytes(w.Cols)
 		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 	}
+}
+
+// quantStreamAVX2 is the q8/q4 matrix-vector product on CPUs with AVX2 but
+// not AVX-512, for rows of whole blocks: one stream of rows, each block
+// dequantized in registers (rowStreamQ8AVX2, rowStreamQ4AVX2) with the
+// arithmetic of dequantizing the row and dotting it (matmulRowsGeneric, which
+// the matrix products with more input rows still use): bit-identical outputs.
+func quantStreamAVX2(j *matmulJob, lo, hi int) {
+	w := j.w
+	initRows(j.y, 1, w.Rows, j.bias, lo, hi)
+	rb := w.Type.RowBytes(w.Cols)
+	stream := rowStreamQ8AVX2
+	if w.Type == Q4 {
+		stream = rowStreamQ4AVX2
+	}
+	stream(&j.x[0], &w.Data[lo*rb], rb, w.Cols/BlockSize, &j.y[lo], hi-lo)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.

@@ -74,3 +74,41 @@ func TestRoPEAVX512EqualsGenericBitForBit(t *testing.T) {
 		}
 	}
 }
+
+// On CPUs with AVX2 but not AVX-512, q8/q4 matrix-vector products of whole
+// blocks stream rows through rowStreamQ8AVX2/rowStreamQ4AVX2, which must equal
+// the dequantize-then-dot path bit for bit (with and without bias, on 1 and
+// 2 threads).
+func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("needs AVX2")
+	}
+	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
+	useAVX512, useAVX2, useVNNI = false, true, false
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, typ := range []WeightType{Q8, Q4} {
+		for _, s := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {5, 96}, {3, 576}, {41, 1024}, {300, 128}} {
+			w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
+			x, bias := randVec(rng, s.cols), randVec(rng, s.rows)
+			for _, threads := range []int{1, 2} {
+				for _, b := range [][]float32{nil, bias} {
+					run := func(stream bool) []float32 {
+						defer func(old bool) { useRowStream = old }(useRowStream)
+						useRowStream = stream
+						p := NewPool(threads)
+						defer p.Close()
+						y := make([]float32, s.rows)
+						p.MatMul(y, x, 1, w, b)
+						return y
+					}
+					got, want := run(true), run(false)
+					for r := range want {
+						if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+							t.Fatalf("%v %dx%d threads %d bias %v row %d: stream %g, rows %g", typ, s.rows, s.cols, threads, b != nil, r, got[r], want[r])
+						}
+					}
+				}
+			}
+		}
+	}
+}

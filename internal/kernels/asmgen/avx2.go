@@ -311,3 +311,99 @@ func genTileAVX2(wt string, mr, nr int) {
 	VZEROUPPER()
 	RET()
 }
+
+// genRowStreamQAVX2 emits rowStream<q>AVX2(x, w, ldw, nb, y, n): for r < n,
+// y[r] += x · (row r of a q8 or q4 matrix, nb whole blocks, rows ldw bytes
+// apart), reading the rows as one stream (the next row's first lines and
+// each next page's start prefetched, as in genRowStream). Each block is
+// dequantized in registers exactly as dequant<q>AVX2 does (scale × value)
+// and accumulated exactly as dotAVX2's 32-value loop does (four
+// accumulators, one per 8 values of a block, reduced the same way), so the
+// result equals dotAVX2 over the dequantized row bit for bit.
+func genRowStreamQAVX2(q string) {
+	name := "rowStream" + q + "AVX2"
+	text(name, NOSPLIT, "func(x *float32, w *byte, ldw int, nb int, y *float32, n int)")
+	Doc(name + " is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).")
+	x := Load(Param("x"), GP64())
+	w := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	nb0 := Load(Param("nb"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	sp, qp, xp, nb := GP64(), GP64(), GP64(), GP64()
+	kick, kt := GP64(), GP64()
+	initPageKick(w, kick)
+	if q == "Q4" {
+		t := GP32()
+		MOVL(U32(15), t)
+		VMOVD(t, X10)
+		VPBROADCASTD(X10, Y10)
+		MOVL(U32(8), t)
+		VMOVD(t, X11)
+		VPBROADCASTD(X11, Y11)
+	}
+	qbytes := 32 // quant bytes per block
+	if q == "Q4" {
+		qbytes = 16
+	}
+	Label("row")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1})
+	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1, Disp: 64})
+	for i := 0; i < 4; i++ {
+		VXORPS(yr[i], yr[i], yr[i])
+	}
+	MOVQ(w, sp)
+	LEAQ(Mem{Base: w, Index: nb0, Scale: 2}, qp)
+	MOVQ(x, xp)
+	MOVQ(nb0, nb)
+	Label("block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("reduce"))
+	pageKick(Mem{Base: qp}, kick, kt, "nokick")
+	t := GP32()
+	MOVWLZX(Mem{Base: sp}, t)
+	VMOVD(t, X8)
+	VCVTPH2PS(X8, X8)
+	VBROADCASTSS(X8, Y8)
+	v := yr[4:8]
+	if q == "Q8" {
+		for i := 0; i < 4; i++ {
+			VPMOVSXBD(Mem{Base: qp, Disp: 8 * i}, v[i])
+		}
+	} else {
+		VPMOVZXBD(Mem{Base: qp}, v[0])
+		VPMOVZXBD(Mem{Base: qp, Disp: 8}, v[1])
+		VPSRLD(U8(4), v[0], v[2])
+		VPSRLD(U8(4), v[1], v[3])
+		for i := 0; i < 4; i++ {
+			VPAND(Y10, v[i], v[i])
+			VPSUBD(Y11, v[i], v[i])
+		}
+	}
+	for i := 0; i < 4; i++ {
+		VCVTDQ2PS(v[i], v[i])
+		VMULPS(Y8, v[i], v[i])
+		VFMADD231PS(Mem{Base: xp, Disp: 32 * i}, v[i], yr[i])
+	}
+	ADDQ(U8(2), sp)
+	ADDQ(U8(qbytes), qp)
+	ADDQ(U32(128), xp)
+	DECQ(nb)
+	JMP(LabelRef("block"))
+	Label("reduce")
+	VADDPS(Y1, Y0, Y0)
+	VADDPS(Y3, Y2, Y2)
+	VADDPS(Y2, Y0, Y0)
+	hsumY(Y0, Y1)
+	VADDSS(Mem{Base: y}, X0, X0)
+	VMOVSS(X0, Mem{Base: y})
+	ADDQ(U8(4), y)
+	ADDQ(ldw, w)
+	DECQ(n)
+	JMP(LabelRef("row"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}

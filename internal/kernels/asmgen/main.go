@@ -69,6 +69,8 @@ func main() {
 	genElementwise()
 	genRoPE()
 	genAVX2()
+	genRowStreamQAVX2("Q8")
+	genRowStreamQAVX2("Q4")
 	genBF16ToF32()
 	genQ8Tables()
 	genTransposeWQ8()
