@@ -78,7 +78,7 @@ func TestRoPEAVX512EqualsGenericBitForBit(t *testing.T) {
 // On CPUs with AVX2 but not AVX-512, q8/q4 matrix-vector products of whole
 // blocks stream rows through rowStreamQ8AVX2/rowStreamQ4AVX2, which must equal
 // the dequantize-then-dot path bit for bit (with and without bias, on 1 and
-// 2 threads).
+// 2 threads; the two largest shapes are split into several row chunks).
 func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("needs AVX2")
@@ -87,7 +87,7 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	useAVX512, useAVX2, useVNNI = false, true, false
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range []WeightType{Q8, Q4} {
-		for _, s := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {5, 96}, {3, 576}, {41, 1024}, {300, 128}} {
+		for _, s := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {5, 96}, {3, 576}, {41, 1024}, {300, 128}, {2000, 1024}, {3001, 576}} {
 			w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
 			x, bias := randVec(rng, s.cols), randVec(rng, s.rows)
 			for _, threads := range []int{1, 2} {

@@ -139,7 +139,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				}
 			})
 		}
-		if hasAVX2 { // the path of CPUs without AVX-512: dequantize a row, then dot
+		if hasAVX2 { // the path of CPUs without AVX-512 (rowStreamQ8AVX2, rowStreamQ4AVX2)
 			b.Run(fmt.Sprintf("MatMul-%v-AVX2/threads=1", typ), func(b *testing.B) {
 				defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
 				useAVX512, useAVX2, useVNNI = false, true, false
