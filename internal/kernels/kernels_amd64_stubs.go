@@ -759,15 +759,15 @@ func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
 //go:noescape
 func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
 
-// rowStreamQ8AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).
-//
-//go:noescape
-func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
-
 // rowStreamQ4AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).
 //
 //go:noescape
 func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
+
+// rowsQ8I8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see genRowsQ8I8AVX2).
+//
+//go:noescape
+func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
 
 // bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
 //

@@ -87,6 +87,10 @@ var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int
 // prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
+	if !useAVX512 && useAVX2 && j.w.Type == Q8 && j.w.Cols%BlockSize == 0 && useRowStream {
+		p.prepareI8AVX2(j)
+		return
+	}
 	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) {
 		return
 	}
@@ -208,7 +212,11 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
 			return
 		}
-		if useAVX2 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
+		if j.i8 {
+			quantI8AVX2(j, lo, hi)
+			return
+		}
+		if useAVX2 && j.w.Type == Q4 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
 			quantStreamAVX2(j, lo, hi)
 			return
 		}
@@ -231,20 +239,58 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 }
 
-// quantStreamAVX2 is the q8/q4 matrix-vector product on CPUs with AVX2 but
-// not AVX-512, for rows of whole blocks: one stream of rows, each block
-// dequantized in registers (rowStreamQ8AVX2, rowStreamQ4AVX2) with the
-// arithmetic of dequantizing the row and dotting it (matmulRowsGeneric, which
-// the matrix products with more input rows still use): bit-identical outputs.
+// i8PanelRows is how many weight rows quantI8AVX2 takes through every input
+// row before moving on (the panel stays in L1: 16 rows of 1024 columns are
+// 17 KiB).
+const i8PanelRows = 16
+
+// prepareI8AVX2 quantizes the input rows to int8 blocks for rowsQ8I8AVX2
+// (see quantizeXI8).
+func (p *Pool) prepareI8AVX2(j *matmulJob) {
+	cols := j.w.Cols
+	nb := cols / BlockSize
+	if cap(p.xq8) < j.m*cols {
+		p.xq8 = make([]byte, j.m*cols)
+	}
+	p.dx = growFloats(p.dx, j.m*nb)
+	j.xq8, j.dx, j.i8 = p.xq8[:j.m*cols], p.dx[:j.m*nb], true
+	for i := range j.m {
+		quantizeXI8(j.xq8[i*cols:(i+1)*cols], j.dx[i*nb:(i+1)*nb], j.x[i*cols:(i+1)*cols])
+	}
+}
+
+// quantI8AVX2 is the q8 matrix product on CPUs with AVX2 but not AVX-512,
+// for rows of whole blocks: int8 dot products of the weights with the
+// quantized inputs (rowsQ8I8AVX2), the same kernel for one input row or
+// many (panels of i8PanelRows weight rows), so a prefill row equals the
+// decode product bit for bit.
+func quantI8AVX2(j *matmulJob, lo, hi int) {
+	w := j.w
+	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
+	rb := w.Type.RowBytes(w.Cols)
+	nb := w.Cols / BlockSize
+	if j.m == 1 {
+		rowsQ8I8AVX2(&j.xq8[0], &j.dx[0], &w.Data[lo*rb], rb, nb, &j.y[lo], hi-lo)
+		return
+	}
+	for r := lo; r < hi; r += i8PanelRows {
+		nr := min(i8PanelRows, hi-r)
+		for i := range j.m {
+			rowsQ8I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
+		}
+	}
+}
+
+// quantStreamAVX2 is the q4 matrix-vector product on CPUs with AVX2 but not
+// AVX-512, for rows of whole blocks: one stream of rows, each block
+// dequantized in registers (rowStreamQ4AVX2) with the arithmetic of
+// dequantizing the row and dotting it (matmulRowsGeneric, which the matrix
+// products with more input rows still use): bit-identical outputs.
 func quantStreamAVX2(j *matmulJob, lo, hi int) {
 	w := j.w
 	initRows(j.y, 1, w.Rows, j.bias, lo, hi)
 	rb := w.Type.RowBytes(w.Cols)
-	stream := rowStreamQ8AVX2
-	if w.Type == Q4 {
-		stream = rowStreamQ4AVX2
-	}
-	stream(&j.x[0], &w.Data[lo*rb], rb, w.Cols/BlockSize, &j.y[lo], hi-lo)
+	rowStreamQ4AVX2(&j.x[0], &w.Data[lo*rb], rb, w.Cols/BlockSize, &j.y[lo], hi-lo)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
