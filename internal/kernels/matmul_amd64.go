@@ -87,7 +87,7 @@ var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int
 // prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
-	if !useAVX512 && useAVX2 && j.w.Type == Q8 && j.w.Cols%BlockSize == 0 && useRowStream {
+	if !useAVX512 && useAVX2 && j.w.Type == Q8 && j.w.Cols%BlockSize == 0 && useRowStream && !p.exact {
 		p.prepareI8AVX2(j)
 		return
 	}
