@@ -175,23 +175,32 @@ func GatherRows(dst []float32, m Matrix, ids []int64, scale float32) {
 }
 
 // quantizeXI8 quantizes x (whole blocks of 32) to int8 with one float32
-// scale per block: d = max|x| / 127 and q = round(x / d), so |q| <= 127 and
-// each value's error is at most d/2. A block of zeros gets d = 0, q = 0.
+// scale per block: d = max|x| / 127 and q = round(x * 127 / max|x|) (in
+// float64, so tiny blocks do not overflow), so |q| <= 127 and each value's
+// error is at most d/2. A block of zeros gets d = 0, q = 0; a block holding
+// NaN or ±Inf gets d = NaN or +Inf and q = 0, so its products are NaN.
 func quantizeXI8(q []byte, d []float32, x []float32) {
 	for b := range d {
 		blk := x[b*BlockSize : (b+1)*BlockSize]
-		var amax float32
+		qb := q[b*BlockSize : (b+1)*BlockSize]
+		amax := 0.0
 		for _, v := range blk {
-			amax = max(amax, float32(math.Abs(float64(v))))
+			a := math.Abs(float64(v))
+			if a > amax || a != a {
+				amax = a
+			}
+			if a != a {
+				break
+			}
 		}
-		d[b] = amax / 127
-		if amax == 0 {
-			clear(q[b*BlockSize : (b+1)*BlockSize])
+		d[b] = float32(amax) / 127
+		if amax == 0 || math.IsInf(amax, 0) || math.IsNaN(amax) {
+			clear(qb)
 			continue
 		}
 		inv := 127 / amax
 		for i, v := range blk {
-			q[b*BlockSize+i] = byte(int8(max(-127, min(127, math.Round(float64(v*inv))))))
+			qb[i] = byte(int8(max(-127, min(127, math.Round(float64(v)*inv)))))
 		}
 	}
 }

@@ -183,3 +183,38 @@ func TestGatherRowsScalesSelectedRows(t *testing.T) {
 		}
 	}
 }
+
+// quantizeXI8 (the AVX2 int8 route's input quantization): every value within
+// half a step, |q| <= 127, zero blocks exact, tiny blocks finite, NaN and Inf
+// blocks flagged in the scale.
+func TestQuantizeXI8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	x := randVec(rng, 4*BlockSize)
+	for i := range BlockSize {
+		x[BlockSize+i] = 0                        // block 1: zeros
+		x[2*BlockSize+i] = float32(i-16) * 1e-40 // block 2: subnormals
+	}
+	x[3*BlockSize+5] = float32(math.NaN()) // block 3: a NaN
+	q, d := make([]byte, len(x)), make([]float32, 4)
+	quantizeXI8(q, d, x)
+	for b := range 3 {
+		for i := range BlockSize {
+			c := b*BlockSize + i
+			v := int8(q[c])
+			if v < -127 {
+				t.Fatalf("block %d value %d: q = %d", b, i, v)
+			}
+			if err := math.Abs(float64(x[c]) - float64(v)*float64(d[b])); err > float64(d[b])/2*(1+1e-6)+1e-45 {
+				t.Fatalf("block %d value %d: x %g, q %d, d %g: error %g > d/2", b, i, x[c], v, d[b], err)
+			}
+		}
+	}
+	if d[1] != 0 || d[2] == 0 || math.IsInf(float64(d[2]), 0) || !math.IsNaN(float64(d[3])) {
+		t.Fatalf("scales %v: want 0 for zeros, finite nonzero for subnormals, NaN for a NaN", d)
+	}
+	x[3*BlockSize+5] = float32(math.Inf(-1))
+	quantizeXI8(q, d, x)
+	if !math.IsInf(float64(d[3]), 1) {
+		t.Fatalf("scale of a block with -Inf: %g, want +Inf", d[3])
+	}
+}
