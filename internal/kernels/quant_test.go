@@ -191,7 +191,7 @@ func TestQuantizeXI8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	x := randVec(rng, 4*BlockSize)
 	for i := range BlockSize {
-		x[BlockSize+i] = 0                        // block 1: zeros
+		x[BlockSize+i] = 0                       // block 1: zeros
 		x[2*BlockSize+i] = float32(i-16) * 1e-40 // block 2: subnormals
 	}
 	x[3*BlockSize+5] = float32(math.NaN()) // block 3: a NaN
