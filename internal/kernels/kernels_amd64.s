@@ -19600,6 +19600,92 @@ done:
 	VZEROUPPER
 	RET
 
+// func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·rowStreamQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ nb+24(FP), BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ 4095(CX), R12
+	ANDQ $-4096, R12
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	VXORPS      Y1, Y1, Y1
+	VXORPS      Y2, Y2, Y2
+	VXORPS      Y3, Y3, Y3
+	MOVQ        CX, R8
+	LEAQ        (CX)(BX*2), R9
+	MOVQ        AX, R10
+	MOVQ        BX, R11
+
+block:
+	TESTQ       R11, R11
+	JZ          reduce
+	LEAQ        2048(R9), R13
+	CMPQ        R13, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R12
+
+nokick:
+	PREFETCHNTA  4096(R9)
+	MOVWLZX      (R8), R13
+	VMOVD        R13, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD    (R9), Y4
+	VPMOVSXBD    8(R9), Y5
+	VPMOVSXBD    16(R9), Y6
+	VPMOVSXBD    24(R9), Y7
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y8, Y4, Y4
+	VFMADD231PS  (R10), Y4, Y0
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VFMADD231PS  32(R10), Y5, Y1
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y8, Y6, Y6
+	VFMADD231PS  64(R10), Y6, Y2
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y8, Y7, Y7
+	VFMADD231PS  96(R10), Y7, Y3
+	ADDQ         $0x02, R8
+	ADDQ         $0x20, R9
+	ADDQ         $0x00000080, R10
+	DECQ         R11
+	JMP          block
+
+reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
 // func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·rowStreamQ4AVX2(SB), NOSPLIT, $0-48

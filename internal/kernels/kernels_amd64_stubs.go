@@ -759,6 +759,11 @@ func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
 //go:noescape
 func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
 
+// rowStreamQ8AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).
+//
+//go:noescape
+func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
+
 // rowStreamQ4AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).
 //
 //go:noescape

@@ -216,7 +216,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 			quantI8AVX2(j, lo, hi)
 			return
 		}
-		if useAVX2 && j.w.Type == Q4 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
+		if useAVX2 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
 			quantStreamAVX2(j, lo, hi)
 			return
 		}
@@ -281,16 +281,21 @@ func quantI8AVX2(j *matmulJob, lo, hi int) {
 	}
 }
 
-// quantStreamAVX2 is the q4 matrix-vector product on CPUs with AVX2 but not
-// AVX-512, for rows of whole blocks: one stream of rows, each block
-// dequantized in registers (rowStreamQ4AVX2) with the arithmetic of
-// dequantizing the row and dotting it (matmulRowsGeneric, which the matrix
-// products with more input rows still use): bit-identical outputs.
+// quantStreamAVX2 is the q4 (and, in ExactQuantized pools, q8)
+// matrix-vector product on CPUs with AVX2 but not AVX-512, for rows of whole
+// blocks: one stream of rows, each block dequantized in registers
+// (rowStreamQ4AVX2, rowStreamQ8AVX2) with the arithmetic of dequantizing the
+// row and dotting it (matmulRowsGeneric, which the matrix products with more
+// input rows use): bit-identical outputs.
 func quantStreamAVX2(j *matmulJob, lo, hi int) {
 	w := j.w
 	initRows(j.y, 1, w.Rows, j.bias, lo, hi)
 	rb := w.Type.RowBytes(w.Cols)
-	rowStreamQ4AVX2(&j.x[0], &w.Data[lo*rb], rb, w.Cols/BlockSize, &j.y[lo], hi-lo)
+	stream := rowStreamQ4AVX2
+	if w.Type == Q8 {
+		stream = rowStreamQ8AVX2
+	}
+	stream(&j.x[0], &w.Data[lo*rb], rb, w.Cols/BlockSize, &j.y[lo], hi-lo)
 }
 
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.

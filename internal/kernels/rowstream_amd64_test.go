@@ -77,9 +77,10 @@ func TestRoPEAVX512EqualsGenericBitForBit(t *testing.T) {
 }
 
 // On CPUs with AVX2 but not AVX-512, q4 matrix-vector products of whole
-// blocks stream rows through rowStreamQ4AVX2, which must equal the
-// dequantize-then-dot path bit for bit (with and without bias, on 1 and 2
-// threads; the two largest shapes are split into several row chunks).
+// blocks (and q8 ones in ExactQuantized pools) stream rows through
+// rowStreamQ4AVX2 / rowStreamQ8AVX2, which must equal the dequantize-then-dot
+// path bit for bit (with and without bias, on 1 and 2 threads; the two
+// largest shapes are split into several row chunks).
 func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("needs AVX2")
@@ -87,7 +88,7 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
 	useAVX512, useAVX2, useVNNI = false, true, false
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, typ := range []WeightType{Q4} {
+	for _, typ := range []WeightType{Q8, Q4} {
 		for _, s := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {5, 96}, {3, 576}, {41, 1024}, {300, 128}, {2000, 1024}, {3001, 576}} {
 			w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
 			x, bias := randVec(rng, s.cols), randVec(rng, s.rows)
@@ -96,7 +97,10 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 					run := func(stream bool) []float32 {
 						defer func(old bool) { useRowStream = old }(useRowStream)
 						useRowStream = stream
-						p := NewPool(threads)
+						p, err := NewPoolWith(PoolOptions{Threads: threads, ExactQuantized: true})
+						if err != nil {
+							t.Fatal(err)
+						}
 						defer p.Close()
 						y := make([]float32, s.rows)
 						p.MatMul(y, x, 1, w, b)

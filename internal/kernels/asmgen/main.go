@@ -69,6 +69,7 @@ func main() {
 	genElementwise()
 	genRoPE()
 	genAVX2()
+	genRowStreamQAVX2("Q8")
 	genRowStreamQAVX2("Q4")
 	genRowsQ8I8AVX2()
 	genBF16ToF32()
