@@ -19789,88 +19789,85 @@ done:
 // func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·rowsQ8I8AVX2(SB), NOSPLIT, $0-56
-	MOVQ         xq+0(FP), AX
-	MOVQ         dx+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         ldw+24(FP), BX
-	MOVQ         nb+32(FP), SI
-	MOVQ         y+40(FP), DI
-	MOVQ         n+48(FP), R8
-	LEAQ         4095(DX), R14
-	ANDQ         $-4096, R14
-	MOVL         $0x00010001, R9
-	VMOVD        R9, X15
+	MOVQ         w+16(FP), AX
+	MOVQ         ldw+24(FP), CX
+	MOVQ         y+40(FP), DX
+	MOVQ         n+48(FP), BX
+	LEAQ         4095(AX), R11
+	ANDQ         $-4096, R11
+	MOVL         $0x00010001, SI
+	VMOVD        SI, X15
 	VPBROADCASTD X15, Y15
 
 row:
-	TESTQ       R8, R8
+	TESTQ       BX, BX
 	JZ          done
-	PREFETCHNTA (DX)(BX*1)
-	PREFETCHNTA 64(DX)(BX*1)
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
 	VXORPS      Y0, Y0, Y0
 	VXORPS      Y5, Y5, Y5
-	MOVQ        DX, R9
-	LEAQ        (DX)(SI*2), R10
-	MOVQ        AX, R11
-	MOVQ        CX, R12
-	MOVQ        SI, R13
+	MOVQ        AX, SI
+	MOVQ        nb+32(FP), R10
+	LEAQ        (AX)(R10*2), DI
+	MOVQ        xq+0(FP), R8
+	MOVQ        dx+8(FP), R9
 
 pair:
-	CMPQ        R13, $0x02
+	CMPQ        R10, $0x02
 	JL          single
-	LEAQ        2048(R10), R15
-	CMPQ        R15, R14
+	LEAQ        2048(DI), R12
+	CMPQ        R12, R11
 	JB          nokick
-	PREFETCHNTA (R14)
-	PREFETCHNTA 64(R14)
-	ANDQ        $-4096, R15
-	LEAQ        4096(R15), R14
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
 
 nokick:
-	PREFETCHNTA  4096(R10)
-	MOVWLZX      (R9), R15
-	VMOVD        R15, X1
+	PREFETCHNTA  4096(DI)
+	MOVWLZX      (SI), R12
+	VMOVD        R12, X1
 	VCVTPH2PS    X1, X1
-	VMULSS       (R12), X1, X1
+	VMULSS       (R9), X1, X1
 	VBROADCASTSS X1, Y1
-	VMOVDQU      (R10), Y2
-	VMOVDQU      (R11), Y3
+	VMOVDQU      (DI), Y2
+	VMOVDQU      (R8), Y3
 	VPSIGNB      Y2, Y3, Y3
 	VPABSB       Y2, Y2
 	VPMADDUBSW   Y3, Y2, Y4
 	VPMADDWD     Y15, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
 	VFMADD231PS  Y1, Y4, Y0
-	MOVWLZX      2(R9), R15
-	VMOVD        R15, X6
+	MOVWLZX      2(SI), R12
+	VMOVD        R12, X6
 	VCVTPH2PS    X6, X6
-	VMULSS       4(R12), X6, X6
+	VMULSS       4(R9), X6, X6
 	VBROADCASTSS X6, Y6
-	VMOVDQU      32(R10), Y7
-	VMOVDQU      32(R11), Y8
+	VMOVDQU      32(DI), Y7
+	VMOVDQU      32(R8), Y8
 	VPSIGNB      Y7, Y8, Y8
 	VPABSB       Y7, Y7
 	VPMADDUBSW   Y8, Y7, Y9
 	VPMADDWD     Y15, Y9, Y9
 	VCVTDQ2PS    Y9, Y9
 	VFMADD231PS  Y6, Y9, Y5
-	ADDQ         $0x04, R9
-	ADDQ         $0x40, R10
-	ADDQ         $0x40, R11
-	ADDQ         $0x08, R12
-	SUBQ         $0x02, R13
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x08, R9
+	SUBQ         $0x02, R10
 	JMP          pair
 
 single:
-	TESTQ        R13, R13
+	TESTQ        R10, R10
 	JZ           reduce
-	MOVWLZX      (R9), R9
-	VMOVD        R9, X1
+	MOVWLZX      (SI), SI
+	VMOVD        SI, X1
 	VCVTPH2PS    X1, X1
-	VMULSS       (R12), X1, X1
+	VMULSS       (R9), X1, X1
 	VBROADCASTSS X1, Y1
-	VMOVDQU      (R10), Y2
-	VMOVDQU      (R11), Y3
+	VMOVDQU      (DI), Y2
+	VMOVDQU      (R8), Y3
 	VPSIGNB      Y2, Y3, Y3
 	VPABSB       Y2, Y2
 	VPMADDUBSW   Y3, Y2, Y4
@@ -19886,11 +19883,133 @@ reduce:
 	VADDPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
-	VADDSS       (DI), X0, X0
-	VMOVSS       X0, (DI)
-	ADDQ         $0x04, DI
-	ADDQ         BX, DX
-	DECQ         R8
+	VADDSS       (DX), X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·rowsQ4I8AVX2(SB), NOSPLIT, $0-64
+	MOVQ         w+24(FP), AX
+	MOVQ         ldw+32(FP), CX
+	MOVQ         y+48(FP), DX
+	MOVQ         n+56(FP), BX
+	LEAQ         4095(AX), R12
+	ANDQ         $-4096, R12
+	MOVL         $0x00010001, SI
+	VMOVD        SI, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x0f0f0f0f, SI
+	VMOVD        SI, X14
+	VPBROADCASTD X14, Y14
+
+row:
+	TESTQ       BX, BX
+	JZ          done
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
+	VXORPS      Y0, Y0, Y0
+	VXORPS      Y5, Y5, Y5
+	MOVQ        AX, SI
+	MOVQ        nb+40(FP), R10
+	LEAQ        (AX)(R10*2), DI
+	MOVQ        xq+0(FP), R8
+	MOVQ        dx+8(FP), R9
+	MOVQ        xs+16(FP), R11
+
+pair:
+	CMPQ        R10, $0x02
+	JL          single
+	LEAQ        2048(DI), R13
+	CMPQ        R13, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R12
+
+nokick:
+	PREFETCHNTA  4096(DI)
+	MOVWLZX      (SI), R13
+	VMOVD        R13, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (R9), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (DI), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VMOVDQU      (R8), Y3
+	VPMADDUBSW   Y3, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VMOVD        (R11), X3
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+	MOVWLZX      2(SI), R13
+	VMOVD        R13, X6
+	VCVTPH2PS    X6, X6
+	VMULSS       4(R9), X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      16(DI), X7
+	VPSRLW       $0x04, X7, X8
+	VINSERTI128  $0x01, X8, Y7, Y7
+	VPAND        Y14, Y7, Y7
+	VMOVDQU      32(R8), Y8
+	VPMADDUBSW   Y8, Y7, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VMOVD        4(R11), X8
+	VPSUBD       Y8, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y6, Y9, Y5
+	ADDQ         $0x04, SI
+	ADDQ         $0x20, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x08, R9
+	ADDQ         $0x08, R11
+	SUBQ         $0x02, R10
+	JMP          pair
+
+single:
+	TESTQ        R10, R10
+	JZ           reduce
+	MOVWLZX      (SI), SI
+	VMOVD        SI, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (R9), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (DI), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VMOVDQU      (R8), Y3
+	VPMADDUBSW   Y3, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VMOVD        (R11), X3
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+
+reduce:
+	VADDPS       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       (DX), X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
 	JMP          row
 
 done:

@@ -774,6 +774,11 @@ func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 //go:noescape
 func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
 
+// rowsQ4I8AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see genRowsQ8I8AVX2).
+//
+//go:noescape
+func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
+
 // bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
 //
 //go:noescape

@@ -127,7 +127,8 @@ type matmulJob struct {
 	xq8    []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
 	dx     []float32 // scales of xq8 blocks
 	nbp    int       // blocks per row of xq8 (a multiple of 16); 0 when unused
-	i8     bool      // xq8 and dx hold x for rowsQ8I8AVX2 (AVX2 q8 path)
+	i8     bool      // xq8 and dx (and xs8 for q4) hold x for rows<q>I8AVX2 (AVX2 path)
+	xs8    []int32   // 8 × the block sums of xq8 (AVX2 q4 path)
 }
 
 // runChunk computes the weight rows of chunk c on thread id.

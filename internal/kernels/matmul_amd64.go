@@ -87,7 +87,7 @@ var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int
 // prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
-	if !useAVX512 && useAVX2 && j.w.Type == Q8 && j.w.Cols%BlockSize == 0 && useRowStream && !p.exact {
+	if !useAVX512 && useAVX2 && (j.w.Type == Q8 || j.w.Type == Q4) && j.w.Cols%BlockSize == 0 && useRowStream && !p.exact {
 		p.prepareI8AVX2(j)
 		return
 	}
@@ -245,7 +245,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 const i8PanelRows = 16
 
 // prepareI8AVX2 quantizes the input rows to int8 blocks for rowsQ8I8AVX2
-// (see quantizeXI8).
+// and rowsQ4I8AVX2 (see quantizeXI8), with, for q4, 8 times each block's sum.
 func (p *Pool) prepareI8AVX2(j *matmulJob) {
 	cols := j.w.Cols
 	nb := cols / BlockSize
@@ -254,14 +254,30 @@ func (p *Pool) prepareI8AVX2(j *matmulJob) {
 	}
 	p.dx = growFloats(p.dx, j.m*nb)
 	j.xq8, j.dx, j.i8 = p.xq8[:j.m*cols], p.dx[:j.m*nb], true
+	if j.w.Type == Q4 {
+		if cap(p.xs8) < j.m*nb {
+			p.xs8 = make([]int32, j.m*nb)
+		}
+		j.xs8 = p.xs8[:j.m*nb]
+	}
 	for i := range j.m {
-		quantizeXI8(j.xq8[i*cols:(i+1)*cols], j.dx[i*nb:(i+1)*nb], j.x[i*cols:(i+1)*cols])
+		xq := j.xq8[i*cols : (i+1)*cols]
+		quantizeXI8(xq, j.dx[i*nb:(i+1)*nb], j.x[i*cols:(i+1)*cols])
+		if j.xs8 != nil {
+			for b := range nb {
+				var sum int32
+				for _, v := range xq[b*BlockSize : (b+1)*BlockSize] {
+					sum += int32(int8(v))
+				}
+				j.xs8[i*nb+b] = 8 * sum
+			}
+		}
 	}
 }
 
-// quantI8AVX2 is the q8 matrix product on CPUs with AVX2 but not AVX-512,
-// for rows of whole blocks: int8 dot products of the weights with the
-// quantized inputs (rowsQ8I8AVX2), the same kernel for one input row or
+// quantI8AVX2 is the q8/q4 matrix product on CPUs with AVX2 but not
+// AVX-512, for rows of whole blocks: int8 dot products of the weights with
+// the quantized inputs (rowsQ8I8AVX2, rowsQ4I8AVX2), the same kernel for one input row or
 // many (panels of i8PanelRows weight rows), so a prefill row equals the
 // decode product bit for bit.
 func quantI8AVX2(j *matmulJob, lo, hi int) {
@@ -269,14 +285,21 @@ func quantI8AVX2(j *matmulJob, lo, hi int) {
 	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
 	rb := w.Type.RowBytes(w.Cols)
 	nb := w.Cols / BlockSize
+	rows := func(i, r, nr int) {
+		if w.Type == Q4 {
+			rowsQ4I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &j.xs8[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
+		} else {
+			rowsQ8I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
+		}
+	}
 	if j.m == 1 {
-		rowsQ8I8AVX2(&j.xq8[0], &j.dx[0], &w.Data[lo*rb], rb, nb, &j.y[lo], hi-lo)
+		rows(0, lo, hi-lo)
 		return
 	}
 	for r := lo; r < hi; r += i8PanelRows {
 		nr := min(i8PanelRows, hi-r)
 		for i := range j.m {
-			rowsQ8I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
+			rows(i, r, nr)
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Pool struct {
 	xq8     []byte             // x quantized to int8 blocks for the VNNI kernels
 	xq8t    []byte             // xq8 transposed for the q8 VNNI matrix product
 	dx      []float32          // scales of the xq8 blocks
+	xs8     []int32            // 8 × the block sums of xq8 (AVX2 q4 int8 route)
 	starts  [maxGuided + 1]int // chunk starts of a matrix-vector product
 
 	// The current job, written by the caller before claim is published:

@@ -118,7 +118,7 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	}
 }
 
-// On CPUs with AVX2 but not AVX-512, q8 matrix products of whole blocks take
+// On CPUs with AVX2 but not AVX-512, q8 and q4 matrix products of whole blocks take
 // int8 dot products with the inputs quantized per block (rowsQ8I8AVX2): each
 // output is within the bound the input quantization allows (sum over blocks
 // of dx/2 times the block's |w|, plus float rounding) of the exact product of
@@ -130,9 +130,15 @@ func TestI8AVX2(t *testing.T) {
 	}
 	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
 	useAVX512, useAVX2, useVNNI = false, true, false
+	for _, typ := range []WeightType{Q8, Q4} {
+		testI8AVX2(t, typ)
+	}
+}
+
+func testI8AVX2(t *testing.T, typ WeightType) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, s := range []struct{ m, rows, cols int }{{1, 5, 32}, {3, 7, 64}, {5, 41, 1024}, {2, 300, 576}, {1, 2000, 1024}, {9, 37, 96}} {
-		w, _ := randMatrix(t, rng, Q8, s.rows, s.cols)
+		w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
 		x, bias := randVec(rng, s.m*s.cols), randVec(rng, s.rows)
 		mul := func(threads, m int, x []float32) []float32 {
 			p := NewPool(threads)
@@ -143,7 +149,7 @@ func TestI8AVX2(t *testing.T) {
 		}
 		all := mul(1, s.m, x)
 		if two := mul(2, s.m, x); !slices.Equal(two, all) {
-			t.Fatalf("%v: 2 threads differ from 1", s)
+			t.Fatalf("%v %v: 2 threads differ from 1", typ, s)
 		}
 		nb := s.cols / BlockSize
 		wr := make([]float32, s.cols)
@@ -151,7 +157,7 @@ func TestI8AVX2(t *testing.T) {
 			xi := x[i*s.cols : (i+1)*s.cols]
 			one := mul(1, 1, xi)
 			if !slices.Equal(one, all[i*s.rows:(i+1)*s.rows]) {
-				t.Fatalf("%v: input row %d alone differs from the batch", s, i)
+				t.Fatalf("%v %v: input row %d alone differs from the batch", typ, s, i)
 			}
 			xq, dx := make([]byte, s.cols), make([]float32, nb)
 			quantizeXI8(xq, dx, xi)
@@ -166,7 +172,7 @@ func TestI8AVX2(t *testing.T) {
 				exact += float64(bias[r])
 				got := float64(one[r])
 				if d := math.Abs(got - exact); d > bound+1e-5*(mag+math.Abs(exact)) {
-					t.Fatalf("%v row %d input %d: got %g, exact %g, |diff| %g > bound %g", s, r, i, got, exact, d, bound)
+					t.Fatalf("%v %v row %d input %d: got %g, exact %g, |diff| %g > bound %g", typ, s, r, i, got, exact, d, bound)
 				}
 			}
 		}

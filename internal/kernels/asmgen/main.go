@@ -72,6 +72,7 @@ func main() {
 	genRowStreamQAVX2("Q8")
 	genRowStreamQAVX2("Q4")
 	genRowsQ8I8AVX2()
+	genRowsI8AVX2("Q4")
 	genBF16ToF32()
 	genQ8Tables()
 	genTransposeWQ8()
