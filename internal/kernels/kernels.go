@@ -42,12 +42,14 @@
 // Gaussian data); everything else is float32 arithmetic on the exact stored
 // values.
 //
-// On CPUs with AVX2 but not AVX-512, q8 weights whose rows are whole blocks
-// take the same route with AVX2 instructions: inputs quantized per block
-// (quantizeXI8), exact int8 block sums by VPMADDUBSW/VPMADDWD, one kernel
-// (rowsQ8I8AVX2) for every m, the same bound. q4 weights there, and q8 rows
-// with a partial block, dequantize (in registers when m = 1) and use float
-// dot products. PoolOptions.ExactQuantized turns both int8 routes off.
+// On CPUs with AVX2 but not AVX-512, q8 and q4 weights whose rows are whole
+// blocks take the same route with AVX2 instructions: inputs quantized per
+// block (quantizeXI8), exact int8 block sums by VPMADDUBSW/VPMADDWD (q4
+// nibbles as unsigned bytes, the -8 offset an exact per-block correction),
+// one kernel (rowsQ8I8AVX2, rowsQ4I8AVX2) for every m, the same bound. Rows
+// with a partial block dequantize and use float dot products, as do
+// ExactQuantized pools (in registers when m = 1). PoolOptions.ExactQuantized
+// turns both int8 routes off.
 //
 // It does not own tensors, graphs, memory planning or model semantics: callers
 // pass plain slices and say the shapes.

@@ -30,7 +30,7 @@ func (w Matrix) CheckMatMul(y, x []float32, m int, bias []float32) error {
 // the decode matrix-vector product, m > 1 the prefill matrix product. y must
 // not overlap x. Shapes are the caller's responsibility (see CheckMatMul).
 // Accuracy: float32 accumulation, except that q8/q4 may quantize x to int8
-// blocks (with AVX-512 VNNI, and q8 with AVX2 but no AVX-512; see the package
+// blocks (with AVX-512 VNNI, or with AVX2 but no AVX-512; see the package
 // comment for the bound) unless
 // the pool was made with PoolOptions.ExactQuantized. Row i of y never
 // depends on m or on the other rows of x.

@@ -79,7 +79,7 @@ type PoolOptions struct {
 	// (>= 1).
 	Threads int
 	// ExactQuantized turns off the int8 quantization of activations in the
-	// q8/q4 matrix product (the VNNI path, and the q8 path of AVX2 CPUs; see
+	// q8/q4 matrix product (the VNNI path, and the int8 path of AVX2 CPUs; see
 	// the package comment): float32 arithmetic on the stored weights for
 	// every m, at about 1.6-2.2× the time per q8/q4 decode matmul. Rows of a
 	// batch then agree with single-row calls only to float32 rounding.
