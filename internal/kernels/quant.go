@@ -186,12 +186,11 @@ func quantizeXI8(q []byte, d []float32, x []float32) {
 		amax := 0.0
 		for _, v := range blk {
 			a := math.Abs(float64(v))
-			if a > amax || a != a {
+			if math.IsNaN(a) {
 				amax = a
-			}
-			if a != a {
 				break
 			}
+			amax = max(amax, a)
 		}
 		d[b] = float32(amax) / 127
 		if amax == 0 || math.IsInf(amax, 0) || math.IsNaN(amax) {

@@ -117,41 +117,36 @@ func BenchmarkMatVecSweep(b *testing.B) {
 		for i := 1; i < nmat; i++ {
 			copy(qdata[i*rows*qrb:], qdata[:rows*qrb])
 		}
+		sweep := func(b *testing.B, threads int) {
+			p := NewPool(threads)
+			defer p.Close()
+			b.SetBytes(int64(len(qdata)))
+			for b.Loop() {
+				for i := range nmat {
+					w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: qdata[i*rows*qrb : (i+1)*rows*qrb]}
+					p.MatMul(y, x, 1, w, nil)
+				}
+			}
+		}
 		for _, c := range []struct {
 			threads int
 			stream  bool
 		}{{1, true}, {1, false}, {2, true}, {2, false}} {
-			threads, name := c.threads, fmt.Sprintf("MatMul-%v/threads=%d", typ, c.threads)
+			name := fmt.Sprintf("MatMul-%v/threads=%d", typ, c.threads)
 			if !c.stream {
 				name = fmt.Sprintf("MatMul-%v-rows/threads=%d", typ, c.threads)
 			}
 			b.Run(name, func(b *testing.B) {
 				defer func(old bool) { useRowStream = old }(useRowStream)
 				useRowStream = c.stream
-				p := NewPool(threads)
-				defer p.Close()
-				b.SetBytes(int64(len(qdata)))
-				for b.Loop() {
-					for i := range nmat {
-						w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: qdata[i*rows*qrb : (i+1)*rows*qrb]}
-						p.MatMul(y, x, 1, w, nil)
-					}
-				}
+				sweep(b, c.threads)
 			})
 		}
-		if hasAVX2 { // the path of CPUs without AVX-512 (rowStreamQ8AVX2, rowStreamQ4AVX2)
+		if hasAVX2 { // the path of CPUs without AVX-512 (rowsQ8I8AVX2, rowsQ4I8AVX2)
 			b.Run(fmt.Sprintf("MatMul-%v-AVX2/threads=1", typ), func(b *testing.B) {
 				defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
 				useAVX512, useAVX2, useVNNI = false, true, false
-				p := NewPool(1)
-				defer p.Close()
-				b.SetBytes(int64(len(qdata)))
-				for b.Loop() {
-					for i := range nmat {
-						w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: qdata[i*rows*qrb : (i+1)*rows*qrb]}
-						p.MatMul(y, x, 1, w, nil)
-					}
-				}
+				sweep(b, 1)
 			})
 		}
 	}

@@ -353,11 +353,7 @@ func genRowStreamQAVX2(q string) {
 	if q == "Q4" {
 		qbytes = 16
 	}
-	Label("row")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1})
-	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1, Disp: 64})
+	rowStreamHead(w, ldw, n)
 	for i := 0; i < 4; i++ {
 		VXORPS(yr[i], yr[i], yr[i])
 	}
@@ -405,15 +401,7 @@ func genRowStreamQAVX2(q string) {
 	VADDPS(Y3, Y2, Y2)
 	VADDPS(Y2, Y0, Y0)
 	hsumY(Y0, Y1)
-	VADDSS(Mem{Base: y}, X0, X0)
-	VMOVSS(X0, Mem{Base: y})
-	ADDQ(U8(4), y)
-	ADDQ(ldw, w)
-	DECQ(n)
-	JMP(LabelRef("row"))
-	Label("done")
-	VZEROUPPER()
-	RET()
+	rowStreamTail(X0, y, w, ldw, n)
 }
 
 // genRowsQ8I8AVX2 emits rowsQ8I8AVX2(xq, dx, w, ldw, nb, y, n): for r < n,
@@ -508,11 +496,7 @@ func genRowsI8AVX2(q string) {
 		}
 		SUBQ(U8(blocks), nb)
 	}
-	Label("row")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1})
-	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1, Disp: 64})
+	rowStreamHead(w, ldw, n)
 	VXORPS(Y0, Y0, Y0)
 	VXORPS(Y5, Y5, Y5)
 	MOVQ(w, sp)
@@ -541,13 +525,5 @@ func genRowsI8AVX2(q string) {
 	Label("reduce")
 	VADDPS(Y5, Y0, Y0)
 	hsumY(Y0, Y1)
-	VADDSS(Mem{Base: y}, X0, X0)
-	VMOVSS(X0, Mem{Base: y})
-	ADDQ(U8(4), y)
-	ADDQ(ldw, w)
-	DECQ(n)
-	JMP(LabelRef("row"))
-	Label("done")
-	VZEROUPPER()
-	RET()
+	rowStreamTail(X0, y, w, ldw, n)
 }

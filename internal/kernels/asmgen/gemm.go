@@ -396,11 +396,7 @@ func genRowStream(wt string, avx2 bool) {
 	}
 	kick, kt := GP64(), GP64()
 	initPageKick(w, kick)
-	Label("row")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1})
-	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1, Disp: 64})
+	rowStreamHead(w, ldw, n)
 	VXORPS(acc, acc, acc)
 	XORQ(off, off)
 	Label("loop4")
@@ -416,8 +412,26 @@ func genRowStream(wt string, avx2 bool) {
 	JMP(LabelRef("loop1"))
 	Label("reduce")
 	hs(acc, vr[15])
-	VADDSS(Mem{Base: y}, acc.AsX(), acc.AsX())
-	VMOVSS(acc.AsX(), Mem{Base: y})
+	rowStreamTail(acc.AsX(), y, w, ldw, n)
+}
+
+// rowStreamHead emits the top of a row-stream loop over n weight rows (w the
+// current row, ldw bytes apart): stop when none is left, else hint the next
+// row's first two lines (see genRowStream).
+func rowStreamHead(w, ldw, n Register) {
+	Label("row")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1})
+	PREFETCHNTA(Mem{Base: w, Index: ldw, Scale: 1, Disp: 64})
+}
+
+// rowStreamTail emits the end of a row of a row-stream loop: y[0] += sum (the
+// row's reduced dot product, in the low lane of an X register), move y and w
+// to the next row, loop; then the function's return.
+func rowStreamTail(sum, y, w, ldw, n Register) {
+	VADDSS(Mem{Base: y}, sum, sum)
+	VMOVSS(sum, Mem{Base: y})
 	ADDQ(U8(4), y)
 	ADDQ(ldw, w)
 	DECQ(n)
