@@ -90,7 +90,8 @@ func gemma3Options(prefill int, layout program.SlidingLayout) export.Options {
 
 // Gemma 3 (5 sliding layers with window 4, then 1 full; 17-token prompt) against llama.cpp,
 // at every position, for prefill chunks shorter than, equal to and longer than the window
-// and one longer than the prompt. DESIGN.md §3 asks 1e-3 of the logit range (the issue 2e-3).
+// and one longer than the prompt. docs/architecture.md ("How correctness is shown") asks
+// 1e-3 of the logit range (the issue 2e-3).
 func TestGemma3MatchesLlamaCpp(t *testing.T) {
 	for _, name := range []string{"gemma3", "gemma3-bf16"} {
 		ref, err := testckpt.Reference(name)

@@ -1,6 +1,7 @@
 // Package generate runs the token generation loop over a runner session: it appends the
 // prompt, picks each next token with a Sampler, stops on end-of-sequence ids, stop
-// conditions or the context limit (DESIGN.md §1.3 rule 3), and reports why it stopped.
+// conditions or the context limit (docs/contract.md "Planning", rule 3), and reports why
+// it stopped.
 // It knows nothing about kernels, files or HTTP.
 package generate
 

@@ -139,7 +139,7 @@ const (
 	LogitsLast LogitsRows = "last" // [1, 1, V]: the last real row
 )
 
-// Metadata is the contract metadata of a program (DESIGN.md §1.1).
+// Metadata is the contract metadata of a program (docs/contract.md "Metadata").
 type Metadata struct {
 	Contract      string        `json:"contract"`
 	Version       int           `json:"version"`

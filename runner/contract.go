@@ -63,7 +63,8 @@ func cerr(field, format string, args ...any) error {
 	return &ContractError{Field: field, Problem: fmt.Sprintf(format, args...)}
 }
 
-// validateHFStaticV1 checks DESIGN.md §1.1–§1.4.
+// validateHFStaticV1 checks a manifest against docs/contract.md ("Metadata", "The tensors of
+// one step", "Load-time rejections").
 func validateHFStaticV1(m *program.Manifest) error {
 	md := &m.Metadata
 	C := md.MaxContext

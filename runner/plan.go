@@ -25,7 +25,7 @@ type PlannedStep struct {
 	N       int  // real rows (the rest of a prefill step is padding)
 }
 
-// CheckAppend reports whether m tokens can be appended at pos (DESIGN.md §1.3 rule 1).
+// CheckAppend reports whether m tokens can be appended at pos (docs/contract.md "Planning", rule 1).
 func (sh Shape) CheckAppend(pos, m int) error {
 	if m < 1 {
 		return ErrEmpty
@@ -63,7 +63,7 @@ func (sh Shape) Plan(pos, m int) ([]PlannedStep, error) {
 }
 
 // MaxNewTokens is how many tokens can be generated after a prompt that ends at pos:
-// generating k tokens appends k-1 of them, so pos + k - 1 ≤ C (DESIGN.md §1.3 rule 3).
+// generating k tokens appends k-1 of them, so pos + k - 1 ≤ C (docs/contract.md "Planning", rule 3).
 func (sh Shape) MaxNewTokens(pos int) int {
 	return max(0, sh.Context-pos+1)
 }

@@ -76,7 +76,7 @@ func TestContextFullNamesBothNumbers(t *testing.T) {
 	}
 }
 
-// bruteForcePlan is an independent model of DESIGN.md §1.3: it chooses, for every token,
+// bruteForcePlan is an independent model of docs/contract.md "Planning": it chooses, for every token,
 // the method that processes it, by simulating a cursor one token at a time.
 func bruteForcePlan(C, P, pos, m int) ([]PlannedStep, bool) {
 	if m < 1 || pos+m > C {
