@@ -18,11 +18,11 @@ import (
 
 // File layout (all integers little-endian):
 //
-//	[0, 64)            header: "HFSTATIC", format version u32, zero padding
+//	[0, 64)            header: "HFSTATIC", format version u32, zero padding (checked)
 //	[64, M)            tensor and asset data, each starting at a multiple of Alignment
 //	[M, M+len)         manifest, JSON
 //	[end-64, end)      trailer: "HFSTTAIL", manifest offset u64, manifest length u64,
-//	                   manifest CRC-32C u32, file size u64, zero padding
+//	                   manifest CRC-32C u32, file size u64, zero padding (checked)
 //
 // The manifest is written last so a program can be streamed to disk one tensor at a time.
 const (
@@ -222,6 +222,9 @@ func Decode(data []byte, opts DecodeOptions) (*File, error) {
 	if v := int(binary.LittleEndian.Uint32(data[8:])); v != FormatVersion {
 		return nil, &VersionError{Got: v, Want: FormatVersion}
 	}
+	if k := firstNonZero(data[12:headerSize]); k >= 0 {
+		return nil, &FormatError{Item: "header", Problem: fmt.Sprintf("reserved byte %d is %#x, want 0", 12+k, data[12+k])}
+	}
 	if len(data) < headerSize+trailerSize {
 		return nil, fmt.Errorf("%w: %d bytes, no trailer", ErrTruncated, len(data))
 	}
@@ -233,6 +236,9 @@ func Decode(data []byte, opts DecodeOptions) (*File, error) {
 	mlen := binary.LittleEndian.Uint64(tr[16:])
 	mcrc := binary.LittleEndian.Uint32(tr[24:])
 	size := binary.LittleEndian.Uint64(tr[28:])
+	if k := firstNonZero(tr[36:]); k >= 0 {
+		return nil, &FormatError{Item: "trailer", Problem: fmt.Sprintf("reserved byte %d is %#x, want 0", 36+k, tr[36+k])}
+	}
 	if size != uint64(len(data)) {
 		return nil, fmt.Errorf("%w: trailer says %d bytes, file has %d", ErrTruncated, size, len(data))
 	}
@@ -264,6 +270,16 @@ func Decode(data []byte, opts DecodeOptions) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// firstNonZero returns the index of the first non-zero byte of b, or -1.
+func firstNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // TensorData returns the bytes of a constant tensor (aliasing the decoded file).

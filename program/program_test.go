@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -136,4 +137,42 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestWriterRefusesReadBeforeWrite(t *testing.T) {
+	m := Method{Name: "decode", Step: 1, Logits: LogitsLast,
+		Inputs:      []IO{{Name: "x", DType: F32, Shape: Shape{1, 2}}},
+		Outputs:     []IO{{Name: "y", DType: F32, Shape: Shape{1, 2}}},
+		Activations: []IO{{Name: "h", DType: F32, Shape: Shape{1, 2}}, {Name: "g", DType: F32, Shape: Shape{1, 2}}},
+		Ops: []Op{{Kind: OpLinear, In: []string{"x", "w"}, Out: []string{"h"}},
+			{Kind: OpAdd, In: []string{"h", "g"}, Out: []string{"y"}}}}
+	w, _ := NewWriter(&bytes.Buffer{})
+	w.WriteTensor("w", F32, Shape{2, 2}, make([]byte, 16))
+	_, err := w.Finish(Metadata{}, []Method{m})
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Item, "op 1 (add)") || !strings.Contains(fe.Problem, `activation "g" before any op writes it`) {
+		t.Fatalf("Finish = %v, want a *FormatError naming op 1 and activation g", err)
+	}
+}
+
+// TestDecodeChecksReservedBytes flips each reserved header and trailer byte:
+// every one is refused as a *FormatError naming the byte.
+func TestDecodeChecksReservedBytes(t *testing.T) {
+	good := tinyProgram(t)
+	var offsets []int
+	for i := 12; i < headerSize; i++ {
+		offsets = append(offsets, i)
+	}
+	for i := 36; i < trailerSize; i++ {
+		offsets = append(offsets, len(good)-trailerSize+i)
+	}
+	for _, at := range offsets {
+		b := bytes.Clone(good)
+		b[at] = 1
+		_, err := Decode(b, DecodeOptions{})
+		var fe *FormatError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "reserved byte") {
+			t.Errorf("byte %d set: Decode = %v, want a *FormatError about a reserved byte", at, err)
+		}
+	}
 }

@@ -125,6 +125,9 @@ func (mt *Method) validate(constants map[string]bool) error {
 			return &FormatError{Item: fmt.Sprintf("%s activation %q", item, b.Name), Problem: "activations are f32"}
 		}
 	}
+	// Data flow: an op reads only constants, method inputs (in-place
+	// buffers included) and buffers an earlier op wrote.
+	written := map[string]bool{}
 	for i := range mt.Ops {
 		op := &mt.Ops[i]
 		opItem := fmt.Sprintf("%s op %d (%s)", item, i, op.Kind)
@@ -132,13 +135,17 @@ func (mt *Method) validate(constants map[string]bool) error {
 			return &FormatError{Item: opItem, Problem: err.Error()}
 		}
 		for _, n := range op.In {
-			if _, ok := kind[n]; !ok {
+			switch k, ok := kind[n]; {
+			case !ok:
 				return &FormatError{Item: opItem, Problem: fmt.Sprintf("input %q is not a constant, method input or activation", n)}
+			case (k == "activation" || k == "output") && !written[n]:
+				return &FormatError{Item: opItem, Problem: fmt.Sprintf("reads %s %q before any op writes it", k, n)}
 			}
 		}
 		for _, n := range op.Out {
 			switch kind[n] {
 			case "activation", "output", "in-place buffer":
+				written[n] = true
 			default:
 				return &FormatError{Item: opItem, Problem: fmt.Sprintf("output %q is not an activation or method output (a %s)", n, kind[n])}
 			}
