@@ -181,6 +181,9 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 		}
 		p.keep[n] = true
 	}
+	if err := p.checkClaims(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -70,6 +70,9 @@ func Open(fsys fs.FS) (*Checkpoint, error) {
 	if err != nil {
 		return nil, &FileError{File: ConfigName, Err: err}
 	}
+	if err := checkBounds(cfgData); err != nil {
+		return nil, &FileError{File: ConfigName, Err: err}
+	}
 	c.Config = cfg
 	if c.GenerationConfigJSON, err = readOptional(fsys, GenerationConfigName); err != nil {
 		return nil, err

@@ -1,0 +1,63 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Bounds on what an export may allocate. Configs come from strangers: the
+// sizes they claim are checked against the tensors present and these bounds
+// before anything proportional to them is allocated.
+const (
+	// MaxContext bounds a program's context C (--context): the RoPE tables
+	// hold C rows per layer type and the K/V cache C slots per layer.
+	MaxContext = 1 << 20
+	// MaxCacheBytes bounds the K/V cache the program will ask every session
+	// for: layers × 2 × C × kv_heads × head_dim × cache element size.
+	MaxCacheBytes = 64 << 30
+)
+
+// ErrConfigClaims means config.json describes a model the checkpoint's
+// tensors do not hold (more layers, another vocabulary or width), or one
+// beyond the bounds above; the error names the claim.
+var ErrConfigClaims = errors.New("config.json does not match the checkpoint")
+
+// checkClaims runs before any weight is converted: the embedding's shape
+// must be the claimed [vocab, hidden], the claimed last layer's tensors
+// must exist, the checkpoint must hold at least as many tensors as the
+// config implies, and the context and K/V cache must stay in bounds.
+func (p *plan) checkClaims() error {
+	s := p.spec
+	if p.context > MaxContext {
+		return fmt.Errorf("%w: context %d is beyond the bound %d (export.MaxContext)", ErrOptions, p.context, MaxContext)
+	}
+	embed, _ := p.ckpt.Tensor(s.Names.Embed)
+	if want := []int{s.Vocab, s.Hidden}; !slices.Equal(embed.Shape, want) {
+		return fmt.Errorf("%w: vocab_size %d and hidden_size %d imply %q of shape %v, the checkpoint's is %v",
+			ErrConfigClaims, s.Vocab, s.Hidden, s.Names.Embed, want, embed.Shape)
+	}
+	roles := s.LayerRoles()
+	for _, r := range roles {
+		if name := s.Names.Layer(s.Layers-1, r); !p.has(name) {
+			return fmt.Errorf("%w: num_hidden_layers %d implies tensor %q, which the checkpoint does not hold",
+				ErrConfigClaims, s.Layers, name)
+		}
+	}
+	want := 2 + s.Layers*len(roles)
+	if have := len(p.ckpt.Names()); have < want {
+		return fmt.Errorf("%w: the config implies %d tensors (%d layers), the checkpoint holds %d",
+			ErrConfigClaims, want, s.Layers, have)
+	}
+	cacheBytes := int64(s.Layers) * 2 * int64(p.context) * int64(s.KVHeads*s.HeadDim) * int64(p.opts.CacheDType.ElemBytes())
+	if cacheBytes > MaxCacheBytes {
+		return fmt.Errorf("%w: the K/V cache of %d layers × context %d × %d kv heads × head_dim %d would take %d bytes, beyond the bound %d (export.MaxCacheBytes); export a shorter --context",
+			ErrOptions, s.Layers, p.context, s.KVHeads, s.HeadDim, cacheBytes, MaxCacheBytes)
+	}
+	return nil
+}
+
+func (p *plan) has(name string) bool {
+	_, ok := p.ckpt.Tensor(name)
+	return ok
+}
