@@ -25,8 +25,7 @@ var ErrConfigClaims = errors.New("config.json does not match the checkpoint")
 
 // checkClaims runs before any weight is converted: the embedding's shape
 // must be the claimed [vocab, hidden], the claimed last layer's tensors
-// must exist, the checkpoint must hold at least as many tensors as the
-// config implies, and the context and K/V cache must stay in bounds.
+// must exist, so must every tensor the config implies, and the context and K/V cache must stay in bounds.
 func (p *plan) checkClaims() error {
 	s := p.spec
 	if p.context > MaxContext {
@@ -44,10 +43,10 @@ func (p *plan) checkClaims() error {
 				ErrConfigClaims, s.Layers, name)
 		}
 	}
-	want := 2 + s.Layers*len(roles)
-	if have := len(p.ckpt.Names()); have < want {
-		return fmt.Errorf("%w: the config implies %d tensors (%d layers), the checkpoint holds %d",
-			ErrConfigClaims, want, s.Layers, have)
+	for _, it := range p.items() {
+		if !p.has(it.name) {
+			return &TensorError{Name: it.name, Problem: "missing from the checkpoint"}
+		}
 	}
 	cacheBytes := int64(s.Layers) * 2 * int64(p.context) * int64(s.KVHeads*s.HeadDim) * int64(p.opts.CacheDType.ElemBytes())
 	if cacheBytes > MaxCacheBytes {
