@@ -14,6 +14,13 @@ import (
 	"github.com/hfstatic/hfstatic/runner"
 )
 
+// Stepper runs tokens through the session Run generates on and leaves that session's
+// logits, tokens and position updated, as runner.Session.Append does. A batched sequence
+// of the session (runner.Seq) is one: its steps share each weight read with other sessions.
+type Stepper interface {
+	Append(ctx context.Context, tokens []int) error
+}
+
 // Sampler picks the next token from a read-only logits view and the token history.
 type Sampler interface {
 	Sample(logits []float32, history []int) int
@@ -60,6 +67,8 @@ type Options struct {
 	// Vocab, when > 0, restricts sampling to ids below it: some checkpoints have more
 	// output rows than their tokenizer has tokens (Gemma 3: 262,208 vs 262,145).
 	Vocab int
+	// Stepper runs the prompt and each new token; nil means the session itself.
+	Stepper Stepper
 }
 
 // Result describes a finished generation.
@@ -81,9 +90,13 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 	if sampler == nil {
 		sampler = Greedy{}
 	}
+	var step Stepper = s
+	if opts.Stepper != nil {
+		step = opts.Stepper
+	}
 	res := Result{PromptTokens: len(prompt)}
 	if len(prompt) > 0 {
-		if err := s.Append(ctx, prompt); err != nil {
+		if err := step.Append(ctx, prompt); err != nil {
 			return res, err
 		}
 	} else if !s.Logits().Valid() {
@@ -124,7 +137,7 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 		if k == n-1 {
 			continue // the last token is not appended: nothing reads its logits
 		}
-		if err := s.Append(ctx, []int{tok}); err != nil {
+		if err := step.Append(ctx, []int{tok}); err != nil {
 			return res, err
 		}
 	}

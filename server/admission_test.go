@@ -188,6 +188,7 @@ func TestServeShutsDownGracefully(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer s.Close()
 			firstToken := make(chan struct{})
 			var once sync.Once
 			s.setTokenHook(func(ctx context.Context) {
@@ -233,6 +234,9 @@ func TestServeShutsDownGracefully(t *testing.T) {
 			}
 			if st := pool.Stats(); st.Leased != 0 {
 				t.Errorf("%d sessions still leased after shutdown", st.Leased)
+			}
+			if st := s.batch.Stats(); st.Running != 0 || st.Waiting != 0 {
+				t.Errorf("batch after shutdown: %+v, want drained", st)
 			}
 			if _, err := http.Get("http://" + ln.Addr().String() + "/health"); err == nil {
 				t.Error("the server still answers after shutdown")

@@ -51,6 +51,7 @@ type generation struct {
 // run admits the request, leases a session with the longest cached prefix of the prompt,
 // generates and returns the outcome. ctx ends the generation early (client gone, shutdown).
 func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
+	arrived := time.Now()
 	out := outcome{promptTokens: len(g.prompt)}
 	release, err := s.admit(ctx)
 	if err != nil {
@@ -79,6 +80,11 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		reused = 0
 	}
 	out.cachedTokens = reused
+	seq, err := s.batch.Join(sess)
+	if err != nil {
+		return out, fmt.Errorf("join the batch: %w", err)
+	}
+	defer seq.Leave()
 
 	s.metrics.started()
 	start := time.Now()
@@ -109,9 +115,13 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	if maxTokens == 0 {
 		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
 	}
+	lastToken := arrived
 	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
-		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(),
+		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(), Stepper: seq,
 		OnToken: func(tok int) error {
+			now := time.Now()
+			s.metrics.token(out.completionTokens == 0, now.Sub(lastToken))
+			lastToken = now
 			out.completionTokens++
 			if hook := s.tokenHook.Load(); hook != nil {
 				(*hook)(ctx)

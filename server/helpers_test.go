@@ -99,7 +99,7 @@ func testOptions(t testing.TB) Options {
 		t.Fatal(err)
 	}
 	return Options{Runner: m.Runner, Tokenizer: tok, Template: tmpl, ModelID: "stories260K",
-		MaxSessions: 4, MaxQueue: 16, QueueTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20,
+		MaxSessions: 4, MaxBatch: 4, MaxQueue: 16, QueueTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
@@ -111,6 +111,7 @@ func startServer(t testing.TB, edit func(*Options)) (*Server, string, *runner.Po
 	if edit != nil {
 		edit(&o)
 	}
+	o.MaxBatch = min(o.MaxBatch, o.MaxSessions) // an edit that lowers MaxSessions lowers the batch too
 	var pool *runner.Pool
 	if o.Pool == nil {
 		var err error
@@ -127,6 +128,7 @@ func startServer(t testing.TB, edit func(*Options)) (*Server, string, *runner.Po
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		hs.Close()
+		s.Close()
 		if pool != nil {
 			pool.Close()
 		}

@@ -6,12 +6,20 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
 
-// durationBuckets are the request-duration histogram's upper bounds, in seconds.
-var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+// Histogram upper bounds: request durations, time to the first token and between two
+// tokens (seconds), and sequences or tokens in one batched step.
+var (
+	durationBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	firstTokenBuckets = []float64{0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 10, 20, 40, 80}
+	tokenGapBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10}
+	batchSizeBuckets  = []float64{1, 2, 4, 8, 16, 32, 64}
+	stepTokenBuckets  = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+)
 
 // rateWindow is the span over which tokens_per_second gauges are measured.
 const rateWindow = 10 * time.Second
@@ -29,7 +37,11 @@ type metrics struct {
 	running          int              // generations running now
 	recent           []tokenEvent     // generated tokens in the last rateWindow
 	promptRecent     []tokenEvent
-	meanDuration     float64 // exponentially weighted mean of generation durations, seconds
+	meanDuration     float64    // exponentially weighted mean of generation durations, seconds
+	firstToken       *histogram // seconds from a generation's arrival to its first token
+	tokenGap         *histogram // seconds between two tokens of one generation
+	batchSize        *histogram // sequences in one batched step
+	stepTokens       *histogram // tokens (rows) in one batched step
 	now              func() time.Time
 }
 
@@ -44,14 +56,62 @@ type tokenEvent struct {
 }
 
 type histogram struct {
-	counts []int64 // per bucket, not cumulative; one extra for +Inf
+	bounds []float64 // upper bounds, ascending
+	counts []int64   // per bucket, not cumulative; one extra for +Inf
 	sum    float64
 	n      int64
 }
 
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]int64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	h.counts[sort.SearchFloat64s(h.bounds, v)]++
+	h.sum += v
+	h.n++
+}
+
+// write prints the histogram's series; labels is "" or `key="value",` pairs ending in a comma.
+func (h *histogram) write(w io.Writer, name, labels string) {
+	var cum int64
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		fmt.Fprintf(w, "%s_bucket{%sle=\"%g\"} %d\n", name, labels, b, cum)
+	}
+	fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, h.n)
+	labels = strings.TrimSuffix(labels, ",")
+	if labels != "" {
+		labels = "{" + labels + "}"
+	}
+	fmt.Fprintf(w, "%s_sum%s %g\n", name, labels, h.sum)
+	fmt.Fprintf(w, "%s_count%s %d\n", name, labels, h.n)
+}
+
 func newMetrics() *metrics {
 	return &metrics{requests: map[requestKey]int64{}, durations: map[string]*histogram{},
-		rejected: map[string]int64{}, now: time.Now}
+		rejected: map[string]int64{}, firstToken: newHistogram(firstTokenBuckets), tokenGap: newHistogram(tokenGapBuckets),
+		batchSize: newHistogram(batchSizeBuckets), stepTokens: newHistogram(stepTokenBuckets), now: time.Now}
+}
+
+// token records one generated token: d is the time since the generation arrived (first
+// token) or since its previous token.
+func (m *metrics) token(first bool, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if first {
+		m.firstToken.observe(d.Seconds())
+	} else {
+		m.tokenGap.observe(d.Seconds())
+	}
+}
+
+// step records one batched step of seqs sequences and tokens rows.
+func (m *metrics) step(seqs, tokens int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.batchSize.observe(float64(seqs))
+	m.stepTokens.observe(float64(tokens))
 }
 
 func (m *metrics) request(path string, code int, d time.Duration) {
@@ -60,14 +120,10 @@ func (m *metrics) request(path string, code int, d time.Duration) {
 	m.requests[requestKey{path, code}]++
 	h := m.durations[path]
 	if h == nil {
-		h = &histogram{counts: make([]int64, len(durationBuckets)+1)}
+		h = newHistogram(durationBuckets)
 		m.durations[path] = h
 	}
-	sec := d.Seconds()
-	i := sort.SearchFloat64s(durationBuckets, sec)
-	h.counts[i]++
-	h.sum += sec
-	h.n++
+	h.observe(d.Seconds())
 }
 
 // enqueue adds a waiting request unless the queue already holds limit.
@@ -149,11 +205,11 @@ func (m *metrics) retryAfter(sessions, queue int) int {
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.metrics.write(w, s.o.Pool.Stats(), s.o.MaxSessions, s.o.MaxQueue)
+	s.metrics.write(w, s.o.Pool.Stats(), s.batch.Stats(), s.o.MaxSessions, s.o.MaxQueue)
 }
 
 // write prints every metric in the Prometheus text exposition format.
-func (m *metrics) write(w io.Writer, ps PoolStats, sessions, queue int) {
+func (m *metrics) write(w io.Writer, ps PoolStats, bs batchStats, sessions, queue int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -181,15 +237,7 @@ func (m *metrics) write(w io.Writer, ps PoolStats, sessions, queue int) {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		h := m.durations[p]
-		var cum int64
-		for i, b := range durationBuckets {
-			cum += h.counts[i]
-			fmt.Fprintf(w, "hfstatic_request_duration_seconds_bucket{path=%q,le=\"%g\"} %d\n", p, b, cum)
-		}
-		fmt.Fprintf(w, "hfstatic_request_duration_seconds_bucket{path=%q,le=\"+Inf\"} %d\n", p, h.n)
-		fmt.Fprintf(w, "hfstatic_request_duration_seconds_sum{path=%q} %g\n", p, h.sum)
-		fmt.Fprintf(w, "hfstatic_request_duration_seconds_count{path=%q} %d\n", p, h.n)
+		m.durations[p].write(w, "hfstatic_request_duration_seconds", fmt.Sprintf("path=%q,", p))
 	}
 	metric("hfstatic_rejected_requests_total", "counter", "Requests refused by admission (queue_full: 429, queue_timeout: 503).")
 	for _, reason := range []string{errQueueFull.Error(), errQueueTimeout.Error()} {
@@ -219,6 +267,30 @@ func (m *metrics) write(w io.Writer, ps PoolStats, sessions, queue int) {
 	counter("hfstatic_prefix_cache_recomputes_total", "Adoptions whose sliding-window cache could not be rewound (recomputed).", ps.Recomputes)
 	counter("hfstatic_session_evictions_total", "Free sessions reset to make room for another prompt.", ps.Evictions)
 	gauge("hfstatic_sessions_limit", "Most sessions the pool holds (--sessions and --memory-budget).", float64(ps.Limit))
+
+	// What an inference router scrapes (the Gateway API Inference Extension's model server
+	// protocol), named as vLLM names them so that routers' default settings apply.
+	gauge("vllm:num_requests_running", "Requests whose sequence takes part in batched steps.", float64(bs.Running))
+	gauge("vllm:num_requests_waiting", "Requests waiting for a session or for a place in the batch.", float64(m.waiting+bs.Waiting))
+	gauge("vllm:kv_cache_usage_perc", "Fraction (0-1) of the session cache memory the pool may hold that leased sessions use.", cacheUsage(ps))
+	metric("vllm:time_to_first_token_seconds", "histogram", "Seconds from a request's arrival to its first generated token.")
+	m.firstToken.write(w, "vllm:time_to_first_token_seconds", "")
+	metric("vllm:inter_token_latency_seconds", "histogram", "Seconds between two generated tokens of one request.")
+	m.tokenGap.write(w, "vllm:inter_token_latency_seconds", "")
+	metric("vllm:iteration_tokens_total", "histogram", "Tokens (prompt chunk and decode rows) in one batched step.")
+	m.stepTokens.write(w, "vllm:iteration_tokens_total", "")
+	metric("hfstatic_batch_size", "histogram", "Sequences in one batched step.")
+	m.batchSize.write(w, "hfstatic_batch_size", "")
+}
+
+// cacheUsage is the share of the pool's session memory that leased sessions hold. Every
+// session of a program has the same fixed-size caches, so it is leased ÷ limit; free
+// sessions (kept for their prompt prefix) are evictable and count as unused.
+func cacheUsage(ps PoolStats) float64 {
+	if ps.Limit <= 0 {
+		return 0
+	}
+	return min(1, float64(ps.Leased)/float64(ps.Limit))
 }
 
 func underscore(s string) string {

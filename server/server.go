@@ -48,6 +48,10 @@ type Options struct {
 	// MaxSessions is how many generations run at once (≥ 1); the pool should hold as many
 	// sessions.
 	MaxSessions int
+	// MaxBatch is the most generations whose steps run together as one batched step
+	// (1 ≤ MaxBatch ≤ MaxSessions): a request joins the running batch at its next step and
+	// leaves it when done; a long prompt is prefilled in chunks between decode steps.
+	MaxBatch int
 	// MaxQueue is how many requests may wait for a session (≥ 0); more get 429.
 	MaxQueue int
 	// QueueTimeout is how long a request waits for a session before it gets 503 (> 0).
@@ -78,6 +82,8 @@ func (o *Options) validate() error {
 		return bad("ModelID", "is empty")
 	case o.MaxSessions < 1:
 		return bad("MaxSessions", "= %d, must be ≥ 1", o.MaxSessions)
+	case o.MaxBatch < 1 || o.MaxBatch > o.MaxSessions:
+		return bad("MaxBatch", "= %d, must be between 1 and MaxSessions (%d)", o.MaxBatch, o.MaxSessions)
 	case o.MaxQueue < 0:
 		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
 	case o.QueueTimeout <= 0:
@@ -98,19 +104,24 @@ type Server struct {
 	created int64
 	slots   chan struct{} // one token per running generation
 	metrics *metrics
+	batch   batcher // the generations' sessions step through it
 	mux     *http.ServeMux
 
 	// tokenHook, when set (by tests only), runs after each generated token.
 	tokenHook atomic.Pointer[func(ctx context.Context)]
 }
 
-// New validates opts and returns a server.
+// New validates opts and returns a server. Close releases it.
 func New(opts Options) (*Server, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	s := &Server{o: opts, log: opts.Logger, created: time.Now().Unix(),
 		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics()}
+	var err error
+	if s.batch, err = newBatcher(opts.Runner, opts.MaxBatch, s.metrics.step); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -128,6 +139,10 @@ func New(opts Options) (*Server, error) {
 	})
 	return s, nil
 }
+
+// Close stops the batcher behind the generations; call it once Serve has returned (or the
+// Handler is no longer used).
+func (s *Server) Close() error { return s.batch.Close() }
 
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.mux }

@@ -16,7 +16,8 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		addr, modelID                string
-		sessions, queue, threads     int
+		sessions, maxBatch           int
+		queue, threads               int
 		memoryBudget, maxBody        int64
 		timeout, queueTimeout, grace time.Duration
 		logJSON, mlock               bool
@@ -29,6 +30,9 @@ with "stream": true, Server-Sent Events), GET /health and GET /metrics (Promethe
 
 Up to --sessions generations run at once, each on a pooled session; a request whose prompt
 starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
+Up to --max-batch of them step together, one read of the weights for all (continuous
+batching): a request joins the running batch at its next step and leaves it when done, and
+a long prompt is prefilled in chunks between the others' decode steps.
 Up to --queue more requests wait, each for at most --queue-timeout; beyond that requests get
 429 or 503 with Retry-After. It listens on loopback unless --addr says otherwise. On SIGINT or
 SIGTERM it stops accepting, lets running requests finish for --grace, then cancels them.`,
@@ -37,6 +41,8 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			switch {
 			case sessions < 1:
 				return usagef("--sessions %d must be ≥ 1", sessions)
+			case cmd.Flags().Changed("max-batch") && (maxBatch < 1 || maxBatch > sessions):
+				return usagef("--max-batch %d must be between 1 and --sessions (%d)", maxBatch, sessions)
 			case queue < 0:
 				return usagef("--queue %d must be ≥ 0", queue)
 			case maxBody < 1:
@@ -91,14 +97,18 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				log.Warn("--memory-budget holds fewer sessions than --sessions", "sessions", pool.Limit(),
 					"session_bytes", m.Runner.SessionBytes(), "memory_budget", memoryBudget)
 			}
+			if !cmd.Flags().Changed("max-batch") || maxBatch > pool.Limit() {
+				maxBatch = pool.Limit() // --sessions, or fewer when --memory-budget holds fewer
+			}
 			s, err := server.New(server.Options{
 				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID,
-				MaxSessions: pool.Limit(), MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
+				MaxSessions: pool.Limit(), MaxBatch: maxBatch, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
 				MaxBodyBytes: maxBody, Logger: log,
 			})
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
@@ -107,13 +117,14 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				log.Warn("listening beyond loopback: anyone who can reach this address can use the model", "addr", addr)
 			}
 			log.Info("listening", "addr", ln.Addr().String(), "model", modelID, "context", m.Runner.Shape().Context,
-				"sessions", pool.Limit(), "session_bytes", m.Runner.SessionBytes(), "queue", queue, "threads", threads)
+				"sessions", pool.Limit(), "max_batch", maxBatch, "session_bytes", m.Runner.SessionBytes(), "queue", queue, "threads", threads)
 			return s.Serve(cmd.Context(), ln, grace)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	f.IntVar(&sessions, "sessions", 4, "generations that run at once (pooled sessions)")
+	f.IntVar(&maxBatch, "max-batch", 0, "most generations that step together (default: --sessions)")
 	f.Int64Var(&memoryBudget, "memory-budget", 1<<30, "most bytes of session buffers the pool holds")
 	f.IntVar(&queue, "queue", 32, "requests that may wait for a session")
 	f.DurationVar(&queueTimeout, "queue-timeout", 30*time.Second, "longest wait for a session before 503")

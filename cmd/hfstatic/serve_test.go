@@ -50,7 +50,7 @@ func testServe(t *testing.T, prog, modelID string) {
 	var logs syncBuffer
 	root.SetOut(io.Discard)
 	root.SetErr(&logs)
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--threads", "1", "--sessions", "2", "--grace", "1s"}
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--threads", "1", "--sessions", "2", "--max-batch", "2", "--grace", "1s"}
 	if prog != "" {
 		args = append(args, prog)
 	}
@@ -142,6 +142,9 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		args []string
 	}{
 		{"no sessions", []string{"serve", "--sessions", "0"}},
+		{"zero batch", []string{"serve", "--max-batch", "0"}},
+		{"negative batch", []string{"serve", "--max-batch", "-2"}},
+		{"batch above sessions", []string{"serve", "--sessions", "2", "--max-batch", "3"}},
 		{"negative queue", []string{"serve", "--queue", "-1"}},
 		{"zero body limit", []string{"serve", "--max-body", "0"}},
 		{"memory budget below one session", []string{"serve", "--memory-budget", "1", "--addr", "127.0.0.1:0"}},
