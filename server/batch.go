@@ -24,8 +24,7 @@ type sequence interface {
 
 // batchStats are a batcher's gauges, exported as metrics.
 type batchStats struct {
-	Running int // sequences that take part in steps
-	Waiting int // sequences joined but waiting for a place in the batch
+	Running int // sequences joined: each takes part in steps until it leaves
 }
 
 // newBatcher makes the batcher of a server: at most maxBatch sequences in one step;

@@ -270,8 +270,8 @@ func (m *metrics) write(w io.Writer, ps PoolStats, bs batchStats, sessions, queu
 
 	// What an inference router scrapes (the Gateway API Inference Extension's model server
 	// protocol), named as vLLM names them so that routers' default settings apply.
-	gauge("vllm:num_requests_running", "Requests whose sequence takes part in batched steps.", float64(bs.Running))
-	gauge("vllm:num_requests_waiting", "Requests waiting for a session or for a place in the batch.", float64(m.waiting+bs.Waiting))
+	gauge("vllm:num_requests_running", "Requests whose sequence is in the batch.", float64(bs.Running))
+	gauge("vllm:num_requests_waiting", "Requests waiting in the admission queue for a session.", float64(m.waiting))
 	gauge("vllm:kv_cache_usage_perc", "Fraction (0-1) of the session cache memory the pool may hold that leased sessions use.", cacheUsage(ps))
 	metric("vllm:time_to_first_token_seconds", "histogram", "Seconds from a request's arrival to its first generated token.")
 	m.firstToken.write(w, "vllm:time_to_first_token_seconds", "")
