@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hfstatic/hfstatic/internal/chat"
-	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
@@ -17,11 +17,11 @@ var ErrNoChatTemplate = errors.New("program carries no chat template")
 
 // Tokenizer loads the tokenizer embedded in the program.
 func (m *Model) Tokenizer() (*tokenizer.Tokenizer, error) {
-	tj, ok := m.File.Asset(export.AssetTokenizer)
+	tj, ok := m.File.Asset(program.AssetTokenizer)
 	if !ok {
 		return nil, ErrNoTokenizer
 	}
-	cfg, _ := m.File.Asset(export.AssetTokenizerConfig)
+	cfg, _ := m.File.Asset(program.AssetTokenizerConfig)
 	t, err := tokenizer.Load(tj, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded tokenizer: %w", err)
@@ -32,7 +32,7 @@ func (m *Model) Tokenizer() (*tokenizer.Tokenizer, error) {
 // ChatTemplate loads the chat template embedded in the program's tokenizer_config.json
 // (name "" selects the default template).
 func (m *Model) ChatTemplate(name string) (*chat.Template, error) {
-	cfg, ok := m.File.Asset(export.AssetTokenizerConfig)
+	cfg, ok := m.File.Asset(program.AssetTokenizerConfig)
 	if !ok {
 		return nil, ErrNoChatTemplate
 	}

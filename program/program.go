@@ -3,10 +3,12 @@
 // and structural validation of the file.
 //
 // It does not know Hugging Face checkpoints, compute kernels or runner policy. Whether a
-// program's metadata satisfies a particular I/O contract (such as hf_static v1) is decided by
-// the runner's contract registry; this package only guarantees that a decoded program is
-// self-consistent: every tensor lies inside the file with a matching checksum, every op names
-// tensors that exist with the arity its kind requires.
+// program's metadata satisfies a particular I/O contract is decided by the runner's contract
+// registry; this package defines the hf_static v1 contract's names and method I/O
+// (contract.go) for the exporter, the graph builder and that registry to share. It
+// guarantees only that a decoded program is self-consistent: every tensor lies inside the
+// file with a matching checksum, every op names tensors that exist with the arity its kind
+// requires.
 package program
 
 import (
@@ -242,16 +244,3 @@ func findIO(list []IO, name string) (IO, bool) {
 	}
 	return IO{}, false
 }
-
-// Standard I/O names of the hf_static contract.
-const (
-	InputIDs      = "input_ids"
-	AttentionMask = "attention_mask"
-	PositionIDs   = "position_ids"
-	Logits        = "logits"
-)
-
-// KCache, VCache and Counter name layer l's cache buffers.
-func KCache(l int) string  { return fmt.Sprintf("k_cache_%d", l) }
-func VCache(l int) string  { return fmt.Sprintf("v_cache_%d", l) }
-func Counter(l int) string { return fmt.Sprintf("counter_%d", l) }

@@ -34,7 +34,7 @@ type contractKey struct {
 
 // contracts is the registry of I/O contracts this runner drives, keyed by (name, version).
 var contracts = map[contractKey]func(*program.Manifest) error{
-	{"hf_static", 1}: validateHFStaticV1,
+	{program.ContractName, program.ContractVersion}: validateHFStaticV1,
 }
 
 // Contracts lists the registered contracts as "name/version".
@@ -121,9 +121,9 @@ func validateHFStaticV1(m *program.Manifest) error {
 	if p := md.Tokens.Pad; p < 0 || p >= int64(md.VocabSize) {
 		return cerr("tokens.pad", "id %d outside the vocabulary [0,%d)", p, md.VocabSize)
 	}
-	dec, ok := m.Method(MethodDecode)
+	dec, ok := m.Method(program.MethodDecode)
 	if !ok {
-		return cerr("methods", "no %q method (required)", MethodDecode)
+		return cerr("methods", "no %q method (required)", program.MethodDecode)
 	}
 	if dec.Step != 1 {
 		return cerr("decode.step", "%d, must be 1", dec.Step)
@@ -131,7 +131,7 @@ func validateHFStaticV1(m *program.Manifest) error {
 	if err := checkMethodIO(md, dec); err != nil {
 		return err
 	}
-	if pre, ok := m.Method(MethodPrefill); ok {
+	if pre, ok := m.Method(program.MethodPrefill); ok {
 		if pre.Step < 2 || pre.Step > C {
 			return cerr("prefill.step", "%d must be in 2..%d", pre.Step, C)
 		}
@@ -146,29 +146,10 @@ func validateHFStaticV1(m *program.Manifest) error {
 // methods are checked against the same per-layer metadata, prefill and decode agree on
 // every cache.
 func checkMethodIO(md *program.Metadata, mt *program.Method) error {
-	S, C := mt.Step, md.MaxContext
-	want := []program.IO{
-		{Name: program.InputIDs, DType: program.I64, Shape: program.Shape{1, S}},
-		{Name: program.AttentionMask, DType: program.Bool, Shape: program.Shape{1, 1, S, C}},
-		{Name: program.PositionIDs, DType: program.I64, Shape: program.Shape{1, S}},
-	}
-	var state []program.IO
-	for l, ly := range md.Layers {
-		state = append(state,
-			program.IO{Name: program.KCache(l), DType: md.CacheDType, Shape: program.Shape{1, ly.KVHeads, ly.CacheRows, ly.KHeadDim}},
-			program.IO{Name: program.VCache(l), DType: md.CacheDType, Shape: program.Shape{1, ly.KVHeads, ly.CacheRows, ly.VHeadDim}},
-			program.IO{Name: program.Counter(l), DType: program.I64, Shape: program.Shape{}})
-	}
-	want = append(want, state...)
-	rows := S
-	switch mt.Logits {
-	case program.LogitsLast:
-		rows = 1
-	case program.LogitsAll:
-	default:
+	if mt.Logits != program.LogitsLast && mt.Logits != program.LogitsAll {
 		return cerr(mt.Name+".logits", "%q must be all or last", mt.Logits)
 	}
-	wantOut := append([]program.IO{{Name: program.Logits, DType: program.F32, Shape: program.Shape{1, rows, md.VocabSize}}}, state...)
+	want, wantOut := program.MethodIO(md, mt.Step, mt.Logits)
 	if err := matchIO(mt.Name+" input", mt.Inputs, want); err != nil {
 		return err
 	}

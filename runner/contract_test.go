@@ -49,7 +49,7 @@ func TestValidateContractRejectsBadManifests(t *testing.T) {
 		{"quantized cache dtype", func(t *testing.T, m *program.Manifest) { m.Metadata.CacheDType = program.Q8 }, "cache_dtype", "f16 or f32", nil},
 		{"bf16 cache dtype", func(t *testing.T, m *program.Manifest) { m.Metadata.CacheDType = program.BF16 }, "cache_dtype", "f16 or f32", nil},
 		{"quantized cache tensor", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodDecode, false, program.KCache(0)).DType = program.Q4
+			ioOf(t, m, program.MethodDecode, false, program.KCache(0)).DType = program.Q4
 		}, "decode input k_cache_0", "quantized", nil},
 		{"unknown sliding layout", func(t *testing.T, m *program.Manifest) { m.Metadata.SlidingLayout = "paged" }, "sliding_layout", "ring or full", nil},
 		{"no layers", func(t *testing.T, m *program.Manifest) { m.Metadata.Layers = nil }, "layers", "no layers", nil},
@@ -74,26 +74,26 @@ func TestValidateContractRejectsBadManifests(t *testing.T) {
 		{"prefill step beyond context", func(t *testing.T, m *program.Manifest) { m.Methods[1].Step = 13 }, "prefill.step", "2..12", nil},
 		{"unknown logits rows", func(t *testing.T, m *program.Manifest) { m.Methods[1].Logits = "some" }, "prefill.logits", `"some"`, nil},
 		{"mask shape disagrees", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodPrefill, false, program.AttentionMask).Shape = program.Shape{1, 1, 4, 11}
+			ioOf(t, m, program.MethodPrefill, false, program.AttentionMask).Shape = program.Shape{1, 1, 4, 11}
 		}, "prefill input attention_mask", "want bool [1 1 4 12]", nil},
 		{"ids dtype disagrees", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodDecode, false, program.InputIDs).DType = program.F32
+			ioOf(t, m, program.MethodDecode, false, program.InputIDs).DType = program.F32
 		}, "decode input input_ids", "want i64", nil},
 		{"logits dtype disagrees", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodPrefill, true, program.Logits).DType = program.F16
+			ioOf(t, m, program.MethodPrefill, true, program.Logits).DType = program.F16
 		}, "prefill output logits", "want f32", nil},
 		{"prefill cache disagrees with decode", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodPrefill, false, program.VCache(1)).Shape = program.Shape{1, fakeHeads, 12, fakeDim}
+			ioOf(t, m, program.MethodPrefill, false, program.VCache(1)).Shape = program.Shape{1, fakeHeads, 12, fakeDim}
 		}, "prefill input v_cache_1", "want f32 [1 2 3 3]", nil},
 		{"prefill cache output disagrees", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodPrefill, true, program.KCache(0)).Shape = program.Shape{1, 1, 12, fakeDim}
+			ioOf(t, m, program.MethodPrefill, true, program.KCache(0)).Shape = program.Shape{1, 1, 12, fakeDim}
 		}, "prefill output k_cache_0", "want f32 [1 2 12 3]", nil},
 		{"missing counter", func(t *testing.T, m *program.Manifest) {
 			mt := &m.Methods[0]
 			mt.Inputs = slices.DeleteFunc(mt.Inputs, func(b program.IO) bool { return b.Name == program.Counter(1) })
 		}, "decode input counter_1", "missing", nil},
 		{"counter not a scalar", func(t *testing.T, m *program.Manifest) {
-			ioOf(t, m, MethodDecode, true, program.Counter(0)).Shape = program.Shape{1}
+			ioOf(t, m, program.MethodDecode, true, program.Counter(0)).Shape = program.Shape{1}
 		}, "decode output counter_0", "want i64 []", nil},
 		{"extra input", func(t *testing.T, m *program.Manifest) {
 			m.Methods[0].Inputs = append(m.Methods[0].Inputs, program.IO{Name: "cache_position", DType: program.I64, Shape: program.Shape{1}})

@@ -34,7 +34,7 @@ func (f fakeSpec) manifest() *program.Manifest {
 	if layout == "" {
 		layout = program.LayoutRing
 	}
-	md := program.Metadata{Contract: "hf_static", Version: 1, MaxContext: f.C, VocabSize: f.V,
+	md := program.Metadata{Contract: program.ContractName, Version: program.ContractVersion, MaxContext: f.C, VocabSize: f.V,
 		CacheDType: program.F32, SlidingWindow: f.W, SlidingLayout: layout,
 		Tokens: program.Tokens{EOS: []int64{1}, Pad: 0}}
 	for _, t := range f.Layers {
@@ -61,13 +61,13 @@ func (f fakeSpec) manifest() *program.Manifest {
 		}
 		return m
 	}
-	man := &program.Manifest{Metadata: md, Methods: []program.Method{method(MethodDecode, 1, program.LogitsLast)}}
+	man := &program.Manifest{Metadata: md, Methods: []program.Method{method(program.MethodDecode, 1, program.LogitsLast)}}
 	if f.P > 0 {
 		pl := f.PrefillLogits
 		if pl == "" {
 			pl = program.LogitsAll
 		}
-		man.Methods = append(man.Methods, method(MethodPrefill, f.P, pl))
+		man.Methods = append(man.Methods, method(program.MethodPrefill, f.P, pl))
 	}
 	return man
 }
@@ -98,10 +98,10 @@ var errInjected = errors.New("injected failure")
 
 func (fe *fakeExec) Bind(method string, bufs map[string][]byte) (Step, error) {
 	S := 1
-	if method == MethodPrefill {
+	if method == program.MethodPrefill {
 		S = fe.f.P
 	}
-	logitsAll := method == MethodPrefill && (fe.f.PrefillLogits == "" || fe.f.PrefillLogits == program.LogitsAll)
+	logitsAll := method == program.MethodPrefill && (fe.f.PrefillLogits == "" || fe.f.PrefillLogits == program.LogitsAll)
 	return &fakeStep{fe: fe, S: S, all: logitsAll, bufs: bufs}, nil
 }
 

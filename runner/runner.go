@@ -18,12 +18,6 @@ import (
 	"github.com/hfstatic/hfstatic/program"
 )
 
-// Method names of the hf_static contract.
-const (
-	MethodDecode  = "decode"
-	MethodPrefill = "prefill"
-)
-
 // Step is one method bound to a session's buffers.
 type Step interface {
 	// Run executes the method once over the bound buffers.
@@ -72,8 +66,8 @@ func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*
 	if r.alloc == nil {
 		r.alloc = &PageAllocator{}
 	}
-	r.decode, _ = m.Method(MethodDecode)
-	r.prefill, _ = m.Method(MethodPrefill)
+	r.decode, _ = m.Method(program.MethodDecode)
+	r.prefill, _ = m.Method(program.MethodPrefill)
 	r.shape = Shape{Context: m.Metadata.MaxContext}
 	if r.prefill != nil {
 		r.shape.Prefill = r.prefill.Step

@@ -275,7 +275,7 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 	for _, asset := range []struct {
 		name string
 		data []byte
-	}{{AssetTokenizer, p.ckpt.TokenizerJSON}, {AssetTokenizerConfig, p.ckpt.TokenizerConfigJSON}} {
+	}{{program.AssetTokenizer, p.ckpt.TokenizerJSON}, {program.AssetTokenizerConfig, p.ckpt.TokenizerConfigJSON}} {
 		if asset.data != nil {
 			if err := pw.WriteAsset(asset.name, asset.data); err != nil {
 				return nil, err
@@ -283,9 +283,9 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 		}
 	}
 	meta := p.metadata()
-	methods := []program.Method{p.spec.Method("decode", 1, p.context, p.opts.CacheDType, p.opts.SlidingLayout, program.LogitsLast)}
+	methods := []program.Method{p.spec.Method(&meta, program.MethodDecode, 1, program.LogitsLast)}
 	if p.opts.Prefill > 0 {
-		methods = append(methods, p.spec.Method("prefill", p.opts.Prefill, p.context, p.opts.CacheDType, p.opts.SlidingLayout, p.opts.PrefillLogits))
+		methods = append(methods, p.spec.Method(&meta, program.MethodPrefill, p.opts.Prefill, p.opts.PrefillLogits))
 	}
 	fp, err := pw.Finish(meta, methods)
 	if err != nil {
@@ -294,12 +294,6 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 	return &Summary{Fingerprint: fp, Architecture: p.arch, Spec: p.spec.Describe(), Bytes: cw.n,
 		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors()}, nil
 }
-
-// Asset names of the embedded tokenizer files.
-const (
-	AssetTokenizer       = "tokenizer.json"
-	AssetTokenizerConfig = "tokenizer_config.json"
-)
 
 func (p *plan) writeWeight(pw *program.Writer, it weightItem) error {
 	t, ok := p.ckpt.Tensor(it.name)
@@ -371,7 +365,7 @@ func (p *plan) metadata() program.Metadata {
 		window = p.spec.Window
 	}
 	return program.Metadata{
-		Contract: "hf_static", Version: 1,
+		Contract: program.ContractName, Version: program.ContractVersion,
 		MaxContext: p.context, VocabSize: p.spec.Vocab,
 		CacheDType: p.opts.CacheDType, SlidingWindow: window, SlidingLayout: p.opts.SlidingLayout,
 		Layers: p.spec.MetadataLayers(p.context, p.opts.SlidingLayout),

@@ -77,7 +77,7 @@ func TestExportRecordsWhatItWrote(t *testing.T) {
 	if types[program.Q8] != 36 || types[program.F32] != 13 {
 		t.Errorf("tensor types %v, want 36 q8 and 13 f32", types)
 	}
-	if _, ok := f.Asset(export.AssetTokenizer); !ok {
+	if _, ok := f.Asset(program.AssetTokenizer); !ok {
 		t.Error("tokenizer.json is not embedded")
 	}
 	if _, ok := f.Manifest.Method("prefill"); !ok {

@@ -18,7 +18,7 @@ func (s *Spec) CacheRows(t program.LayerType, c int, layout program.SlidingLayou
 	return c
 }
 
-// Layers returns the per-layer cache metadata.
+// MetadataLayers returns the per-layer cache metadata.
 func (s *Spec) MetadataLayers(c int, layout program.SlidingLayout) []program.Layer {
 	out := make([]program.Layer, s.Layers)
 	for l, t := range s.LayerTypes {
@@ -28,32 +28,17 @@ func (s *Spec) MetadataLayers(c int, layout program.SlidingLayout) []program.Lay
 	return out
 }
 
-// Method builds one fixed-shape method of step rows over a context of c tokens.
-func (s *Spec) Method(name string, step, c int, cache program.DType, layout program.SlidingLayout, logits program.LogitsRows) program.Method {
+// Method builds one fixed-shape method of step rows for a program with metadata md (its
+// context, cache dtype and per-layer caches, from Metadata); its I/O is the hf_static
+// contract's (program.MethodIO).
+func (s *Spec) Method(md *program.Metadata, name string, step int, logits program.LogitsRows) program.Method {
 	D, S := s.Hidden, step
 	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	act := func(name string, width int) program.IO {
 		return program.IO{Name: name, DType: program.F32, Shape: program.Shape{S, width}}
 	}
 	m := program.Method{Name: name, Step: S, Logits: logits}
-	m.Inputs = []program.IO{
-		{Name: program.InputIDs, DType: program.I64, Shape: program.Shape{1, S}},
-		{Name: program.AttentionMask, DType: program.Bool, Shape: program.Shape{1, 1, S, c}},
-		{Name: program.PositionIDs, DType: program.I64, Shape: program.Shape{1, S}},
-	}
-	logitRows := S
-	if logits == program.LogitsLast {
-		logitRows = 1
-	}
-	m.Outputs = []program.IO{{Name: program.Logits, DType: program.F32, Shape: program.Shape{1, logitRows, s.Vocab}}}
-	for l, t := range s.LayerTypes {
-		rows := s.CacheRows(t, c, layout)
-		kc := program.IO{Name: program.KCache(l), DType: cache, Shape: program.Shape{1, s.KVHeads, rows, s.HeadDim}}
-		vc := program.IO{Name: program.VCache(l), DType: cache, Shape: program.Shape{1, s.KVHeads, rows, s.HeadDim}}
-		ct := program.IO{Name: program.Counter(l), DType: program.I64, Shape: program.Shape{}}
-		m.Inputs = append(m.Inputs, kc, vc, ct)
-		m.Outputs = append(m.Outputs, kc, vc, ct)
-	}
+	m.Inputs, m.Outputs = program.MethodIO(md, S, logits)
 	m.Activations = []program.IO{act("x", D), act("h", D), act("q", qw), act("k", kvw), act("v", kvw),
 		act("o", qw), act("a", D), act("g", s.FFN), act("u", s.FFN)}
 
