@@ -80,1311 +80,6 @@ done:
 	VZEROUPPER
 	RET
 
-// func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotsAVX512(SB), NOSPLIT, $0-48
-	MOVQ out+0(FP), AX
-	MOVQ q+8(FP), CX
-	MOVQ k+16(FP), DX
-	MOVQ ld+24(FP), BX
-	MOVQ n16+32(FP), SI
-	MOVQ rows+40(FP), DI
-
-row:
-	TESTQ  DI, DI
-	JZ     done
-	MOVQ   CX, R8
-	MOVQ   DX, R9
-	MOVQ   SI, R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-
-loop64:
-	CMPQ        R10, $0x40
-	JL          loop16
-	VMOVUPS     (R8), Z4
-	VFMADD231PS (R9), Z4, Z0
-	VMOVUPS     64(R8), Z5
-	VFMADD231PS 64(R9), Z5, Z1
-	VMOVUPS     128(R8), Z6
-	VFMADD231PS 128(R9), Z6, Z2
-	VMOVUPS     192(R8), Z7
-	VFMADD231PS 192(R9), Z7, Z3
-	ADDQ        $0x00000100, R8
-	ADDQ        $0x00000100, R9
-	SUBQ        $0x40, R10
-	JMP         loop64
-
-loop16:
-	CMPQ        R10, $0x10
-	JL          sum
-	VMOVUPS     (R8), Z4
-	VFMADD231PS (R9), Z4, Z0
-	ADDQ        $0x40, R8
-	ADDQ        $0x40, R9
-	SUBQ        $0x10, R10
-	JMP         loop16
-
-sum:
-	VADDPS        Z1, Z0, Z0
-	VADDPS        Z3, Z2, Z2
-	VADDPS        Z2, Z0, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X0
-	VPERMILPD     $0x01, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	VMOVSS        X0, (AX)
-	ADDQ          $0x04, AX
-	ADDQ          BX, DX
-	DECQ          DI
-	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpysF32x1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F
-TEXT ·axpysF32x1(SB), NOSPLIT, $0-64
-	MOVQ y+0(FP), AX
-	MOVQ ldy+8(FP), CX
-	MOVQ p+16(FP), CX
-	MOVQ ldp+24(FP), DX
-	MOVQ v+32(FP), DX
-	MOVQ ld+40(FP), BX
-	MOVQ n16+48(FP), SI
-	MOVQ rows+56(FP), DI
-
-c8:
-	CMPQ    SI, $0x80
-	JL      c4
-	MOVQ    AX, R8
-	VMOVUPS (R8), Z0
-	VMOVUPS 64(R8), Z1
-	VMOVUPS 128(R8), Z2
-	VMOVUPS 192(R8), Z3
-	VMOVUPS 256(R8), Z4
-	VMOVUPS 320(R8), Z5
-	VMOVUPS 384(R8), Z6
-	VMOVUPS 448(R8), Z7
-	MOVQ    DX, R8
-	XORQ    R9, R9
-
-c8row:
-	CMPQ         R9, DI
-	JGE          c8store
-	VBROADCASTSS (CX)(R9*4), Z16
-	VFMADD231PS  (R8), Z16, Z0
-	VFMADD231PS  64(R8), Z16, Z1
-	VFMADD231PS  128(R8), Z16, Z2
-	VFMADD231PS  192(R8), Z16, Z3
-	VFMADD231PS  256(R8), Z16, Z4
-	VFMADD231PS  320(R8), Z16, Z5
-	VFMADD231PS  384(R8), Z16, Z6
-	VFMADD231PS  448(R8), Z16, Z7
-	ADDQ         BX, R8
-	INCQ         R9
-	JMP          c8row
-
-c8store:
-	MOVQ    AX, R8
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	VMOVUPS Z2, 128(R8)
-	VMOVUPS Z3, 192(R8)
-	VMOVUPS Z4, 256(R8)
-	VMOVUPS Z5, 320(R8)
-	VMOVUPS Z6, 384(R8)
-	VMOVUPS Z7, 448(R8)
-	ADDQ    $0x00000200, AX
-	ADDQ    $0x00000200, DX
-	SUBQ    $0x80, SI
-	JMP     c8
-
-c4:
-	CMPQ    SI, $0x40
-	JL      c1
-	MOVQ    AX, R8
-	VMOVUPS (R8), Z0
-	VMOVUPS 64(R8), Z1
-	VMOVUPS 128(R8), Z2
-	VMOVUPS 192(R8), Z3
-	MOVQ    DX, R8
-	XORQ    R9, R9
-
-c4row:
-	CMPQ         R9, DI
-	JGE          c4store
-	VBROADCASTSS (CX)(R9*4), Z16
-	VFMADD231PS  (R8), Z16, Z0
-	VFMADD231PS  64(R8), Z16, Z1
-	VFMADD231PS  128(R8), Z16, Z2
-	VFMADD231PS  192(R8), Z16, Z3
-	ADDQ         BX, R8
-	INCQ         R9
-	JMP          c4row
-
-c4store:
-	MOVQ    AX, R8
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	VMOVUPS Z2, 128(R8)
-	VMOVUPS Z3, 192(R8)
-	ADDQ    $0x00000100, AX
-	ADDQ    $0x00000100, DX
-	SUBQ    $0x40, SI
-	JMP     c4
-
-c1:
-	CMPQ    SI, $0x10
-	JL      done
-	MOVQ    AX, R8
-	VMOVUPS (R8), Z0
-	MOVQ    DX, R8
-	XORQ    R9, R9
-
-c1row:
-	CMPQ         R9, DI
-	JGE          c1store
-	VBROADCASTSS (CX)(R9*4), Z16
-	VFMADD231PS  (R8), Z16, Z0
-	ADDQ         BX, R8
-	INCQ         R9
-	JMP          c1row
-
-c1store:
-	MOVQ    AX, R8
-	VMOVUPS Z0, (R8)
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000040, DX
-	SUBQ    $0x10, SI
-	JMP     c1
-
-done:
-	VZEROUPPER
-	RET
-
-// func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·dotsF16x1(SB), NOSPLIT, $0-64
-	MOVQ   out+0(FP), AX
-	MOVQ   ldo+8(FP), CX
-	MOVQ   q+16(FP), CX
-	MOVQ   ldq+24(FP), DX
-	MOVQ   k+32(FP), DX
-	MOVQ   ld+40(FP), BX
-	MOVQ   n16+48(FP), SI
-	SHLQ   $0x01, SI
-	LEAQ   -64(SI), DI
-	MOVQ   rows+56(FP), R8
-	IMUL3Q $0x10, BX, R10
-	LEAQ   4095(DX), R11
-	ANDQ   $-4096, R11
-
-row:
-	TESTQ       R8, R8
-	JZ          done
-	PREFETCHNTA (DX)(R10*1)
-	PREFETCHNTA 64(DX)(R10*1)
-	PREFETCHNTA 128(DX)(R10*1)
-	PREFETCHNTA 192(DX)(R10*1)
-	LEAQ        2048(DX)(R10*1), R9
-	CMPQ        R9, R11
-	JB          nokick
-	PREFETCHNTA (R11)
-	PREFETCHNTA 64(R11)
-	ANDQ        $-4096, R9
-	LEAQ        4096(R9), R11
-
-nokick:
-	XORQ   R9, R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-
-loop32:
-	CMPQ        R9, DI
-	JG          loop16
-	VCVTPH2PS   (DX)(R9*1), Z10
-	VCVTPH2PS   32(DX)(R9*1), Z11
-	VFMADD231PS (CX)(R9*2), Z10, Z0
-	VFMADD231PS 64(CX)(R9*2), Z11, Z1
-	ADDQ        $0x40, R9
-	JMP         loop32
-
-loop16:
-	CMPQ        R9, SI
-	JGE         sum
-	VCVTPH2PS   (DX)(R9*1), Z10
-	VFMADD231PS (CX)(R9*2), Z10, Z0
-
-sum:
-	MOVQ          AX, R9
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y11
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X11
-	VADDPS        X11, X0, X0
-	VPERMILPD     $0x01, X0, X11
-	VADDPS        X11, X0, X0
-	VMOVSHDUP     X0, X11
-	VADDSS        X11, X0, X0
-	VMOVSS        X0, (R9)
-	ADDQ          $0x04, AX
-	ADDQ          BX, DX
-	DECQ          R8
-	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·axpysF16x1(SB), NOSPLIT, $0-64
-	MOVQ   y+0(FP), AX
-	MOVQ   ldy+8(FP), CX
-	MOVQ   p+16(FP), CX
-	MOVQ   ldp+24(FP), DX
-	MOVQ   v+32(FP), DX
-	MOVQ   ld+40(FP), BX
-	MOVQ   n16+48(FP), SI
-	MOVQ   rows+56(FP), DI
-	IMUL3Q $0x10, BX, R10
-
-c8:
-	CMPQ    SI, $0x80
-	JL      c4
-	MOVQ    AX, R8
-	VMOVUPS (R8), Z0
-	VMOVUPS 64(R8), Z1
-	VMOVUPS 128(R8), Z2
-	VMOVUPS 192(R8), Z3
-	VMOVUPS 256(R8), Z4
-	VMOVUPS 320(R8), Z5
-	VMOVUPS 384(R8), Z6
-	VMOVUPS 448(R8), Z7
-	MOVQ    DX, R8
-	LEAQ    4095(R8), R11
-	ANDQ    $-4096, R11
-	XORQ    R9, R9
-
-c8row:
-	CMPQ        R9, DI
-	JGE         c8store
-	PREFETCHNTA (R8)(R10*1)
-	PREFETCHNTA 64(R8)(R10*1)
-	PREFETCHNTA 128(R8)(R10*1)
-	PREFETCHNTA 192(R8)(R10*1)
-	LEAQ        2048(R8)(R10*1), R12
-	CMPQ        R12, R11
-	JB          c8kick
-	PREFETCHNTA (R11)
-	PREFETCHNTA 64(R11)
-	ANDQ        $-4096, R12
-	LEAQ        4096(R12), R11
-
-c8kick:
-	VCVTPH2PS    (R8), Z8
-	VCVTPH2PS    32(R8), Z9
-	VCVTPH2PS    64(R8), Z10
-	VCVTPH2PS    96(R8), Z11
-	VCVTPH2PS    128(R8), Z12
-	VCVTPH2PS    160(R8), Z13
-	VCVTPH2PS    192(R8), Z14
-	VCVTPH2PS    224(R8), Z15
-	VBROADCASTSS (CX)(R9*4), Z16
-	VFMADD231PS  Z8, Z16, Z0
-	VFMADD231PS  Z9, Z16, Z1
-	VFMADD231PS  Z10, Z16, Z2
-	VFMADD231PS  Z11, Z16, Z3
-	VFMADD231PS  Z12, Z16, Z4
-	VFMADD231PS  Z13, Z16, Z5
-	VFMADD231PS  Z14, Z16, Z6
-	VFMADD231PS  Z15, Z16, Z7
-	ADDQ         BX, R8
-	INCQ         R9
-	JMP          c8row
-
-c8store:
-	MOVQ    AX, R8
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	VMOVUPS Z2, 128(R8)
-	VMOVUPS Z3, 192(R8)
-	VMOVUPS Z4, 256(R8)
-	VMOVUPS Z5, 320(R8)
-	VMOVUPS Z6, 384(R8)
-	VMOVUPS Z7, 448(R8)
-	ADDQ    $0x00000200, AX
-	ADDQ    $0x00000100, DX
-	SUBQ    $0x80, SI
-	JMP     c8
-
-c4:
-	CMPQ    SI, $0x40
-	JL      c1
-	MOVQ    AX, R8
-	VMOVUPS (R8), Z0
-	VMOVUPS 64(R8), Z1
-	VMOVUPS 128(R8), Z2
-	VMOVUPS 192(R8), Z3
-	MOVQ    DX, R8
-	LEAQ    4095(R8), R11
-	ANDQ    $-4096, R11
-	XORQ    R9, R9
-
-c4row:
-	CMPQ        R9, DI
-	JGE         c4store
-	PREFETCHNTA (R8)(R10*1)
-	PREFETCHNTA 64(R8)(R10*1)
-	LEAQ        2048(R8)(R10*1), R12
-	CMPQ        R12, R11
-	JB          c4kick
-	PREFETCHNTA (R11)
-	PREFETCHNTA 64(R11)
-	ANDQ        $-4096, R12
-	LEAQ        4096(R12), R11
-
-c4kick:
-	VCVTPH2PS    (R8), Z8
-	VCVTPH2PS    32(R8), Z9
-	VCVTPH2PS    64(R8), Z10
-	VCVTPH2PS    96(R8), Z11
-	VBROADCASTSS (CX)(R9*4), Z16
-	VFMADD231PS  Z8, Z16, Z0
-	VFMADD231PS  Z9, Z16, Z1
-	VFMADD231PS  Z10, Z16, Z2
-	VFMADD231PS  Z11, Z16, Z3
-	ADDQ         BX, R8
-	INCQ         R9
-	JMP          c4row
-
-c4store:
-	MOVQ    AX, R8
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	VMOVUPS Z2, 128(R8)
-	VMOVUPS Z3, 192(R8)
-	ADDQ    $0x00000100, AX
-	ADDQ    $0x00000080, DX
-	SUBQ    $0x40, SI
-	JMP     c4
-
-c1:
-	CMPQ    SI, $0x10
-	JL      done
-	MOVQ    AX, R8
-	VMOVUPS (R8), Z0
-	MOVQ    DX, R8
-	LEAQ    4095(R8), R11
-	ANDQ    $-4096, R11
-	XORQ    R9, R9
-
-c1row:
-	CMPQ        R9, DI
-	JGE         c1store
-	LEAQ        2048(R8)(R10*1), R12
-	CMPQ        R12, R11
-	JB          c1kick
-	PREFETCHNTA (R11)
-	PREFETCHNTA 64(R11)
-	ANDQ        $-4096, R12
-	LEAQ        4096(R12), R11
-
-c1kick:
-	VCVTPH2PS    (R8), Z8
-	VBROADCASTSS (CX)(R9*4), Z16
-	VFMADD231PS  Z8, Z16, Z0
-	ADDQ         BX, R8
-	INCQ         R9
-	JMP          c1row
-
-c1store:
-	MOVQ    AX, R8
-	VMOVUPS Z0, (R8)
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000020, DX
-	SUBQ    $0x10, SI
-	JMP     c1
-
-done:
-	VZEROUPPER
-	RET
-
-// func dotsF16x2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·dotsF16x2(SB), NOSPLIT, $0-64
-	MOVQ   out+0(FP), AX
-	MOVQ   ldo+8(FP), CX
-	MOVQ   q+16(FP), DX
-	MOVQ   ldq+24(FP), BX
-	LEAQ   (DX)(BX*1), BX
-	MOVQ   k+32(FP), SI
-	MOVQ   ld+40(FP), DI
-	MOVQ   n16+48(FP), R8
-	SHLQ   $0x01, R8
-	LEAQ   -64(R8), R9
-	MOVQ   rows+56(FP), R10
-	IMUL3Q $0x10, DI, R12
-	LEAQ   4095(SI), R13
-	ANDQ   $-4096, R13
-
-row:
-	TESTQ       R10, R10
-	JZ          done
-	PREFETCHNTA (SI)(R12*1)
-	PREFETCHNTA 64(SI)(R12*1)
-	PREFETCHNTA 128(SI)(R12*1)
-	PREFETCHNTA 192(SI)(R12*1)
-	LEAQ        2048(SI)(R12*1), R11
-	CMPQ        R11, R13
-	JB          nokick
-	PREFETCHNTA (R13)
-	PREFETCHNTA 64(R13)
-	ANDQ        $-4096, R11
-	LEAQ        4096(R11), R13
-
-nokick:
-	XORQ   R11, R11
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-
-loop32:
-	CMPQ        R11, R9
-	JG          loop16
-	VCVTPH2PS   (SI)(R11*1), Z10
-	VCVTPH2PS   32(SI)(R11*1), Z11
-	VFMADD231PS (DX)(R11*2), Z10, Z0
-	VFMADD231PS 64(DX)(R11*2), Z11, Z1
-	VFMADD231PS (BX)(R11*2), Z10, Z2
-	VFMADD231PS 64(BX)(R11*2), Z11, Z3
-	ADDQ        $0x40, R11
-	JMP         loop32
-
-loop16:
-	CMPQ        R11, R8
-	JGE         sum
-	VCVTPH2PS   (SI)(R11*1), Z10
-	VFMADD231PS (DX)(R11*2), Z10, Z0
-	VFMADD231PS (BX)(R11*2), Z10, Z2
-
-sum:
-	MOVQ          AX, R11
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y11
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X11
-	VADDPS        X11, X0, X0
-	VPERMILPD     $0x01, X0, X11
-	VADDPS        X11, X0, X0
-	VMOVSHDUP     X0, X11
-	VADDSS        X11, X0, X0
-	VMOVSS        X0, (R11)
-	ADDQ          CX, R11
-	VADDPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y11
-	VADDPS        Y11, Y2, Y2
-	VEXTRACTF32X4 $0x01, Y2, X11
-	VADDPS        X11, X2, X2
-	VPERMILPD     $0x01, X2, X11
-	VADDPS        X11, X2, X2
-	VMOVSHDUP     X2, X11
-	VADDSS        X11, X2, X2
-	VMOVSS        X2, (R11)
-	ADDQ          $0x04, AX
-	ADDQ          DI, SI
-	DECQ          R10
-	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpysF16x2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·axpysF16x2(SB), NOSPLIT, $0-64
-	MOVQ   y+0(FP), AX
-	MOVQ   ldy+8(FP), CX
-	MOVQ   p+16(FP), DX
-	MOVQ   ldp+24(FP), BX
-	LEAQ   (DX)(BX*1), BX
-	MOVQ   v+32(FP), SI
-	MOVQ   ld+40(FP), DI
-	MOVQ   n16+48(FP), R8
-	MOVQ   rows+56(FP), R9
-	IMUL3Q $0x10, DI, R12
-
-c8:
-	CMPQ    R8, $0x80
-	JL      c4
-	MOVQ    AX, R10
-	VMOVUPS (R10), Z0
-	VMOVUPS 64(R10), Z1
-	VMOVUPS 128(R10), Z2
-	VMOVUPS 192(R10), Z3
-	VMOVUPS 256(R10), Z4
-	VMOVUPS 320(R10), Z5
-	VMOVUPS 384(R10), Z6
-	VMOVUPS 448(R10), Z7
-	ADDQ    CX, R10
-	VMOVUPS (R10), Z8
-	VMOVUPS 64(R10), Z9
-	VMOVUPS 128(R10), Z10
-	VMOVUPS 192(R10), Z11
-	VMOVUPS 256(R10), Z12
-	VMOVUPS 320(R10), Z13
-	VMOVUPS 384(R10), Z14
-	VMOVUPS 448(R10), Z15
-	MOVQ    SI, R10
-	LEAQ    4095(R10), R13
-	ANDQ    $-4096, R13
-	XORQ    R11, R11
-
-c8row:
-	CMPQ        R11, R9
-	JGE         c8store
-	PREFETCHNTA (R10)(R12*1)
-	PREFETCHNTA 64(R10)(R12*1)
-	PREFETCHNTA 128(R10)(R12*1)
-	PREFETCHNTA 192(R10)(R12*1)
-	LEAQ        2048(R10)(R12*1), R14
-	CMPQ        R14, R13
-	JB          c8kick
-	PREFETCHNTA (R13)
-	PREFETCHNTA 64(R13)
-	ANDQ        $-4096, R14
-	LEAQ        4096(R14), R13
-
-c8kick:
-	VCVTPH2PS    (R10), Z16
-	VCVTPH2PS    32(R10), Z17
-	VCVTPH2PS    64(R10), Z18
-	VCVTPH2PS    96(R10), Z19
-	VCVTPH2PS    128(R10), Z20
-	VCVTPH2PS    160(R10), Z21
-	VCVTPH2PS    192(R10), Z22
-	VCVTPH2PS    224(R10), Z23
-	VBROADCASTSS (DX)(R11*4), Z24
-	VFMADD231PS  Z16, Z24, Z0
-	VFMADD231PS  Z17, Z24, Z1
-	VFMADD231PS  Z18, Z24, Z2
-	VFMADD231PS  Z19, Z24, Z3
-	VFMADD231PS  Z20, Z24, Z4
-	VFMADD231PS  Z21, Z24, Z5
-	VFMADD231PS  Z22, Z24, Z6
-	VFMADD231PS  Z23, Z24, Z7
-	VBROADCASTSS (BX)(R11*4), Z25
-	VFMADD231PS  Z16, Z25, Z8
-	VFMADD231PS  Z17, Z25, Z9
-	VFMADD231PS  Z18, Z25, Z10
-	VFMADD231PS  Z19, Z25, Z11
-	VFMADD231PS  Z20, Z25, Z12
-	VFMADD231PS  Z21, Z25, Z13
-	VFMADD231PS  Z22, Z25, Z14
-	VFMADD231PS  Z23, Z25, Z15
-	ADDQ         DI, R10
-	INCQ         R11
-	JMP          c8row
-
-c8store:
-	MOVQ    AX, R10
-	VMOVUPS Z0, (R10)
-	VMOVUPS Z1, 64(R10)
-	VMOVUPS Z2, 128(R10)
-	VMOVUPS Z3, 192(R10)
-	VMOVUPS Z4, 256(R10)
-	VMOVUPS Z5, 320(R10)
-	VMOVUPS Z6, 384(R10)
-	VMOVUPS Z7, 448(R10)
-	ADDQ    CX, R10
-	VMOVUPS Z8, (R10)
-	VMOVUPS Z9, 64(R10)
-	VMOVUPS Z10, 128(R10)
-	VMOVUPS Z11, 192(R10)
-	VMOVUPS Z12, 256(R10)
-	VMOVUPS Z13, 320(R10)
-	VMOVUPS Z14, 384(R10)
-	VMOVUPS Z15, 448(R10)
-	ADDQ    $0x00000200, AX
-	ADDQ    $0x00000100, SI
-	SUBQ    $0x80, R8
-	JMP     c8
-
-c4:
-	CMPQ    R8, $0x40
-	JL      c1
-	MOVQ    AX, R10
-	VMOVUPS (R10), Z0
-	VMOVUPS 64(R10), Z1
-	VMOVUPS 128(R10), Z2
-	VMOVUPS 192(R10), Z3
-	ADDQ    CX, R10
-	VMOVUPS (R10), Z8
-	VMOVUPS 64(R10), Z9
-	VMOVUPS 128(R10), Z10
-	VMOVUPS 192(R10), Z11
-	MOVQ    SI, R10
-	LEAQ    4095(R10), R13
-	ANDQ    $-4096, R13
-	XORQ    R11, R11
-
-c4row:
-	CMPQ        R11, R9
-	JGE         c4store
-	PREFETCHNTA (R10)(R12*1)
-	PREFETCHNTA 64(R10)(R12*1)
-	LEAQ        2048(R10)(R12*1), R14
-	CMPQ        R14, R13
-	JB          c4kick
-	PREFETCHNTA (R13)
-	PREFETCHNTA 64(R13)
-	ANDQ        $-4096, R14
-	LEAQ        4096(R14), R13
-
-c4kick:
-	VCVTPH2PS    (R10), Z16
-	VCVTPH2PS    32(R10), Z17
-	VCVTPH2PS    64(R10), Z18
-	VCVTPH2PS    96(R10), Z19
-	VBROADCASTSS (DX)(R11*4), Z24
-	VFMADD231PS  Z16, Z24, Z0
-	VFMADD231PS  Z17, Z24, Z1
-	VFMADD231PS  Z18, Z24, Z2
-	VFMADD231PS  Z19, Z24, Z3
-	VBROADCASTSS (BX)(R11*4), Z25
-	VFMADD231PS  Z16, Z25, Z8
-	VFMADD231PS  Z17, Z25, Z9
-	VFMADD231PS  Z18, Z25, Z10
-	VFMADD231PS  Z19, Z25, Z11
-	ADDQ         DI, R10
-	INCQ         R11
-	JMP          c4row
-
-c4store:
-	MOVQ    AX, R10
-	VMOVUPS Z0, (R10)
-	VMOVUPS Z1, 64(R10)
-	VMOVUPS Z2, 128(R10)
-	VMOVUPS Z3, 192(R10)
-	ADDQ    CX, R10
-	VMOVUPS Z8, (R10)
-	VMOVUPS Z9, 64(R10)
-	VMOVUPS Z10, 128(R10)
-	VMOVUPS Z11, 192(R10)
-	ADDQ    $0x00000100, AX
-	ADDQ    $0x00000080, SI
-	SUBQ    $0x40, R8
-	JMP     c4
-
-c1:
-	CMPQ    R8, $0x10
-	JL      done
-	MOVQ    AX, R10
-	VMOVUPS (R10), Z0
-	ADDQ    CX, R10
-	VMOVUPS (R10), Z8
-	MOVQ    SI, R10
-	LEAQ    4095(R10), R13
-	ANDQ    $-4096, R13
-	XORQ    R11, R11
-
-c1row:
-	CMPQ        R11, R9
-	JGE         c1store
-	LEAQ        2048(R10)(R12*1), R14
-	CMPQ        R14, R13
-	JB          c1kick
-	PREFETCHNTA (R13)
-	PREFETCHNTA 64(R13)
-	ANDQ        $-4096, R14
-	LEAQ        4096(R14), R13
-
-c1kick:
-	VCVTPH2PS    (R10), Z16
-	VBROADCASTSS (DX)(R11*4), Z24
-	VFMADD231PS  Z16, Z24, Z0
-	VBROADCASTSS (BX)(R11*4), Z25
-	VFMADD231PS  Z16, Z25, Z8
-	ADDQ         DI, R10
-	INCQ         R11
-	JMP          c1row
-
-c1store:
-	MOVQ    AX, R10
-	VMOVUPS Z0, (R10)
-	ADDQ    CX, R10
-	VMOVUPS Z8, (R10)
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000020, SI
-	SUBQ    $0x10, R8
-	JMP     c1
-
-done:
-	VZEROUPPER
-	RET
-
-// func dotsF16x3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·dotsF16x3(SB), NOSPLIT, $0-64
-	MOVQ   out+0(FP), AX
-	MOVQ   ldo+8(FP), CX
-	MOVQ   q+16(FP), DX
-	MOVQ   ldq+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), BX
-	MOVQ   k+32(FP), DI
-	MOVQ   ld+40(FP), R8
-	MOVQ   n16+48(FP), R9
-	SHLQ   $0x01, R9
-	LEAQ   -64(R9), R10
-	MOVQ   rows+56(FP), R11
-	IMUL3Q $0x10, R8, R13
-	LEAQ   4095(DI), R14
-	ANDQ   $-4096, R14
-
-row:
-	TESTQ       R11, R11
-	JZ          done
-	PREFETCHNTA (DI)(R13*1)
-	PREFETCHNTA 64(DI)(R13*1)
-	PREFETCHNTA 128(DI)(R13*1)
-	PREFETCHNTA 192(DI)(R13*1)
-	LEAQ        2048(DI)(R13*1), R12
-	CMPQ        R12, R14
-	JB          nokick
-	PREFETCHNTA (R14)
-	PREFETCHNTA 64(R14)
-	ANDQ        $-4096, R12
-	LEAQ        4096(R12), R14
-
-nokick:
-	XORQ   R12, R12
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-
-loop32:
-	CMPQ        R12, R10
-	JG          loop16
-	VCVTPH2PS   (DI)(R12*1), Z10
-	VCVTPH2PS   32(DI)(R12*1), Z11
-	VFMADD231PS (DX)(R12*2), Z10, Z0
-	VFMADD231PS 64(DX)(R12*2), Z11, Z1
-	VFMADD231PS (SI)(R12*2), Z10, Z2
-	VFMADD231PS 64(SI)(R12*2), Z11, Z3
-	VFMADD231PS (BX)(R12*2), Z10, Z4
-	VFMADD231PS 64(BX)(R12*2), Z11, Z5
-	ADDQ        $0x40, R12
-	JMP         loop32
-
-loop16:
-	CMPQ        R12, R9
-	JGE         sum
-	VCVTPH2PS   (DI)(R12*1), Z10
-	VFMADD231PS (DX)(R12*2), Z10, Z0
-	VFMADD231PS (SI)(R12*2), Z10, Z2
-	VFMADD231PS (BX)(R12*2), Z10, Z4
-
-sum:
-	MOVQ          AX, R12
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y11
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X11
-	VADDPS        X11, X0, X0
-	VPERMILPD     $0x01, X0, X11
-	VADDPS        X11, X0, X0
-	VMOVSHDUP     X0, X11
-	VADDSS        X11, X0, X0
-	VMOVSS        X0, (R12)
-	ADDQ          CX, R12
-	VADDPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y11
-	VADDPS        Y11, Y2, Y2
-	VEXTRACTF32X4 $0x01, Y2, X11
-	VADDPS        X11, X2, X2
-	VPERMILPD     $0x01, X2, X11
-	VADDPS        X11, X2, X2
-	VMOVSHDUP     X2, X11
-	VADDSS        X11, X2, X2
-	VMOVSS        X2, (R12)
-	ADDQ          CX, R12
-	VADDPS        Z5, Z4, Z4
-	VEXTRACTF32X8 $0x01, Z4, Y11
-	VADDPS        Y11, Y4, Y4
-	VEXTRACTF32X4 $0x01, Y4, X11
-	VADDPS        X11, X4, X4
-	VPERMILPD     $0x01, X4, X11
-	VADDPS        X11, X4, X4
-	VMOVSHDUP     X4, X11
-	VADDSS        X11, X4, X4
-	VMOVSS        X4, (R12)
-	ADDQ          $0x04, AX
-	ADDQ          R8, DI
-	DECQ          R11
-	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpysF16x3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·axpysF16x3(SB), NOSPLIT, $0-64
-	MOVQ   y+0(FP), AX
-	MOVQ   ldy+8(FP), CX
-	MOVQ   p+16(FP), DX
-	MOVQ   ldp+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), BX
-	MOVQ   v+32(FP), DI
-	MOVQ   ld+40(FP), R8
-	MOVQ   n16+48(FP), R9
-	MOVQ   rows+56(FP), R10
-	IMUL3Q $0x10, R8, R13
-
-c4:
-	CMPQ    R9, $0x40
-	JL      c1
-	MOVQ    AX, R11
-	VMOVUPS (R11), Z0
-	VMOVUPS 64(R11), Z1
-	VMOVUPS 128(R11), Z2
-	VMOVUPS 192(R11), Z3
-	ADDQ    CX, R11
-	VMOVUPS (R11), Z4
-	VMOVUPS 64(R11), Z5
-	VMOVUPS 128(R11), Z6
-	VMOVUPS 192(R11), Z7
-	ADDQ    CX, R11
-	VMOVUPS (R11), Z8
-	VMOVUPS 64(R11), Z9
-	VMOVUPS 128(R11), Z10
-	VMOVUPS 192(R11), Z11
-	MOVQ    DI, R11
-	LEAQ    4095(R11), R14
-	ANDQ    $-4096, R14
-	XORQ    R12, R12
-
-c4row:
-	CMPQ        R12, R10
-	JGE         c4store
-	PREFETCHNTA (R11)(R13*1)
-	PREFETCHNTA 64(R11)(R13*1)
-	LEAQ        2048(R11)(R13*1), R15
-	CMPQ        R15, R14
-	JB          c4kick
-	PREFETCHNTA (R14)
-	PREFETCHNTA 64(R14)
-	ANDQ        $-4096, R15
-	LEAQ        4096(R15), R14
-
-c4kick:
-	VCVTPH2PS    (R11), Z12
-	VCVTPH2PS    32(R11), Z13
-	VCVTPH2PS    64(R11), Z14
-	VCVTPH2PS    96(R11), Z15
-	VBROADCASTSS (DX)(R12*4), Z16
-	VFMADD231PS  Z12, Z16, Z0
-	VFMADD231PS  Z13, Z16, Z1
-	VFMADD231PS  Z14, Z16, Z2
-	VFMADD231PS  Z15, Z16, Z3
-	VBROADCASTSS (SI)(R12*4), Z17
-	VFMADD231PS  Z12, Z17, Z4
-	VFMADD231PS  Z13, Z17, Z5
-	VFMADD231PS  Z14, Z17, Z6
-	VFMADD231PS  Z15, Z17, Z7
-	VBROADCASTSS (BX)(R12*4), Z18
-	VFMADD231PS  Z12, Z18, Z8
-	VFMADD231PS  Z13, Z18, Z9
-	VFMADD231PS  Z14, Z18, Z10
-	VFMADD231PS  Z15, Z18, Z11
-	ADDQ         R8, R11
-	INCQ         R12
-	JMP          c4row
-
-c4store:
-	MOVQ    AX, R11
-	VMOVUPS Z0, (R11)
-	VMOVUPS Z1, 64(R11)
-	VMOVUPS Z2, 128(R11)
-	VMOVUPS Z3, 192(R11)
-	ADDQ    CX, R11
-	VMOVUPS Z4, (R11)
-	VMOVUPS Z5, 64(R11)
-	VMOVUPS Z6, 128(R11)
-	VMOVUPS Z7, 192(R11)
-	ADDQ    CX, R11
-	VMOVUPS Z8, (R11)
-	VMOVUPS Z9, 64(R11)
-	VMOVUPS Z10, 128(R11)
-	VMOVUPS Z11, 192(R11)
-	ADDQ    $0x00000100, AX
-	ADDQ    $0x00000080, DI
-	SUBQ    $0x40, R9
-	JMP     c4
-
-c1:
-	CMPQ    R9, $0x10
-	JL      done
-	MOVQ    AX, R11
-	VMOVUPS (R11), Z0
-	ADDQ    CX, R11
-	VMOVUPS (R11), Z4
-	ADDQ    CX, R11
-	VMOVUPS (R11), Z8
-	MOVQ    DI, R11
-	LEAQ    4095(R11), R14
-	ANDQ    $-4096, R14
-	XORQ    R12, R12
-
-c1row:
-	CMPQ        R12, R10
-	JGE         c1store
-	LEAQ        2048(R11)(R13*1), R15
-	CMPQ        R15, R14
-	JB          c1kick
-	PREFETCHNTA (R14)
-	PREFETCHNTA 64(R14)
-	ANDQ        $-4096, R15
-	LEAQ        4096(R15), R14
-
-c1kick:
-	VCVTPH2PS    (R11), Z12
-	VBROADCASTSS (DX)(R12*4), Z16
-	VFMADD231PS  Z12, Z16, Z0
-	VBROADCASTSS (SI)(R12*4), Z17
-	VFMADD231PS  Z12, Z17, Z4
-	VBROADCASTSS (BX)(R12*4), Z18
-	VFMADD231PS  Z12, Z18, Z8
-	ADDQ         R8, R11
-	INCQ         R12
-	JMP          c1row
-
-c1store:
-	MOVQ    AX, R11
-	VMOVUPS Z0, (R11)
-	ADDQ    CX, R11
-	VMOVUPS Z4, (R11)
-	ADDQ    CX, R11
-	VMOVUPS Z8, (R11)
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000020, DI
-	SUBQ    $0x10, R9
-	JMP     c1
-
-done:
-	VZEROUPPER
-	RET
-
-// func dotsF16x4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·dotsF16x4(SB), NOSPLIT, $0-64
-	MOVQ   out+0(FP), AX
-	MOVQ   ldo+8(FP), CX
-	MOVQ   q+16(FP), DX
-	MOVQ   ldq+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), DI
-	LEAQ   (DI)(BX*1), BX
-	MOVQ   k+32(FP), R8
-	MOVQ   ld+40(FP), R9
-	MOVQ   n16+48(FP), R10
-	SHLQ   $0x01, R10
-	LEAQ   -64(R10), R11
-	MOVQ   rows+56(FP), R12
-	IMUL3Q $0x10, R9, R14
-	LEAQ   4095(R8), R15
-	ANDQ   $-4096, R15
-
-row:
-	TESTQ       R12, R12
-	JZ          done
-	PREFETCHNTA (R8)(R14*1)
-	PREFETCHNTA 64(R8)(R14*1)
-	PREFETCHNTA 128(R8)(R14*1)
-	PREFETCHNTA 192(R8)(R14*1)
-	LEAQ        2048(R8)(R14*1), R13
-	CMPQ        R13, R15
-	JB          nokick
-	PREFETCHNTA (R15)
-	PREFETCHNTA 64(R15)
-	ANDQ        $-4096, R13
-	LEAQ        4096(R13), R15
-
-nokick:
-	XORQ   R13, R13
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-
-loop32:
-	CMPQ        R13, R11
-	JG          loop16
-	VCVTPH2PS   (R8)(R13*1), Z10
-	VCVTPH2PS   32(R8)(R13*1), Z11
-	VFMADD231PS (DX)(R13*2), Z10, Z0
-	VFMADD231PS 64(DX)(R13*2), Z11, Z1
-	VFMADD231PS (SI)(R13*2), Z10, Z2
-	VFMADD231PS 64(SI)(R13*2), Z11, Z3
-	VFMADD231PS (DI)(R13*2), Z10, Z4
-	VFMADD231PS 64(DI)(R13*2), Z11, Z5
-	VFMADD231PS (BX)(R13*2), Z10, Z6
-	VFMADD231PS 64(BX)(R13*2), Z11, Z7
-	ADDQ        $0x40, R13
-	JMP         loop32
-
-loop16:
-	CMPQ        R13, R10
-	JGE         sum
-	VCVTPH2PS   (R8)(R13*1), Z10
-	VFMADD231PS (DX)(R13*2), Z10, Z0
-	VFMADD231PS (SI)(R13*2), Z10, Z2
-	VFMADD231PS (DI)(R13*2), Z10, Z4
-	VFMADD231PS (BX)(R13*2), Z10, Z6
-
-sum:
-	MOVQ          AX, R13
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y11
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X11
-	VADDPS        X11, X0, X0
-	VPERMILPD     $0x01, X0, X11
-	VADDPS        X11, X0, X0
-	VMOVSHDUP     X0, X11
-	VADDSS        X11, X0, X0
-	VMOVSS        X0, (R13)
-	ADDQ          CX, R13
-	VADDPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y11
-	VADDPS        Y11, Y2, Y2
-	VEXTRACTF32X4 $0x01, Y2, X11
-	VADDPS        X11, X2, X2
-	VPERMILPD     $0x01, X2, X11
-	VADDPS        X11, X2, X2
-	VMOVSHDUP     X2, X11
-	VADDSS        X11, X2, X2
-	VMOVSS        X2, (R13)
-	ADDQ          CX, R13
-	VADDPS        Z5, Z4, Z4
-	VEXTRACTF32X8 $0x01, Z4, Y11
-	VADDPS        Y11, Y4, Y4
-	VEXTRACTF32X4 $0x01, Y4, X11
-	VADDPS        X11, X4, X4
-	VPERMILPD     $0x01, X4, X11
-	VADDPS        X11, X4, X4
-	VMOVSHDUP     X4, X11
-	VADDSS        X11, X4, X4
-	VMOVSS        X4, (R13)
-	ADDQ          CX, R13
-	VADDPS        Z7, Z6, Z6
-	VEXTRACTF32X8 $0x01, Z6, Y11
-	VADDPS        Y11, Y6, Y6
-	VEXTRACTF32X4 $0x01, Y6, X11
-	VADDPS        X11, X6, X6
-	VPERMILPD     $0x01, X6, X11
-	VADDPS        X11, X6, X6
-	VMOVSHDUP     X6, X11
-	VADDSS        X11, X6, X6
-	VMOVSS        X6, (R13)
-	ADDQ          $0x04, AX
-	ADDQ          R9, R8
-	DECQ          R12
-	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·axpysF16x4(SB), NOSPLIT, $8-64
-	MOVQ   y+0(FP), AX
-	MOVQ   ldy+8(FP), CX
-	MOVQ   p+16(FP), DX
-	MOVQ   ldp+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), DI
-	LEAQ   (DI)(BX*1), BX
-	MOVQ   v+32(FP), R8
-	MOVQ   ld+40(FP), R9
-	MOVQ   n16+48(FP), R10
-	MOVQ   rows+56(FP), R11
-	IMUL3Q $0x10, R9, R14
-
-c4:
-	CMPQ    R10, $0x40
-	JL      c1
-	MOVQ    AX, R12
-	VMOVUPS (R12), Z0
-	VMOVUPS 64(R12), Z1
-	VMOVUPS 128(R12), Z2
-	VMOVUPS 192(R12), Z3
-	ADDQ    CX, R12
-	VMOVUPS (R12), Z4
-	VMOVUPS 64(R12), Z5
-	VMOVUPS 128(R12), Z6
-	VMOVUPS 192(R12), Z7
-	ADDQ    CX, R12
-	VMOVUPS (R12), Z8
-	VMOVUPS 64(R12), Z9
-	VMOVUPS 128(R12), Z10
-	VMOVUPS 192(R12), Z11
-	ADDQ    CX, R12
-	VMOVUPS (R12), Z12
-	VMOVUPS 64(R12), Z13
-	VMOVUPS 128(R12), Z14
-	VMOVUPS 192(R12), Z15
-	MOVQ    R8, R12
-	LEAQ    4095(R12), R15
-	ANDQ    $-4096, R15
-	XORQ    R13, R13
-
-c4row:
-	CMPQ        R13, R11
-	JGE         c4store
-	PREFETCHNTA (R12)(R14*1)
-	PREFETCHNTA 64(R12)(R14*1)
-	LEAQ        2048(R12)(R14*1), BP
-	CMPQ        BP, R15
-	JB          c4kick
-	PREFETCHNTA (R15)
-	PREFETCHNTA 64(R15)
-	ANDQ        $-4096, BP
-	LEAQ        4096(BP), R15
-
-c4kick:
-	VCVTPH2PS    (R12), Z16
-	VCVTPH2PS    32(R12), Z17
-	VCVTPH2PS    64(R12), Z18
-	VCVTPH2PS    96(R12), Z19
-	VBROADCASTSS (DX)(R13*4), Z20
-	VFMADD231PS  Z16, Z20, Z0
-	VFMADD231PS  Z17, Z20, Z1
-	VFMADD231PS  Z18, Z20, Z2
-	VFMADD231PS  Z19, Z20, Z3
-	VBROADCASTSS (SI)(R13*4), Z21
-	VFMADD231PS  Z16, Z21, Z4
-	VFMADD231PS  Z17, Z21, Z5
-	VFMADD231PS  Z18, Z21, Z6
-	VFMADD231PS  Z19, Z21, Z7
-	VBROADCASTSS (DI)(R13*4), Z22
-	VFMADD231PS  Z16, Z22, Z8
-	VFMADD231PS  Z17, Z22, Z9
-	VFMADD231PS  Z18, Z22, Z10
-	VFMADD231PS  Z19, Z22, Z11
-	VBROADCASTSS (BX)(R13*4), Z23
-	VFMADD231PS  Z16, Z23, Z12
-	VFMADD231PS  Z17, Z23, Z13
-	VFMADD231PS  Z18, Z23, Z14
-	VFMADD231PS  Z19, Z23, Z15
-	ADDQ         R9, R12
-	INCQ         R13
-	JMP          c4row
-
-c4store:
-	MOVQ    AX, R12
-	VMOVUPS Z0, (R12)
-	VMOVUPS Z1, 64(R12)
-	VMOVUPS Z2, 128(R12)
-	VMOVUPS Z3, 192(R12)
-	ADDQ    CX, R12
-	VMOVUPS Z4, (R12)
-	VMOVUPS Z5, 64(R12)
-	VMOVUPS Z6, 128(R12)
-	VMOVUPS Z7, 192(R12)
-	ADDQ    CX, R12
-	VMOVUPS Z8, (R12)
-	VMOVUPS Z9, 64(R12)
-	VMOVUPS Z10, 128(R12)
-	VMOVUPS Z11, 192(R12)
-	ADDQ    CX, R12
-	VMOVUPS Z12, (R12)
-	VMOVUPS Z13, 64(R12)
-	VMOVUPS Z14, 128(R12)
-	VMOVUPS Z15, 192(R12)
-	ADDQ    $0x00000100, AX
-	ADDQ    $0x00000080, R8
-	SUBQ    $0x40, R10
-	JMP     c4
-
-c1:
-	CMPQ    R10, $0x10
-	JL      done
-	MOVQ    AX, R12
-	VMOVUPS (R12), Z0
-	ADDQ    CX, R12
-	VMOVUPS (R12), Z4
-	ADDQ    CX, R12
-	VMOVUPS (R12), Z8
-	ADDQ    CX, R12
-	VMOVUPS (R12), Z12
-	MOVQ    R8, R12
-	LEAQ    4095(R12), R15
-	ANDQ    $-4096, R15
-	XORQ    R13, R13
-
-c1row:
-	CMPQ        R13, R11
-	JGE         c1store
-	LEAQ        2048(R12)(R14*1), BP
-	CMPQ        BP, R15
-	JB          c1kick
-	PREFETCHNTA (R15)
-	PREFETCHNTA 64(R15)
-	ANDQ        $-4096, BP
-	LEAQ        4096(BP), R15
-
-c1kick:
-	VCVTPH2PS    (R12), Z16
-	VBROADCASTSS (DX)(R13*4), Z20
-	VFMADD231PS  Z16, Z20, Z0
-	VBROADCASTSS (SI)(R13*4), Z21
-	VFMADD231PS  Z16, Z21, Z4
-	VBROADCASTSS (DI)(R13*4), Z22
-	VFMADD231PS  Z16, Z22, Z8
-	VBROADCASTSS (BX)(R13*4), Z23
-	VFMADD231PS  Z16, Z23, Z12
-	ADDQ         R9, R12
-	INCQ         R13
-	JMP          c1row
-
-c1store:
-	MOVQ    AX, R12
-	VMOVUPS Z0, (R12)
-	ADDQ    CX, R12
-	VMOVUPS Z4, (R12)
-	ADDQ    CX, R12
-	VMOVUPS Z8, (R12)
-	ADDQ    CX, R12
-	VMOVUPS Z12, (R12)
-	ADDQ    $0x00000040, AX
-	ADDQ    $0x00000020, R8
-	SUBQ    $0x10, R10
-	JMP     c1
-
-done:
-	VZEROUPPER
-	RET
-
 // func dotF16AVX512(a *float32, b *uint16, n16 int) float32
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
 TEXT ·dotF16AVX512(SB), NOSPLIT, $0-28
@@ -4451,82 +3146,6 @@ done:
 	VZEROUPPER
 	RET
 
-// func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
-// Requires: AVX, FMA3, MMX+
-TEXT ·rowStreamF32AVX2(SB), NOSPLIT, $0-48
-	MOVQ x+0(FP), AX
-	MOVQ w+8(FP), CX
-	MOVQ ldw+16(FP), DX
-	MOVQ k16+24(FP), BX
-	SHLQ $0x02, BX
-	MOVQ y+32(FP), SI
-	MOVQ n+40(FP), DI
-	LEAQ -128(BX), R8
-	LEAQ 4095(CX), R10
-	ANDQ $-4096, R10
-
-row:
-	TESTQ       DI, DI
-	JZ          done
-	PREFETCHNTA (CX)(DX*1)
-	PREFETCHNTA 64(CX)(DX*1)
-	VXORPS      Y0, Y0, Y0
-	XORQ        R9, R9
-
-loop4:
-	CMPQ        R9, R8
-	JG          loop1
-	LEAQ        2048(CX)(R9*1), R11
-	CMPQ        R11, R10
-	JB          nokick
-	PREFETCHNTA (R10)
-	PREFETCHNTA 64(R10)
-	ANDQ        $-4096, R11
-	LEAQ        4096(R11), R10
-
-nokick:
-	VMOVUPS     (CX)(R9*1), Y1
-	VMOVUPS     (AX)(R9*1), Y5
-	VMOVUPS     32(CX)(R9*1), Y2
-	VMOVUPS     32(AX)(R9*1), Y6
-	VMOVUPS     64(CX)(R9*1), Y3
-	VMOVUPS     64(AX)(R9*1), Y7
-	VMOVUPS     96(CX)(R9*1), Y4
-	VMOVUPS     96(AX)(R9*1), Y8
-	VFMADD231PS Y1, Y5, Y0
-	VFMADD231PS Y2, Y6, Y0
-	VFMADD231PS Y3, Y7, Y0
-	VFMADD231PS Y4, Y8, Y0
-	ADDQ        $0x00000080, R9
-	JMP         loop4
-
-loop1:
-	CMPQ        R9, BX
-	JGE         reduce
-	VMOVUPS     (CX)(R9*1), Y1
-	VMOVUPS     (AX)(R9*1), Y5
-	VFMADD231PS Y1, Y5, Y0
-	ADDQ        $0x00000020, R9
-	JMP         loop1
-
-reduce:
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (SI), X0, X0
-	VMOVSS       X0, (SI)
-	ADDQ         $0x04, SI
-	ADDQ         DX, CX
-	DECQ         DI
-	JMP          row
-
-done:
-	VZEROUPPER
-	RET
-
 // func tileF16_1x1(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·tileF16_1x1(SB), NOSPLIT, $0-56
@@ -7450,82 +6069,6 @@ reduce:
 	ADDQ          DX, CX
 	DECQ          DI
 	JMP           row
-
-done:
-	VZEROUPPER
-	RET
-
-// func rowStreamF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
-// Requires: AVX, F16C, FMA3, MMX+
-TEXT ·rowStreamF16AVX2(SB), NOSPLIT, $0-48
-	MOVQ x+0(FP), AX
-	MOVQ w+8(FP), CX
-	MOVQ ldw+16(FP), DX
-	MOVQ k16+24(FP), BX
-	SHLQ $0x01, BX
-	MOVQ y+32(FP), SI
-	MOVQ n+40(FP), DI
-	LEAQ -64(BX), R8
-	LEAQ 4095(CX), R10
-	ANDQ $-4096, R10
-
-row:
-	TESTQ       DI, DI
-	JZ          done
-	PREFETCHNTA (CX)(DX*1)
-	PREFETCHNTA 64(CX)(DX*1)
-	VXORPS      Y0, Y0, Y0
-	XORQ        R9, R9
-
-loop4:
-	CMPQ        R9, R8
-	JG          loop1
-	LEAQ        2048(CX)(R9*1), R11
-	CMPQ        R11, R10
-	JB          nokick
-	PREFETCHNTA (R10)
-	PREFETCHNTA 64(R10)
-	ANDQ        $-4096, R11
-	LEAQ        4096(R11), R10
-
-nokick:
-	VCVTPH2PS   (CX)(R9*1), Y1
-	VMOVUPS     (AX)(R9*2), Y5
-	VCVTPH2PS   16(CX)(R9*1), Y2
-	VMOVUPS     32(AX)(R9*2), Y6
-	VCVTPH2PS   32(CX)(R9*1), Y3
-	VMOVUPS     64(AX)(R9*2), Y7
-	VCVTPH2PS   48(CX)(R9*1), Y4
-	VMOVUPS     96(AX)(R9*2), Y8
-	VFMADD231PS Y1, Y5, Y0
-	VFMADD231PS Y2, Y6, Y0
-	VFMADD231PS Y3, Y7, Y0
-	VFMADD231PS Y4, Y8, Y0
-	ADDQ        $0x00000040, R9
-	JMP         loop4
-
-loop1:
-	CMPQ        R9, BX
-	JGE         reduce
-	VCVTPH2PS   (CX)(R9*1), Y1
-	VMOVUPS     (AX)(R9*2), Y5
-	VFMADD231PS Y1, Y5, Y0
-	ADDQ        $0x00000010, R9
-	JMP         loop1
-
-reduce:
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (SI), X0, X0
-	VMOVSS       X0, (SI)
-	ADDQ         $0x04, SI
-	ADDQ         DX, CX
-	DECQ         DI
-	JMP          row
 
 done:
 	VZEROUPPER
@@ -10584,6 +9127,2361 @@ done:
 	VZEROUPPER
 	RET
 
+// func dequantQ8(dst *float32, scales *byte, quants *byte, nb int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
+TEXT ·dequantQ8(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ quants+16(FP), DX
+	MOVQ nb+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	MOVWLZX      (CX), SI
+	VPBROADCASTW SI, Y8
+	VCVTPH2PS    Y8, Z8
+	VPMOVSXBD    (DX), Z0
+	VPMOVSXBD    16(DX), Z1
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMOVUPS      Z0, (AX)
+	VCVTDQ2PS    Z1, Z1
+	VMULPS       Z8, Z1, Z1
+	VMOVUPS      Z1, 64(AX)
+	ADDQ         $0x02, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x00000080, AX
+	DECQ         BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dequantQ4(dst *float32, scales *byte, quants *byte, nb int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
+TEXT ·dequantQ4(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         scales+8(FP), CX
+	MOVQ         quants+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	MOVL         $0x0000000f, SI
+	VPBROADCASTD SI, Z10
+	MOVL         $0x00000008, SI
+	VPBROADCASTD SI, Z11
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	MOVWLZX      (CX), SI
+	VPBROADCASTW SI, Y8
+	VCVTPH2PS    Y8, Z8
+	VPMOVZXBD    (DX), Z0
+	VPSRLD       $0x04, Z0, Z1
+	VPANDD       Z10, Z0, Z0
+	VPSUBD       Z11, Z0, Z0
+	VPSUBD       Z11, Z1, Z1
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMOVUPS      Z0, (AX)
+	VCVTDQ2PS    Z1, Z1
+	VMULPS       Z8, Z1, Z1
+	VMOVUPS      Z1, 64(AX)
+	ADDQ         $0x02, CX
+	ADDQ         $0x10, DX
+	ADDQ         $0x00000080, AX
+	DECQ         BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotAVX2(a *float32, b *float32, n8 int) float32
+// Requires: AVX, FMA3, SSE
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), CX
+	MOVQ   n8+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop32:
+	CMPQ        DX, $0x20
+	JL          loop8
+	VMOVUPS     (AX), Y4
+	VFMADD231PS (CX), Y4, Y0
+	VMOVUPS     32(AX), Y5
+	VFMADD231PS 32(CX), Y5, Y1
+	VMOVUPS     64(AX), Y6
+	VFMADD231PS 64(CX), Y6, Y2
+	VMOVUPS     96(AX), Y7
+	VFMADD231PS 96(CX), Y7, Y3
+	ADDQ        $0x00000080, AX
+	ADDQ        $0x00000080, CX
+	SUBQ        $0x20, DX
+	JMP         loop32
+
+loop8:
+	CMPQ        DX, $0x08
+	JL          sum
+	VMOVUPS     (AX), Y4
+	VFMADD231PS (CX), Y4, Y0
+	ADDQ        $0x20, AX
+	ADDQ        $0x20, CX
+	SUBQ        $0x08, DX
+	JMP         loop8
+
+sum:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func axpyAVX2(alpha float32, x *float32, y *float32, n8 int)
+// Requires: AVX, FMA3
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS alpha+0(FP), Y0
+	MOVQ         x+8(FP), AX
+	MOVQ         y+16(FP), CX
+	MOVQ         n8+24(FP), DX
+
+loop:
+	CMPQ        DX, $0x08
+	JL          done
+	VMOVUPS     (CX), Y1
+	VFMADD231PS (AX), Y0, Y1
+	VMOVUPS     Y1, (CX)
+	ADDQ        $0x20, AX
+	ADDQ        $0x20, CX
+	SUBQ        $0x08, DX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotF16AVX2(a *float32, b *uint16, n8 int) float32
+// Requires: AVX, F16C, FMA3, SSE
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), CX
+	MOVQ   n8+16(FP), DX
+	VXORPS Y0, Y0, Y0
+
+loop8:
+	CMPQ        DX, $0x08
+	JL          done
+	VCVTPH2PS   (CX), Y2
+	VFMADD231PS (AX), Y2, Y0
+	ADDQ        $0x20, AX
+	ADDQ        $0x10, CX
+	SUBQ        $0x08, DX
+	JMP         loop8
+
+done:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func axpyF16AVX2(alpha float32, x *uint16, y *float32, n8 int)
+// Requires: AVX, F16C, FMA3
+TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS alpha+0(FP), Y0
+	MOVQ         x+8(FP), AX
+	MOVQ         y+16(FP), CX
+	MOVQ         n8+24(FP), DX
+
+loop:
+	CMPQ        DX, $0x08
+	JL          done
+	VCVTPH2PS   (AX), Y2
+	VMOVUPS     (CX), Y1
+	VFMADD231PS Y2, Y0, Y1
+	VMOVUPS     Y1, (CX)
+	ADDQ        $0x10, AX
+	ADDQ        $0x20, CX
+	SUBQ        $0x08, DX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func f32ToF16AVX2(dst *uint16, src *float32, n8 int)
+// Requires: AVX, F16C
+TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n8+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x08
+	JL        done
+	VMOVUPS   (CX), Y0
+	VCVTPS2PH $0x00, Y0, X1
+	VMOVDQU   X1, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x10, AX
+	SUBQ      $0x08, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func f16ToF32AVX2(dst *float32, src *uint16, n8 int)
+// Requires: AVX, F16C
+TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n8+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x08
+	JL        done
+	VCVTPH2PS (CX), Y0
+	VMOVUPS   Y0, (AX)
+	ADDQ      $0x10, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_1x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	MOVQ   k8+32(FP), DX
+	SHLQ   $0x02, DX
+	XORQ   BX, BX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VMOVUPS     (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x20, BX
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_1x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), DX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x02, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (CX)(SI*1), Y12
+	VMOVUPS     (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_1x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), BX
+	LEAQ   (BX)(DX*1), DX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x02, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (CX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_2x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x02, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_2x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x02, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (DX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_2x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x02, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (DX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_3x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x02, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*1), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_3x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), SI
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x02, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (BX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*1), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2_3x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), DI
+	LEAQ   (DI)(SI*1), SI
+	MOVQ   k8+32(FP), R8
+	SHLQ   $0x02, R8
+	XORQ   R9, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VMOVUPS     (BX)(R9*1), Y12
+	VMOVUPS     (DI)(R9*1), Y13
+	VMOVUPS     (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*1), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x20, R9
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, FMA3, MMX+
+TEXT ·rowStreamF32AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x02, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -128(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	XORQ        R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	VMOVUPS     (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*1), Y5
+	VMOVUPS     32(CX)(R9*1), Y2
+	VMOVUPS     32(AX)(R9*1), Y6
+	VMOVUPS     64(CX)(R9*1), Y3
+	VMOVUPS     64(AX)(R9*1), Y7
+	VMOVUPS     96(CX)(R9*1), Y4
+	VMOVUPS     96(AX)(R9*1), Y8
+	VFMADD231PS Y1, Y5, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VFMADD231PS Y3, Y7, Y0
+	VFMADD231PS Y4, Y8, Y0
+	ADDQ        $0x00000080, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VMOVUPS     (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*1), Y5
+	VFMADD231PS Y1, Y5, Y0
+	ADDQ        $0x00000020, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_1x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	MOVQ   k8+32(FP), DX
+	SHLQ   $0x01, DX
+	XORQ   BX, BX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VCVTPH2PS   (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_1x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), DX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(SI*1), Y12
+	VCVTPH2PS   (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_1x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), BX
+	LEAQ   (BX)(DX*1), DX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (CX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VCVTPH2PS   (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_2x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_2x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (DX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_2x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (DX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VCVTPH2PS   (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_3x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_3x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), SI
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (BX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2_3x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), DI
+	LEAQ   (DI)(SI*1), SI
+	MOVQ   k8+32(FP), R8
+	SHLQ   $0x01, R8
+	XORQ   R9, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VCVTPH2PS   (BX)(R9*1), Y12
+	VCVTPH2PS   (DI)(R9*1), Y13
+	VCVTPH2PS   (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func rowStreamF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·rowStreamF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ k16+24(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ -64(BX), R8
+	LEAQ 4095(CX), R10
+	ANDQ $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	XORQ        R9, R9
+
+loop4:
+	CMPQ        R9, R8
+	JG          loop1
+	LEAQ        2048(CX)(R9*1), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	VCVTPH2PS   (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*2), Y5
+	VCVTPH2PS   16(CX)(R9*1), Y2
+	VMOVUPS     32(AX)(R9*2), Y6
+	VCVTPH2PS   32(CX)(R9*1), Y3
+	VMOVUPS     64(AX)(R9*2), Y7
+	VCVTPH2PS   48(CX)(R9*1), Y4
+	VMOVUPS     96(AX)(R9*2), Y8
+	VFMADD231PS Y1, Y5, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VFMADD231PS Y3, Y7, Y0
+	VFMADD231PS Y4, Y8, Y0
+	ADDQ        $0x00000040, R9
+	JMP         loop4
+
+loop1:
+	CMPQ        R9, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*2), Y5
+	VFMADD231PS Y1, Y5, Y0
+	ADDQ        $0x00000010, R9
+	JMP         loop1
+
+reduce:
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_1x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	MOVQ   k8+32(FP), DX
+	SHLQ   $0x01, DX
+	XORQ   BX, BX
+	VXORPS Y0, Y0, Y0
+
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VPMOVZXWD   (CX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_1x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), DX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (CX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DX)(SI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_1x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   w+16(FP), CX
+	MOVQ   ldw+24(FP), DX
+	LEAQ   (CX)(DX*1), BX
+	LEAQ   (BX)(DX*1), DX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (CX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (DX)(DI*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_2x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	MOVQ   k8+32(FP), BX
+	SHLQ   $0x01, BX
+	XORQ   SI, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (DX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_2x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (DX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_2x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   ldw+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (DX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (BX)(R8*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_3x1(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	MOVQ   k8+32(FP), SI
+	SHLQ   $0x01, SI
+	XORQ   DI, DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (BX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_3x2(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), SI
+	MOVQ   k8+32(FP), DI
+	SHLQ   $0x01, DI
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (BX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2_3x3(SB), NOSPLIT, $0-56
+	MOVQ   x+0(FP), AX
+	MOVQ   ldx+8(FP), CX
+	SHLQ   $0x02, CX
+	LEAQ   (AX)(CX*1), DX
+	LEAQ   (DX)(CX*1), CX
+	MOVQ   w+16(FP), BX
+	MOVQ   ldw+24(FP), SI
+	LEAQ   (BX)(SI*1), DI
+	LEAQ   (DI)(SI*1), SI
+	MOVQ   k8+32(FP), R8
+	SHLQ   $0x01, R8
+	XORQ   R9, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VPMOVZXWD   (BX)(R9*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DI)(R9*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (SI)(R9*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
 // func rowStreamBF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 // Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·rowStreamBF16AVX2(SB), NOSPLIT, $0-48
@@ -10660,6 +11558,2142 @@ reduce:
 	ADDQ         DX, CX
 	DECQ         DI
 	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
+// Requires: AVX, AVX2, F16C
+TEXT ·dequantQ8AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ quants+16(FP), DX
+	MOVQ nb+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	MOVWLZX      (CX), SI
+	VMOVD        SI, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD    (DX), Y0
+	VPMOVSXBD    8(DX), Y1
+	VPMOVSXBD    16(DX), Y2
+	VPMOVSXBD    24(DX), Y3
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y8, Y0, Y0
+	VMOVUPS      Y0, (AX)
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y8, Y1, Y1
+	VMOVUPS      Y1, 32(AX)
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y8, Y2, Y2
+	VMOVUPS      Y2, 64(AX)
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y8, Y3, Y3
+	VMOVUPS      Y3, 96(AX)
+	ADDQ         $0x02, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x00000080, AX
+	DECQ         BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
+// Requires: AVX, AVX2, F16C
+TEXT ·dequantQ4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         scales+8(FP), CX
+	MOVQ         quants+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	MOVL         $0x0000000f, SI
+	VMOVD        SI, X10
+	VPBROADCASTD X10, Y10
+	MOVL         $0x00000008, SI
+	VMOVD        SI, X11
+	VPBROADCASTD X11, Y11
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	MOVWLZX      (CX), SI
+	VMOVD        SI, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVZXBD    (DX), Y0
+	VPMOVZXBD    8(DX), Y1
+	VPSRLD       $0x04, Y0, Y2
+	VPSRLD       $0x04, Y1, Y3
+	VPAND        Y10, Y0, Y0
+	VPAND        Y10, Y1, Y1
+	VPSUBD       Y11, Y0, Y0
+	VPSUBD       Y11, Y1, Y1
+	VPSUBD       Y11, Y2, Y2
+	VPSUBD       Y11, Y3, Y3
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y8, Y0, Y0
+	VMOVUPS      Y0, (AX)
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y8, Y1, Y1
+	VMOVUPS      Y1, 32(AX)
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y8, Y2, Y2
+	VMOVUPS      Y2, 64(AX)
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y8, Y3, Y3
+	VMOVUPS      Y3, 96(AX)
+	ADDQ         $0x02, CX
+	ADDQ         $0x10, DX
+	ADDQ         $0x00000080, AX
+	DECQ         BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·rowStreamQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ ldw+16(FP), DX
+	MOVQ nb+24(FP), BX
+	MOVQ y+32(FP), SI
+	MOVQ n+40(FP), DI
+	LEAQ 4095(CX), R12
+	ANDQ $-4096, R12
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	VXORPS      Y1, Y1, Y1
+	VXORPS      Y2, Y2, Y2
+	VXORPS      Y3, Y3, Y3
+	MOVQ        CX, R8
+	LEAQ        (CX)(BX*2), R9
+	MOVQ        AX, R10
+	MOVQ        BX, R11
+
+block:
+	TESTQ       R11, R11
+	JZ          reduce
+	LEAQ        2048(R9), R13
+	CMPQ        R13, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R12
+
+nokick:
+	PREFETCHNTA  4096(R9)
+	MOVWLZX      (R8), R13
+	VMOVD        R13, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD    (R9), Y4
+	VPMOVSXBD    8(R9), Y5
+	VPMOVSXBD    16(R9), Y6
+	VPMOVSXBD    24(R9), Y7
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y8, Y4, Y4
+	VFMADD231PS  (R10), Y4, Y0
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VFMADD231PS  32(R10), Y5, Y1
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y8, Y6, Y6
+	VFMADD231PS  64(R10), Y6, Y2
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y8, Y7, Y7
+	VFMADD231PS  96(R10), Y7, Y3
+	ADDQ         $0x02, R8
+	ADDQ         $0x20, R9
+	ADDQ         $0x00000080, R10
+	DECQ         R11
+	JMP          block
+
+reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·rowStreamQ4AVX2(SB), NOSPLIT, $0-48
+	MOVQ         x+0(FP), AX
+	MOVQ         w+8(FP), CX
+	MOVQ         ldw+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         n+40(FP), DI
+	LEAQ         4095(CX), R12
+	ANDQ         $-4096, R12
+	MOVL         $0x0000000f, R8
+	VMOVD        R8, X10
+	VPBROADCASTD X10, Y10
+	MOVL         $0x00000008, R8
+	VMOVD        R8, X11
+	VPBROADCASTD X11, Y11
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (CX)(DX*1)
+	PREFETCHNTA 64(CX)(DX*1)
+	VXORPS      Y0, Y0, Y0
+	VXORPS      Y1, Y1, Y1
+	VXORPS      Y2, Y2, Y2
+	VXORPS      Y3, Y3, Y3
+	MOVQ        CX, R8
+	LEAQ        (CX)(BX*2), R9
+	MOVQ        AX, R10
+	MOVQ        BX, R11
+
+block:
+	TESTQ       R11, R11
+	JZ          reduce
+	LEAQ        2048(R9), R13
+	CMPQ        R13, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R12
+
+nokick:
+	PREFETCHNTA  4096(R9)
+	MOVWLZX      (R8), R13
+	VMOVD        R13, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVZXBD    (R9), Y4
+	VPMOVZXBD    8(R9), Y5
+	VPSRLD       $0x04, Y4, Y6
+	VPSRLD       $0x04, Y5, Y7
+	VPAND        Y10, Y4, Y4
+	VPAND        Y10, Y5, Y5
+	VPSUBD       Y11, Y4, Y4
+	VPSUBD       Y11, Y5, Y5
+	VPSUBD       Y11, Y6, Y6
+	VPSUBD       Y11, Y7, Y7
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y8, Y4, Y4
+	VFMADD231PS  (R10), Y4, Y0
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VFMADD231PS  32(R10), Y5, Y1
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y8, Y6, Y6
+	VFMADD231PS  64(R10), Y6, Y2
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y8, Y7, Y7
+	VFMADD231PS  96(R10), Y7, Y3
+	ADDQ         $0x02, R8
+	ADDQ         $0x10, R9
+	ADDQ         $0x00000080, R10
+	DECQ         R11
+	JMP          block
+
+reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       (SI), X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·rowsQ8I8AVX2(SB), NOSPLIT, $0-56
+	MOVQ         w+16(FP), AX
+	MOVQ         ldw+24(FP), CX
+	MOVQ         y+40(FP), DX
+	MOVQ         n+48(FP), BX
+	LEAQ         4095(AX), R11
+	ANDQ         $-4096, R11
+	MOVL         $0x00010001, SI
+	VMOVD        SI, X15
+	VPBROADCASTD X15, Y15
+
+row:
+	TESTQ       BX, BX
+	JZ          done
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
+	VXORPS      Y0, Y0, Y0
+	VXORPS      Y5, Y5, Y5
+	MOVQ        AX, SI
+	MOVQ        nb+32(FP), R10
+	LEAQ        (AX)(R10*2), DI
+	MOVQ        xq+0(FP), R8
+	MOVQ        dx+8(FP), R9
+
+pair:
+	CMPQ        R10, $0x02
+	JL          single
+	LEAQ        2048(DI), R12
+	CMPQ        R12, R11
+	JB          nokick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+nokick:
+	PREFETCHNTA  4096(DI)
+	MOVWLZX      (SI), R12
+	VMOVD        R12, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (R9), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (DI), Y2
+	VMOVDQU      (R8), Y3
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+	MOVWLZX      2(SI), R12
+	VMOVD        R12, X6
+	VCVTPH2PS    X6, X6
+	VMULSS       4(R9), X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      32(DI), Y7
+	VMOVDQU      32(R8), Y8
+	VPSIGNB      Y7, Y8, Y8
+	VPABSB       Y7, Y7
+	VPMADDUBSW   Y8, Y7, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y6, Y9, Y5
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x08, R9
+	SUBQ         $0x02, R10
+	JMP          pair
+
+single:
+	TESTQ        R10, R10
+	JZ           reduce
+	MOVWLZX      (SI), SI
+	VMOVD        SI, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (R9), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (DI), Y2
+	VMOVDQU      (R8), Y3
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+
+reduce:
+	VADDPS       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       (DX), X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·rowsQ4I8AVX2(SB), NOSPLIT, $0-64
+	MOVQ         w+24(FP), AX
+	MOVQ         ldw+32(FP), CX
+	MOVQ         y+48(FP), DX
+	MOVQ         n+56(FP), BX
+	LEAQ         4095(AX), R12
+	ANDQ         $-4096, R12
+	MOVL         $0x00010001, SI
+	VMOVD        SI, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x0f0f0f0f, SI
+	VMOVD        SI, X14
+	VPBROADCASTD X14, Y14
+
+row:
+	TESTQ       BX, BX
+	JZ          done
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
+	VXORPS      Y0, Y0, Y0
+	VXORPS      Y5, Y5, Y5
+	MOVQ        AX, SI
+	MOVQ        nb+40(FP), R10
+	LEAQ        (AX)(R10*2), DI
+	MOVQ        xq+0(FP), R8
+	MOVQ        dx+8(FP), R9
+	MOVQ        xs+16(FP), R11
+
+pair:
+	CMPQ        R10, $0x02
+	JL          single
+	LEAQ        2048(DI), R13
+	CMPQ        R13, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R12
+
+nokick:
+	PREFETCHNTA  4096(DI)
+	MOVWLZX      (SI), R13
+	VMOVD        R13, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (R9), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (DI), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VMOVDQU      (R8), Y3
+	VPMADDUBSW   Y3, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VMOVD        (R11), X3
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+	MOVWLZX      2(SI), R13
+	VMOVD        R13, X6
+	VCVTPH2PS    X6, X6
+	VMULSS       4(R9), X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      16(DI), X7
+	VPSRLW       $0x04, X7, X8
+	VINSERTI128  $0x01, X8, Y7, Y7
+	VPAND        Y14, Y7, Y7
+	VMOVDQU      32(R8), Y8
+	VPMADDUBSW   Y8, Y7, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VMOVD        4(R11), X8
+	VPSUBD       Y8, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y6, Y9, Y5
+	ADDQ         $0x04, SI
+	ADDQ         $0x20, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x08, R9
+	ADDQ         $0x08, R11
+	SUBQ         $0x02, R10
+	JMP          pair
+
+single:
+	TESTQ        R10, R10
+	JZ           reduce
+	MOVWLZX      (SI), SI
+	VMOVD        SI, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (R9), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      (DI), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VMOVDQU      (R8), Y3
+	VPMADDUBSW   Y3, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VMOVD        (R11), X3
+	VPSUBD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+
+reduce:
+	VADDPS       Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       (DX), X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
+// Requires: AVX, AVX512F
+TEXT ·bf16ToF32AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n16+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x10
+	JL        done
+	VPMOVZXWD (CX), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   Z0, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x40, AX
+	SUBQ      $0x10, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·dotsAVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), AX
+	MOVQ q+8(FP), CX
+	MOVQ k+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   SI, R10
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop64:
+	CMPQ        R10, $0x40
+	JL          loop16
+	VMOVUPS     (R8), Z4
+	VFMADD231PS (R9), Z4, Z0
+	VMOVUPS     64(R8), Z5
+	VFMADD231PS 64(R9), Z5, Z1
+	VMOVUPS     128(R8), Z6
+	VFMADD231PS 128(R9), Z6, Z2
+	VMOVUPS     192(R8), Z7
+	VFMADD231PS 192(R9), Z7, Z3
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x00000100, R9
+	SUBQ        $0x40, R10
+	JMP         loop64
+
+loop16:
+	CMPQ        R10, $0x10
+	JL          sum
+	VMOVUPS     (R8), Z4
+	VFMADD231PS (R9), Z4, Z0
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	SUBQ        $0x10, R10
+	JMP         loop16
+
+sum:
+	VADDPS        Z1, Z0, Z0
+	VADDPS        Z3, Z2, Z2
+	VADDPS        Z2, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPD     $0x01, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          $0x04, AX
+	ADDQ          BX, DX
+	DECQ          DI
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF32x1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F
+TEXT ·axpysF32x1(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), AX
+	MOVQ ldy+8(FP), CX
+	MOVQ p+16(FP), CX
+	MOVQ ldp+24(FP), DX
+	MOVQ v+32(FP), DX
+	MOVQ ld+40(FP), BX
+	MOVQ n16+48(FP), SI
+	MOVQ rows+56(FP), DI
+
+c8:
+	CMPQ    SI, $0x80
+	JL      c4
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	VMOVUPS 256(R8), Z4
+	VMOVUPS 320(R8), Z5
+	VMOVUPS 384(R8), Z6
+	VMOVUPS 448(R8), Z7
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c8row:
+	CMPQ         R9, DI
+	JGE          c8store
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  (R8), Z16, Z0
+	VFMADD231PS  64(R8), Z16, Z1
+	VFMADD231PS  128(R8), Z16, Z2
+	VFMADD231PS  192(R8), Z16, Z3
+	VFMADD231PS  256(R8), Z16, Z4
+	VFMADD231PS  320(R8), Z16, Z5
+	VFMADD231PS  384(R8), Z16, Z6
+	VFMADD231PS  448(R8), Z16, Z7
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c8row
+
+c8store:
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
+	ADDQ    $0x00000200, AX
+	ADDQ    $0x00000200, DX
+	SUBQ    $0x80, SI
+	JMP     c8
+
+c4:
+	CMPQ    SI, $0x40
+	JL      c1
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c4row:
+	CMPQ         R9, DI
+	JGE          c4store
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  (R8), Z16, Z0
+	VFMADD231PS  64(R8), Z16, Z1
+	VFMADD231PS  128(R8), Z16, Z2
+	VFMADD231PS  192(R8), Z16, Z3
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, DX
+	SUBQ    $0x40, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x10
+	JL      done
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c1row:
+	CMPQ         R9, DI
+	JGE          c1store
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  (R8), Z16, Z0
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x10, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·dotsF16x1(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), CX
+	MOVQ   ldq+24(FP), DX
+	MOVQ   k+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	SHLQ   $0x01, SI
+	LEAQ   -64(SI), DI
+	MOVQ   rows+56(FP), R8
+	IMUL3Q $0x10, BX, R10
+	LEAQ   4095(DX), R11
+	ANDQ   $-4096, R11
+
+row:
+	TESTQ       R8, R8
+	JZ          done
+	PREFETCHNTA (DX)(R10*1)
+	PREFETCHNTA 64(DX)(R10*1)
+	PREFETCHNTA 128(DX)(R10*1)
+	PREFETCHNTA 192(DX)(R10*1)
+	LEAQ        2048(DX)(R10*1), R9
+	CMPQ        R9, R11
+	JB          nokick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R9
+	LEAQ        4096(R9), R11
+
+nokick:
+	XORQ   R9, R9
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop32:
+	CMPQ        R9, DI
+	JG          loop16
+	VCVTPH2PS   (DX)(R9*1), Z10
+	VCVTPH2PS   32(DX)(R9*1), Z11
+	VFMADD231PS (CX)(R9*2), Z10, Z0
+	VFMADD231PS 64(CX)(R9*2), Z11, Z1
+	ADDQ        $0x40, R9
+	JMP         loop32
+
+loop16:
+	CMPQ        R9, SI
+	JGE         sum
+	VCVTPH2PS   (DX)(R9*1), Z10
+	VFMADD231PS (CX)(R9*2), Z10, Z0
+
+sum:
+	MOVQ          AX, R9
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y11
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X11
+	VADDPS        X11, X0, X0
+	VPERMILPD     $0x01, X0, X11
+	VADDPS        X11, X0, X0
+	VMOVSHDUP     X0, X11
+	VADDSS        X11, X0, X0
+	VMOVSS        X0, (R9)
+	ADDQ          $0x04, AX
+	ADDQ          BX, DX
+	DECQ          R8
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·axpysF16x1(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), CX
+	MOVQ   ldp+24(FP), DX
+	MOVQ   v+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	MOVQ   rows+56(FP), DI
+	IMUL3Q $0x10, BX, R10
+
+c8:
+	CMPQ    SI, $0x80
+	JL      c4
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	VMOVUPS 256(R8), Z4
+	VMOVUPS 320(R8), Z5
+	VMOVUPS 384(R8), Z6
+	VMOVUPS 448(R8), Z7
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c8row:
+	CMPQ        R9, DI
+	JGE         c8store
+	PREFETCHNTA (R8)(R10*1)
+	PREFETCHNTA 64(R8)(R10*1)
+	PREFETCHNTA 128(R8)(R10*1)
+	PREFETCHNTA 192(R8)(R10*1)
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c8kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c8kick:
+	VCVTPH2PS    (R8), Z8
+	VCVTPH2PS    32(R8), Z9
+	VCVTPH2PS    64(R8), Z10
+	VCVTPH2PS    96(R8), Z11
+	VCVTPH2PS    128(R8), Z12
+	VCVTPH2PS    160(R8), Z13
+	VCVTPH2PS    192(R8), Z14
+	VCVTPH2PS    224(R8), Z15
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  Z8, Z16, Z0
+	VFMADD231PS  Z9, Z16, Z1
+	VFMADD231PS  Z10, Z16, Z2
+	VFMADD231PS  Z11, Z16, Z3
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c8row
+
+c8store:
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
+	ADDQ    $0x00000200, AX
+	ADDQ    $0x00000100, DX
+	SUBQ    $0x80, SI
+	JMP     c8
+
+c4:
+	CMPQ    SI, $0x40
+	JL      c1
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c4row:
+	CMPQ        R9, DI
+	JGE         c4store
+	PREFETCHNTA (R8)(R10*1)
+	PREFETCHNTA 64(R8)(R10*1)
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c4kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c4kick:
+	VCVTPH2PS    (R8), Z8
+	VCVTPH2PS    32(R8), Z9
+	VCVTPH2PS    64(R8), Z10
+	VCVTPH2PS    96(R8), Z11
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  Z8, Z16, Z0
+	VFMADD231PS  Z9, Z16, Z1
+	VFMADD231PS  Z10, Z16, Z2
+	VFMADD231PS  Z11, Z16, Z3
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x40, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x10
+	JL      done
+	MOVQ    AX, R8
+	VMOVUPS (R8), Z0
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c1row:
+	CMPQ        R9, DI
+	JGE         c1store
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c1kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c1kick:
+	VCVTPH2PS    (R8), Z8
+	VBROADCASTSS (CX)(R9*4), Z16
+	VFMADD231PS  Z8, Z16, Z0
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R8
+	VMOVUPS Z0, (R8)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x10, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·dotsF16x2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	SHLQ   $0x01, R8
+	LEAQ   -64(R8), R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, DI, R12
+	LEAQ   4095(SI), R13
+	ANDQ   $-4096, R13
+
+row:
+	TESTQ       R10, R10
+	JZ          done
+	PREFETCHNTA (SI)(R12*1)
+	PREFETCHNTA 64(SI)(R12*1)
+	PREFETCHNTA 128(SI)(R12*1)
+	PREFETCHNTA 192(SI)(R12*1)
+	LEAQ        2048(SI)(R12*1), R11
+	CMPQ        R11, R13
+	JB          nokick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R13
+
+nokick:
+	XORQ   R11, R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop32:
+	CMPQ        R11, R9
+	JG          loop16
+	VCVTPH2PS   (SI)(R11*1), Z10
+	VCVTPH2PS   32(SI)(R11*1), Z11
+	VFMADD231PS (DX)(R11*2), Z10, Z0
+	VFMADD231PS 64(DX)(R11*2), Z11, Z1
+	VFMADD231PS (BX)(R11*2), Z10, Z2
+	VFMADD231PS 64(BX)(R11*2), Z11, Z3
+	ADDQ        $0x40, R11
+	JMP         loop32
+
+loop16:
+	CMPQ        R11, R8
+	JGE         sum
+	VCVTPH2PS   (SI)(R11*1), Z10
+	VFMADD231PS (DX)(R11*2), Z10, Z0
+	VFMADD231PS (BX)(R11*2), Z10, Z2
+
+sum:
+	MOVQ          AX, R11
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y11
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X11
+	VADDPS        X11, X0, X0
+	VPERMILPD     $0x01, X0, X11
+	VADDPS        X11, X0, X0
+	VMOVSHDUP     X0, X11
+	VADDSS        X11, X0, X0
+	VMOVSS        X0, (R11)
+	ADDQ          CX, R11
+	VADDPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y11
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPD     $0x01, X2, X11
+	VADDPS        X11, X2, X2
+	VMOVSHDUP     X2, X11
+	VADDSS        X11, X2, X2
+	VMOVSS        X2, (R11)
+	ADDQ          $0x04, AX
+	ADDQ          DI, SI
+	DECQ          R10
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·axpysF16x2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   v+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	MOVQ   rows+56(FP), R9
+	IMUL3Q $0x10, DI, R12
+
+c8:
+	CMPQ    R8, $0x80
+	JL      c4
+	MOVQ    AX, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	VMOVUPS 128(R10), Z2
+	VMOVUPS 192(R10), Z3
+	VMOVUPS 256(R10), Z4
+	VMOVUPS 320(R10), Z5
+	VMOVUPS 384(R10), Z6
+	VMOVUPS 448(R10), Z7
+	ADDQ    CX, R10
+	VMOVUPS (R10), Z8
+	VMOVUPS 64(R10), Z9
+	VMOVUPS 128(R10), Z10
+	VMOVUPS 192(R10), Z11
+	VMOVUPS 256(R10), Z12
+	VMOVUPS 320(R10), Z13
+	VMOVUPS 384(R10), Z14
+	VMOVUPS 448(R10), Z15
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c8row:
+	CMPQ        R11, R9
+	JGE         c8store
+	PREFETCHNTA (R10)(R12*1)
+	PREFETCHNTA 64(R10)(R12*1)
+	PREFETCHNTA 128(R10)(R12*1)
+	PREFETCHNTA 192(R10)(R12*1)
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c8kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c8kick:
+	VCVTPH2PS    (R10), Z16
+	VCVTPH2PS    32(R10), Z17
+	VCVTPH2PS    64(R10), Z18
+	VCVTPH2PS    96(R10), Z19
+	VCVTPH2PS    128(R10), Z20
+	VCVTPH2PS    160(R10), Z21
+	VCVTPH2PS    192(R10), Z22
+	VCVTPH2PS    224(R10), Z23
+	VBROADCASTSS (DX)(R11*4), Z24
+	VFMADD231PS  Z16, Z24, Z0
+	VFMADD231PS  Z17, Z24, Z1
+	VFMADD231PS  Z18, Z24, Z2
+	VFMADD231PS  Z19, Z24, Z3
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (BX)(R11*4), Z25
+	VFMADD231PS  Z16, Z25, Z8
+	VFMADD231PS  Z17, Z25, Z9
+	VFMADD231PS  Z18, Z25, Z10
+	VFMADD231PS  Z19, Z25, Z11
+	VFMADD231PS  Z20, Z25, Z12
+	VFMADD231PS  Z21, Z25, Z13
+	VFMADD231PS  Z22, Z25, Z14
+	VFMADD231PS  Z23, Z25, Z15
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c8row
+
+c8store:
+	MOVQ    AX, R10
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	VMOVUPS Z2, 128(R10)
+	VMOVUPS Z3, 192(R10)
+	VMOVUPS Z4, 256(R10)
+	VMOVUPS Z5, 320(R10)
+	VMOVUPS Z6, 384(R10)
+	VMOVUPS Z7, 448(R10)
+	ADDQ    CX, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	VMOVUPS Z10, 128(R10)
+	VMOVUPS Z11, 192(R10)
+	VMOVUPS Z12, 256(R10)
+	VMOVUPS Z13, 320(R10)
+	VMOVUPS Z14, 384(R10)
+	VMOVUPS Z15, 448(R10)
+	ADDQ    $0x00000200, AX
+	ADDQ    $0x00000100, SI
+	SUBQ    $0x80, R8
+	JMP     c8
+
+c4:
+	CMPQ    R8, $0x40
+	JL      c1
+	MOVQ    AX, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	VMOVUPS 128(R10), Z2
+	VMOVUPS 192(R10), Z3
+	ADDQ    CX, R10
+	VMOVUPS (R10), Z8
+	VMOVUPS 64(R10), Z9
+	VMOVUPS 128(R10), Z10
+	VMOVUPS 192(R10), Z11
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c4row:
+	CMPQ        R11, R9
+	JGE         c4store
+	PREFETCHNTA (R10)(R12*1)
+	PREFETCHNTA 64(R10)(R12*1)
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c4kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c4kick:
+	VCVTPH2PS    (R10), Z16
+	VCVTPH2PS    32(R10), Z17
+	VCVTPH2PS    64(R10), Z18
+	VCVTPH2PS    96(R10), Z19
+	VBROADCASTSS (DX)(R11*4), Z24
+	VFMADD231PS  Z16, Z24, Z0
+	VFMADD231PS  Z17, Z24, Z1
+	VFMADD231PS  Z18, Z24, Z2
+	VFMADD231PS  Z19, Z24, Z3
+	VBROADCASTSS (BX)(R11*4), Z25
+	VFMADD231PS  Z16, Z25, Z8
+	VFMADD231PS  Z17, Z25, Z9
+	VFMADD231PS  Z18, Z25, Z10
+	VFMADD231PS  Z19, Z25, Z11
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R10
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	VMOVUPS Z2, 128(R10)
+	VMOVUPS Z3, 192(R10)
+	ADDQ    CX, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	VMOVUPS Z10, 128(R10)
+	VMOVUPS Z11, 192(R10)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, SI
+	SUBQ    $0x40, R8
+	JMP     c4
+
+c1:
+	CMPQ    R8, $0x10
+	JL      done
+	MOVQ    AX, R10
+	VMOVUPS (R10), Z0
+	ADDQ    CX, R10
+	VMOVUPS (R10), Z8
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c1row:
+	CMPQ        R11, R9
+	JGE         c1store
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c1kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c1kick:
+	VCVTPH2PS    (R10), Z16
+	VBROADCASTSS (DX)(R11*4), Z24
+	VFMADD231PS  Z16, Z24, Z0
+	VBROADCASTSS (BX)(R11*4), Z25
+	VFMADD231PS  Z16, Z25, Z8
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R10
+	VMOVUPS Z0, (R10)
+	ADDQ    CX, R10
+	VMOVUPS Z8, (R10)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, SI
+	SUBQ    $0x10, R8
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·dotsF16x3(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	SHLQ   $0x01, R9
+	LEAQ   -64(R9), R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R8, R13
+	LEAQ   4095(DI), R14
+	ANDQ   $-4096, R14
+
+row:
+	TESTQ       R11, R11
+	JZ          done
+	PREFETCHNTA (DI)(R13*1)
+	PREFETCHNTA 64(DI)(R13*1)
+	PREFETCHNTA 128(DI)(R13*1)
+	PREFETCHNTA 192(DI)(R13*1)
+	LEAQ        2048(DI)(R13*1), R12
+	CMPQ        R12, R14
+	JB          nokick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R14
+
+nokick:
+	XORQ   R12, R12
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop32:
+	CMPQ        R12, R10
+	JG          loop16
+	VCVTPH2PS   (DI)(R12*1), Z10
+	VCVTPH2PS   32(DI)(R12*1), Z11
+	VFMADD231PS (DX)(R12*2), Z10, Z0
+	VFMADD231PS 64(DX)(R12*2), Z11, Z1
+	VFMADD231PS (SI)(R12*2), Z10, Z2
+	VFMADD231PS 64(SI)(R12*2), Z11, Z3
+	VFMADD231PS (BX)(R12*2), Z10, Z4
+	VFMADD231PS 64(BX)(R12*2), Z11, Z5
+	ADDQ        $0x40, R12
+	JMP         loop32
+
+loop16:
+	CMPQ        R12, R9
+	JGE         sum
+	VCVTPH2PS   (DI)(R12*1), Z10
+	VFMADD231PS (DX)(R12*2), Z10, Z0
+	VFMADD231PS (SI)(R12*2), Z10, Z2
+	VFMADD231PS (BX)(R12*2), Z10, Z4
+
+sum:
+	MOVQ          AX, R12
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y11
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X11
+	VADDPS        X11, X0, X0
+	VPERMILPD     $0x01, X0, X11
+	VADDPS        X11, X0, X0
+	VMOVSHDUP     X0, X11
+	VADDSS        X11, X0, X0
+	VMOVSS        X0, (R12)
+	ADDQ          CX, R12
+	VADDPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y11
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPD     $0x01, X2, X11
+	VADDPS        X11, X2, X2
+	VMOVSHDUP     X2, X11
+	VADDSS        X11, X2, X2
+	VMOVSS        X2, (R12)
+	ADDQ          CX, R12
+	VADDPS        Z5, Z4, Z4
+	VEXTRACTF32X8 $0x01, Z4, Y11
+	VADDPS        Y11, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X11
+	VADDPS        X11, X4, X4
+	VPERMILPD     $0x01, X4, X11
+	VADDPS        X11, X4, X4
+	VMOVSHDUP     X4, X11
+	VADDSS        X11, X4, X4
+	VMOVSS        X4, (R12)
+	ADDQ          $0x04, AX
+	ADDQ          R8, DI
+	DECQ          R11
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·axpysF16x3(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   v+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, R8, R13
+
+c4:
+	CMPQ    R9, $0x40
+	JL      c1
+	MOVQ    AX, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	VMOVUPS 128(R11), Z2
+	VMOVUPS 192(R11), Z3
+	ADDQ    CX, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	VMOVUPS 128(R11), Z6
+	VMOVUPS 192(R11), Z7
+	ADDQ    CX, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	VMOVUPS 128(R11), Z10
+	VMOVUPS 192(R11), Z11
+	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
+	XORQ    R12, R12
+
+c4row:
+	CMPQ        R12, R10
+	JGE         c4store
+	PREFETCHNTA (R11)(R13*1)
+	PREFETCHNTA 64(R11)(R13*1)
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c4kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c4kick:
+	VCVTPH2PS    (R11), Z12
+	VCVTPH2PS    32(R11), Z13
+	VCVTPH2PS    64(R11), Z14
+	VCVTPH2PS    96(R11), Z15
+	VBROADCASTSS (DX)(R12*4), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (SI)(R12*4), Z17
+	VFMADD231PS  Z12, Z17, Z4
+	VFMADD231PS  Z13, Z17, Z5
+	VFMADD231PS  Z14, Z17, Z6
+	VFMADD231PS  Z15, Z17, Z7
+	VBROADCASTSS (BX)(R12*4), Z18
+	VFMADD231PS  Z12, Z18, Z8
+	VFMADD231PS  Z13, Z18, Z9
+	VFMADD231PS  Z14, Z18, Z10
+	VFMADD231PS  Z15, Z18, Z11
+	ADDQ         R8, R11
+	INCQ         R12
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R11
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	VMOVUPS Z2, 128(R11)
+	VMOVUPS Z3, 192(R11)
+	ADDQ    CX, R11
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	ADDQ    CX, R11
+	VMOVUPS Z8, (R11)
+	VMOVUPS Z9, 64(R11)
+	VMOVUPS Z10, 128(R11)
+	VMOVUPS Z11, 192(R11)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x40, R9
+	JMP     c4
+
+c1:
+	CMPQ    R9, $0x10
+	JL      done
+	MOVQ    AX, R11
+	VMOVUPS (R11), Z0
+	ADDQ    CX, R11
+	VMOVUPS (R11), Z4
+	ADDQ    CX, R11
+	VMOVUPS (R11), Z8
+	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
+	XORQ    R12, R12
+
+c1row:
+	CMPQ        R12, R10
+	JGE         c1store
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c1kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c1kick:
+	VCVTPH2PS    (R11), Z12
+	VBROADCASTSS (DX)(R12*4), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VBROADCASTSS (SI)(R12*4), Z17
+	VFMADD231PS  Z12, Z17, Z4
+	VBROADCASTSS (BX)(R12*4), Z18
+	VFMADD231PS  Z12, Z18, Z8
+	ADDQ         R8, R11
+	INCQ         R12
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R11
+	VMOVUPS Z0, (R11)
+	ADDQ    CX, R11
+	VMOVUPS Z4, (R11)
+	ADDQ    CX, R11
+	VMOVUPS Z8, (R11)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x10, R9
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·dotsF16x4(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   k+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	SHLQ   $0x01, R10
+	LEAQ   -64(R10), R11
+	MOVQ   rows+56(FP), R12
+	IMUL3Q $0x10, R9, R14
+	LEAQ   4095(R8), R15
+	ANDQ   $-4096, R15
+
+row:
+	TESTQ       R12, R12
+	JZ          done
+	PREFETCHNTA (R8)(R14*1)
+	PREFETCHNTA 64(R8)(R14*1)
+	PREFETCHNTA 128(R8)(R14*1)
+	PREFETCHNTA 192(R8)(R14*1)
+	LEAQ        2048(R8)(R14*1), R13
+	CMPQ        R13, R15
+	JB          nokick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, R13
+	LEAQ        4096(R13), R15
+
+nokick:
+	XORQ   R13, R13
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop32:
+	CMPQ        R13, R11
+	JG          loop16
+	VCVTPH2PS   (R8)(R13*1), Z10
+	VCVTPH2PS   32(R8)(R13*1), Z11
+	VFMADD231PS (DX)(R13*2), Z10, Z0
+	VFMADD231PS 64(DX)(R13*2), Z11, Z1
+	VFMADD231PS (SI)(R13*2), Z10, Z2
+	VFMADD231PS 64(SI)(R13*2), Z11, Z3
+	VFMADD231PS (DI)(R13*2), Z10, Z4
+	VFMADD231PS 64(DI)(R13*2), Z11, Z5
+	VFMADD231PS (BX)(R13*2), Z10, Z6
+	VFMADD231PS 64(BX)(R13*2), Z11, Z7
+	ADDQ        $0x40, R13
+	JMP         loop32
+
+loop16:
+	CMPQ        R13, R10
+	JGE         sum
+	VCVTPH2PS   (R8)(R13*1), Z10
+	VFMADD231PS (DX)(R13*2), Z10, Z0
+	VFMADD231PS (SI)(R13*2), Z10, Z2
+	VFMADD231PS (DI)(R13*2), Z10, Z4
+	VFMADD231PS (BX)(R13*2), Z10, Z6
+
+sum:
+	MOVQ          AX, R13
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y11
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X11
+	VADDPS        X11, X0, X0
+	VPERMILPD     $0x01, X0, X11
+	VADDPS        X11, X0, X0
+	VMOVSHDUP     X0, X11
+	VADDSS        X11, X0, X0
+	VMOVSS        X0, (R13)
+	ADDQ          CX, R13
+	VADDPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y11
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPD     $0x01, X2, X11
+	VADDPS        X11, X2, X2
+	VMOVSHDUP     X2, X11
+	VADDSS        X11, X2, X2
+	VMOVSS        X2, (R13)
+	ADDQ          CX, R13
+	VADDPS        Z5, Z4, Z4
+	VEXTRACTF32X8 $0x01, Z4, Y11
+	VADDPS        Y11, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X11
+	VADDPS        X11, X4, X4
+	VPERMILPD     $0x01, X4, X11
+	VADDPS        X11, X4, X4
+	VMOVSHDUP     X4, X11
+	VADDSS        X11, X4, X4
+	VMOVSS        X4, (R13)
+	ADDQ          CX, R13
+	VADDPS        Z7, Z6, Z6
+	VEXTRACTF32X8 $0x01, Z6, Y11
+	VADDPS        Y11, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X11
+	VADDPS        X11, X6, X6
+	VPERMILPD     $0x01, X6, X11
+	VADDPS        X11, X6, X6
+	VMOVSHDUP     X6, X11
+	VADDSS        X11, X6, X6
+	VMOVSS        X6, (R13)
+	ADDQ          $0x04, AX
+	ADDQ          R9, R8
+	DECQ          R12
+	JMP           row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·axpysF16x4(SB), NOSPLIT, $8-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   v+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R9, R14
+
+c4:
+	CMPQ    R10, $0x40
+	JL      c1
+	MOVQ    AX, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	VMOVUPS 128(R12), Z2
+	VMOVUPS 192(R12), Z3
+	ADDQ    CX, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	VMOVUPS 128(R12), Z6
+	VMOVUPS 192(R12), Z7
+	ADDQ    CX, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	VMOVUPS 128(R12), Z10
+	VMOVUPS 192(R12), Z11
+	ADDQ    CX, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	VMOVUPS 128(R12), Z14
+	VMOVUPS 192(R12), Z15
+	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
+	XORQ    R13, R13
+
+c4row:
+	CMPQ        R13, R11
+	JGE         c4store
+	PREFETCHNTA (R12)(R14*1)
+	PREFETCHNTA 64(R12)(R14*1)
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c4kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c4kick:
+	VCVTPH2PS    (R12), Z16
+	VCVTPH2PS    32(R12), Z17
+	VCVTPH2PS    64(R12), Z18
+	VCVTPH2PS    96(R12), Z19
+	VBROADCASTSS (DX)(R13*4), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (SI)(R13*4), Z21
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VBROADCASTSS (DI)(R13*4), Z22
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z17, Z22, Z9
+	VFMADD231PS  Z18, Z22, Z10
+	VFMADD231PS  Z19, Z22, Z11
+	VBROADCASTSS (BX)(R13*4), Z23
+	VFMADD231PS  Z16, Z23, Z12
+	VFMADD231PS  Z17, Z23, Z13
+	VFMADD231PS  Z18, Z23, Z14
+	VFMADD231PS  Z19, Z23, Z15
+	ADDQ         R9, R12
+	INCQ         R13
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	VMOVUPS Z2, 128(R12)
+	VMOVUPS Z3, 192(R12)
+	ADDQ    CX, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	VMOVUPS Z6, 128(R12)
+	VMOVUPS Z7, 192(R12)
+	ADDQ    CX, R12
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	ADDQ    CX, R12
+	VMOVUPS Z12, (R12)
+	VMOVUPS Z13, 64(R12)
+	VMOVUPS Z14, 128(R12)
+	VMOVUPS Z15, 192(R12)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, R8
+	SUBQ    $0x40, R10
+	JMP     c4
+
+c1:
+	CMPQ    R10, $0x10
+	JL      done
+	MOVQ    AX, R12
+	VMOVUPS (R12), Z0
+	ADDQ    CX, R12
+	VMOVUPS (R12), Z4
+	ADDQ    CX, R12
+	VMOVUPS (R12), Z8
+	ADDQ    CX, R12
+	VMOVUPS (R12), Z12
+	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
+	XORQ    R13, R13
+
+c1row:
+	CMPQ        R13, R11
+	JGE         c1store
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c1kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c1kick:
+	VCVTPH2PS    (R12), Z16
+	VBROADCASTSS (DX)(R13*4), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VBROADCASTSS (SI)(R13*4), Z21
+	VFMADD231PS  Z16, Z21, Z4
+	VBROADCASTSS (DI)(R13*4), Z22
+	VFMADD231PS  Z16, Z22, Z8
+	VBROADCASTSS (BX)(R13*4), Z23
+	VFMADD231PS  Z16, Z23, Z12
+	ADDQ         R9, R12
+	INCQ         R13
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R12
+	VMOVUPS Z0, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Z4, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Z8, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Z12, (R12)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, R8
+	SUBQ    $0x10, R10
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+DATA expConsts<>+0(SB)/4, $(1.442695)
+DATA expConsts<>+4(SB)/4, $(0.6933594)
+DATA expConsts<>+8(SB)/4, $(-0.00021219444)
+DATA expConsts<>+12(SB)/4, $(0.0013888889)
+DATA expConsts<>+16(SB)/4, $(0.008333334)
+DATA expConsts<>+20(SB)/4, $(0.041666668)
+DATA expConsts<>+24(SB)/4, $(0.16666667)
+DATA expConsts<>+28(SB)/4, $(0.5)
+DATA expConsts<>+32(SB)/4, $(1.0)
+DATA expConsts<>+36(SB)/4, $(-104.0)
+DATA expConsts<>+40(SB)/4, $(88.7)
+DATA expConsts<>+44(SB)/4, $(0.7978846)
+DATA expConsts<>+48(SB)/4, $(0.044715)
+GLOBL expConsts<>(SB), RODATA|NOPTR, $52
+
+// func maxAVX512(x *float32, n16 int) float32
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·maxAVX512(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), AX
+	MOVQ    n16+8(FP), CX
+	VMOVUPS (AX), Z0
+
+loop:
+	VMAXPS        (AX), Z0, Z0
+	ADDQ          $0x40, AX
+	SUBQ          $0x10, CX
+	JNZ           loop
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPD     $0x01, X0, X1
+	VMAXPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VMAXSS        X1, X0, X0
+	VZEROUPPER
+	MOVSS         X0, ret+16(FP)
+	RET
+
+// func expSumAVX512(x *float32, n16 int, sub float32) float32
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n16+8(FP), CX
+	VBROADCASTSS sub+16(FP), Z8
+	VBROADCASTSS expConsts<>+0(SB), Z16
+	VBROADCASTSS expConsts<>+4(SB), Z17
+	VBROADCASTSS expConsts<>+8(SB), Z18
+	VBROADCASTSS expConsts<>+12(SB), Z19
+	VBROADCASTSS expConsts<>+16(SB), Z20
+	VBROADCASTSS expConsts<>+20(SB), Z21
+	VBROADCASTSS expConsts<>+24(SB), Z22
+	VBROADCASTSS expConsts<>+28(SB), Z23
+	VBROADCASTSS expConsts<>+32(SB), Z24
+	VBROADCASTSS expConsts<>+36(SB), Z25
+	VBROADCASTSS expConsts<>+40(SB), Z26
+	VBROADCASTSS expConsts<>+44(SB), Z27
+	VBROADCASTSS expConsts<>+48(SB), Z28
+	VXORPS       Z9, Z9, Z9
+
+loop:
+	TESTQ        CX, CX
+	JZ           done
+	VMOVUPS      (AX), Z0
+	VSUBPS       Z8, Z0, Z0
+	VMAXPS       Z25, Z0, Z0
+	VMINPS       Z26, Z0, Z0
+	VMULPS       Z16, Z0, Z1
+	VRNDSCALEPS  $0x00, Z1, Z1
+	VFNMADD231PS Z17, Z1, Z0
+	VFNMADD231PS Z18, Z1, Z0
+	VMOVAPS      Z19, Z2
+	VFMADD213PS  Z20, Z0, Z2
+	VFMADD213PS  Z21, Z0, Z2
+	VFMADD213PS  Z22, Z0, Z2
+	VFMADD213PS  Z23, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VSCALEFPS    Z1, Z2, Z0
+	VMOVUPS      Z0, (AX)
+	VADDPS       Z0, Z9, Z9
+	ADDQ         $0x40, AX
+	SUBQ         $0x10, CX
+	JMP          loop
+
+done:
+	VEXTRACTF32X8 $0x01, Z9, Y1
+	VADDPS        Y1, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X1
+	VADDPS        X1, X9, X9
+	VPERMILPD     $0x01, X9, X1
+	VADDPS        X1, X9, X9
+	VMOVSHDUP     X9, X1
+	VADDSS        X1, X9, X9
+	VZEROUPPER
+	MOVSS         X9, ret+24(FP)
+	RET
+
+// func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·siluMulAVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         gate+8(FP), CX
+	MOVQ         up+16(FP), DX
+	MOVQ         n16+24(FP), BX
+	VBROADCASTSS expConsts<>+0(SB), Z16
+	VBROADCASTSS expConsts<>+4(SB), Z17
+	VBROADCASTSS expConsts<>+8(SB), Z18
+	VBROADCASTSS expConsts<>+12(SB), Z19
+	VBROADCASTSS expConsts<>+16(SB), Z20
+	VBROADCASTSS expConsts<>+20(SB), Z21
+	VBROADCASTSS expConsts<>+24(SB), Z22
+	VBROADCASTSS expConsts<>+28(SB), Z23
+	VBROADCASTSS expConsts<>+32(SB), Z24
+	VBROADCASTSS expConsts<>+36(SB), Z25
+	VBROADCASTSS expConsts<>+40(SB), Z26
+	VBROADCASTSS expConsts<>+44(SB), Z27
+	VBROADCASTSS expConsts<>+48(SB), Z28
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Z0
+	VXORPS       Z3, Z3, Z3
+	VSUBPS       Z0, Z3, Z3
+	VMAXPS       Z25, Z3, Z3
+	VMINPS       Z26, Z3, Z3
+	VMULPS       Z16, Z3, Z1
+	VRNDSCALEPS  $0x00, Z1, Z1
+	VFNMADD231PS Z17, Z1, Z3
+	VFNMADD231PS Z18, Z1, Z3
+	VMOVAPS      Z19, Z2
+	VFMADD213PS  Z20, Z3, Z2
+	VFMADD213PS  Z21, Z3, Z2
+	VFMADD213PS  Z22, Z3, Z2
+	VFMADD213PS  Z23, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VSCALEFPS    Z1, Z2, Z3
+	VADDPS       Z24, Z3, Z3
+	VDIVPS       Z3, Z0, Z0
+	VMULPS       (DX), Z0, Z0
+	VMOVUPS      Z0, (AX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x10, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·geluTanhMulAVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         gate+8(FP), CX
+	MOVQ         up+16(FP), DX
+	MOVQ         n16+24(FP), BX
+	VBROADCASTSS expConsts<>+0(SB), Z16
+	VBROADCASTSS expConsts<>+4(SB), Z17
+	VBROADCASTSS expConsts<>+8(SB), Z18
+	VBROADCASTSS expConsts<>+12(SB), Z19
+	VBROADCASTSS expConsts<>+16(SB), Z20
+	VBROADCASTSS expConsts<>+20(SB), Z21
+	VBROADCASTSS expConsts<>+24(SB), Z22
+	VBROADCASTSS expConsts<>+28(SB), Z23
+	VBROADCASTSS expConsts<>+32(SB), Z24
+	VBROADCASTSS expConsts<>+36(SB), Z25
+	VBROADCASTSS expConsts<>+40(SB), Z26
+	VBROADCASTSS expConsts<>+44(SB), Z27
+	VBROADCASTSS expConsts<>+48(SB), Z28
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Z0
+	VMULPS       Z0, Z0, Z1
+	VMULPS       Z28, Z1, Z1
+	VFMADD213PS  Z0, Z0, Z1
+	VMULPS       Z27, Z1, Z1
+	VADDPS       Z1, Z1, Z1
+	VXORPS       Z3, Z3, Z3
+	VSUBPS       Z1, Z3, Z3
+	VMAXPS       Z25, Z3, Z3
+	VMINPS       Z26, Z3, Z3
+	VMULPS       Z16, Z3, Z1
+	VRNDSCALEPS  $0x00, Z1, Z1
+	VFNMADD231PS Z17, Z1, Z3
+	VFNMADD231PS Z18, Z1, Z3
+	VMOVAPS      Z19, Z2
+	VFMADD213PS  Z20, Z3, Z2
+	VFMADD213PS  Z21, Z3, Z2
+	VFMADD213PS  Z22, Z3, Z2
+	VFMADD213PS  Z23, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VFMADD213PS  Z24, Z3, Z2
+	VSCALEFPS    Z1, Z2, Z3
+	VADDPS       Z24, Z3, Z3
+	VDIVPS       Z3, Z0, Z0
+	VMULPS       (DX), Z0, Z0
+	VMOVUPS      Z0, (AX)
+	ADDQ         $0x40, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
+	SUBQ         $0x10, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
+// Requires: AVX, AVX512F
+TEXT ·mulScaleAVX512(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         n16+24(FP), BX
+	VBROADCASTSS s+32(FP), Z8
+
+loop:
+	TESTQ  BX, BX
+	JZ     done
+	VMULPS (CX), Z8, Z0
+	TESTQ  DX, DX
+	JZ     store
+	VMULPS (DX), Z0, Z0
+	ADDQ   $0x40, DX
+
+store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func addAVX512(dst *float32, a *float32, b *float32, n16 int)
+// Requires: AVX, AVX512F
+TEXT ·addAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ n16+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Z0
+	VADDPS  (DX), Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	SUBQ    $0x10, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
+// Requires: AVX, AVX512F
+TEXT ·ropeAVX512(SB), NOSPLIT, $0-40
+	MOVQ x1+0(FP), AX
+	MOVQ x2+8(FP), CX
+	MOVQ cos+16(FP), DX
+	MOVQ sin+24(FP), BX
+	MOVQ n16+32(FP), SI
+
+loop:
+	TESTQ   SI, SI
+	JZ      done
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS (BX), Z3
+	VMULPS  Z2, Z0, Z4
+	VMULPS  Z3, Z1, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z2, Z1, Z6
+	VMULPS  Z3, Z0, Z7
+	VADDPS  Z7, Z6, Z6
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z6, (CX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, BX
+	SUBQ    $0x10, SI
+	JMP     loop
 
 done:
 	VZEROUPPER
@@ -14333,1201 +17367,6 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func dequantQ8(dst *float32, scales *byte, quants *byte, nb int)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL
-TEXT ·dequantQ8(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), AX
-	MOVQ scales+8(FP), CX
-	MOVQ quants+16(FP), DX
-	MOVQ nb+24(FP), BX
-
-loop:
-	TESTQ        BX, BX
-	JZ           done
-	MOVWLZX      (CX), SI
-	VPBROADCASTW SI, Y2
-	VCVTPH2PS    Y2, Z2
-	VPMOVSXBD    (DX), Z0
-	VPMOVSXBD    16(DX), Z1
-	VCVTDQ2PS    Z0, Z0
-	VCVTDQ2PS    Z1, Z1
-	VMULPS       Z2, Z0, Z0
-	VMULPS       Z2, Z1, Z1
-	VMOVUPS      Z0, (AX)
-	VMOVUPS      Z1, 64(AX)
-	ADDQ         $0x02, CX
-	ADDQ         $0x20, DX
-	ADDQ         $0x00000080, AX
-	DECQ         BX
-	JMP          loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func dequantQ4(dst *float32, scales *byte, quants *byte, nb int)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL
-TEXT ·dequantQ4(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), AX
-	MOVQ         scales+8(FP), CX
-	MOVQ         quants+16(FP), DX
-	MOVQ         nb+24(FP), BX
-	MOVL         $0x0000000f, SI
-	VPBROADCASTD SI, Z10
-	MOVL         $0x00000008, SI
-	VPBROADCASTD SI, Z11
-
-loop:
-	TESTQ        BX, BX
-	JZ           done
-	MOVWLZX      (CX), SI
-	VPBROADCASTW SI, Y2
-	VCVTPH2PS    Y2, Z2
-	VPMOVZXBD    (DX), Z0
-	VPSRLD       $0x04, Z0, Z1
-	VPANDD       Z10, Z0, Z0
-	VPSUBD       Z11, Z0, Z0
-	VPSUBD       Z11, Z1, Z1
-	VCVTDQ2PS    Z0, Z0
-	VCVTDQ2PS    Z1, Z1
-	VMULPS       Z2, Z0, Z0
-	VMULPS       Z2, Z1, Z1
-	VMOVUPS      Z0, (AX)
-	VMOVUPS      Z1, 64(AX)
-	ADDQ         $0x02, CX
-	ADDQ         $0x10, DX
-	ADDQ         $0x00000080, AX
-	DECQ         BX
-	JMP          loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·quantizeXQ8(SB), NOSPLIT, $0-40
-	MOVQ         x+0(FP), AX
-	MOVQ         nb+8(FP), CX
-	MOVQ         xq+16(FP), DX
-	MOVQ         dx+24(FP), BX
-	MOVQ         xqs+32(FP), SI
-	MOVL         $0x7fffffff, DI
-	VPBROADCASTD DI, Z15
-	MOVL         $0x3c010204, DI
-	VMOVD        DI, X14
-	MOVL         $0x42fe0000, DI
-	VMOVD        DI, X13
-	MOVL         $0x0da24260, DI
-	VMOVD        DI, X12
-
-loop:
-	TESTQ         CX, CX
-	JZ            done
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, (DX)
-	VPMOVSDB      Z1, 16(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, 32(DX)
-	VPMOVSDB      Z1, 48(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, 64(DX)
-	VPMOVSDB      Z1, 80(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, 96(DX)
-	VPMOVSDB      Z1, 112(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	ADDQ          $0x00000080, DX
-	SUBQ          $0x04, CX
-	JMP           loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·quantizeXQ4(SB), NOSPLIT, $0-40
-	MOVQ         x+0(FP), AX
-	MOVQ         nb+8(FP), CX
-	MOVQ         xq+16(FP), DX
-	MOVQ         dx+24(FP), BX
-	MOVQ         xqs+32(FP), SI
-	MOVL         $0x7fffffff, DI
-	VPBROADCASTD DI, Z15
-	MOVL         $0x3c010204, DI
-	VMOVD        DI, X14
-	MOVL         $0x42fe0000, DI
-	VMOVD        DI, X13
-	MOVL         $0x0da24260, DI
-	VMOVD        DI, X12
-
-loop:
-	TESTQ         CX, CX
-	JZ            done
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, (DX)
-	VPMOVSDB      Z1, 64(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, 16(DX)
-	VPMOVSDB      Z1, 80(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, 32(DX)
-	VPMOVSDB      Z1, 96(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, 48(DX)
-	VPMOVSDB      Z1, 112(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	ADDQ          $0x00000080, DX
-	SUBQ          $0x04, CX
-	JMP           loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·quantizeXQ8T(SB), NOSPLIT, $0-40
-	MOVQ         x+0(FP), AX
-	MOVQ         nb+8(FP), CX
-	MOVQ         xq+16(FP), DX
-	MOVQ         dx+24(FP), BX
-	MOVQ         xqs+32(FP), SI
-	MOVL         $0x7fffffff, DI
-	VPBROADCASTD DI, Z15
-	MOVL         $0x3c010204, DI
-	VMOVD        DI, X14
-	MOVL         $0x42fe0000, DI
-	VMOVD        DI, X13
-	MOVL         $0x0da24260, DI
-	VMOVD        DI, X12
-
-loop:
-	TESTQ         CX, CX
-	JZ            done
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, (DX)
-	VPEXTRD       $0x01, X7, 64(DX)
-	VPEXTRD       $0x02, X7, 128(DX)
-	VPEXTRD       $0x03, X7, 192(DX)
-	VMOVD         X8, 256(DX)
-	VPEXTRD       $0x01, X8, 320(DX)
-	VPEXTRD       $0x02, X8, 384(DX)
-	VPEXTRD       $0x03, X8, 448(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 4(DX)
-	VPEXTRD       $0x01, X7, 68(DX)
-	VPEXTRD       $0x02, X7, 132(DX)
-	VPEXTRD       $0x03, X7, 196(DX)
-	VMOVD         X8, 260(DX)
-	VPEXTRD       $0x01, X8, 324(DX)
-	VPEXTRD       $0x02, X8, 388(DX)
-	VPEXTRD       $0x03, X8, 452(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 8(DX)
-	VPEXTRD       $0x01, X7, 72(DX)
-	VPEXTRD       $0x02, X7, 136(DX)
-	VPEXTRD       $0x03, X7, 200(DX)
-	VMOVD         X8, 264(DX)
-	VPEXTRD       $0x01, X8, 328(DX)
-	VPEXTRD       $0x02, X8, 392(DX)
-	VPEXTRD       $0x03, X8, 456(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 12(DX)
-	VPEXTRD       $0x01, X7, 76(DX)
-	VPEXTRD       $0x02, X7, 140(DX)
-	VPEXTRD       $0x03, X7, 204(DX)
-	VMOVD         X8, 268(DX)
-	VPEXTRD       $0x01, X8, 332(DX)
-	VPEXTRD       $0x02, X8, 396(DX)
-	VPEXTRD       $0x03, X8, 460(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 16(DX)
-	VPEXTRD       $0x01, X7, 80(DX)
-	VPEXTRD       $0x02, X7, 144(DX)
-	VPEXTRD       $0x03, X7, 208(DX)
-	VMOVD         X8, 272(DX)
-	VPEXTRD       $0x01, X8, 336(DX)
-	VPEXTRD       $0x02, X8, 400(DX)
-	VPEXTRD       $0x03, X8, 464(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 20(DX)
-	VPEXTRD       $0x01, X7, 84(DX)
-	VPEXTRD       $0x02, X7, 148(DX)
-	VPEXTRD       $0x03, X7, 212(DX)
-	VMOVD         X8, 276(DX)
-	VPEXTRD       $0x01, X8, 340(DX)
-	VPEXTRD       $0x02, X8, 404(DX)
-	VPEXTRD       $0x03, X8, 468(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 24(DX)
-	VPEXTRD       $0x01, X7, 88(DX)
-	VPEXTRD       $0x02, X7, 152(DX)
-	VPEXTRD       $0x03, X7, 216(DX)
-	VMOVD         X8, 280(DX)
-	VPEXTRD       $0x01, X8, 344(DX)
-	VPEXTRD       $0x02, X8, 408(DX)
-	VPEXTRD       $0x03, X8, 472(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 28(DX)
-	VPEXTRD       $0x01, X7, 92(DX)
-	VPEXTRD       $0x02, X7, 156(DX)
-	VPEXTRD       $0x03, X7, 220(DX)
-	VMOVD         X8, 284(DX)
-	VPEXTRD       $0x01, X8, 348(DX)
-	VPEXTRD       $0x02, X8, 412(DX)
-	VPEXTRD       $0x03, X8, 476(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 32(DX)
-	VPEXTRD       $0x01, X7, 96(DX)
-	VPEXTRD       $0x02, X7, 160(DX)
-	VPEXTRD       $0x03, X7, 224(DX)
-	VMOVD         X8, 288(DX)
-	VPEXTRD       $0x01, X8, 352(DX)
-	VPEXTRD       $0x02, X8, 416(DX)
-	VPEXTRD       $0x03, X8, 480(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 36(DX)
-	VPEXTRD       $0x01, X7, 100(DX)
-	VPEXTRD       $0x02, X7, 164(DX)
-	VPEXTRD       $0x03, X7, 228(DX)
-	VMOVD         X8, 292(DX)
-	VPEXTRD       $0x01, X8, 356(DX)
-	VPEXTRD       $0x02, X8, 420(DX)
-	VPEXTRD       $0x03, X8, 484(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 40(DX)
-	VPEXTRD       $0x01, X7, 104(DX)
-	VPEXTRD       $0x02, X7, 168(DX)
-	VPEXTRD       $0x03, X7, 232(DX)
-	VMOVD         X8, 296(DX)
-	VPEXTRD       $0x01, X8, 360(DX)
-	VPEXTRD       $0x02, X8, 424(DX)
-	VPEXTRD       $0x03, X8, 488(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 44(DX)
-	VPEXTRD       $0x01, X7, 108(DX)
-	VPEXTRD       $0x02, X7, 172(DX)
-	VPEXTRD       $0x03, X7, 236(DX)
-	VMOVD         X8, 300(DX)
-	VPEXTRD       $0x01, X8, 364(DX)
-	VPEXTRD       $0x02, X8, 428(DX)
-	VPEXTRD       $0x03, X8, 492(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 48(DX)
-	VPEXTRD       $0x01, X7, 112(DX)
-	VPEXTRD       $0x02, X7, 176(DX)
-	VPEXTRD       $0x03, X7, 240(DX)
-	VMOVD         X8, 304(DX)
-	VPEXTRD       $0x01, X8, 368(DX)
-	VPEXTRD       $0x02, X8, 432(DX)
-	VPEXTRD       $0x03, X8, 496(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 52(DX)
-	VPEXTRD       $0x01, X7, 116(DX)
-	VPEXTRD       $0x02, X7, 180(DX)
-	VPEXTRD       $0x03, X7, 244(DX)
-	VMOVD         X8, 308(DX)
-	VPEXTRD       $0x01, X8, 372(DX)
-	VPEXTRD       $0x02, X8, 436(DX)
-	VPEXTRD       $0x03, X8, 500(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 56(DX)
-	VPEXTRD       $0x01, X7, 120(DX)
-	VPEXTRD       $0x02, X7, 184(DX)
-	VPEXTRD       $0x03, X7, 248(DX)
-	VMOVD         X8, 312(DX)
-	VPEXTRD       $0x01, X8, 376(DX)
-	VPEXTRD       $0x02, X8, 440(DX)
-	VPEXTRD       $0x03, X8, 504(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	VMOVUPS       (AX), Z0
-	VMOVUPS       64(AX), Z1
-	VANDPS        Z15, Z0, Z2
-	VANDPS        Z15, Z1, Z3
-	VMAXPS        Z3, Z2, Z2
-	VEXTRACTF32X8 $0x01, Z2, Y3
-	VMAXPS        Y3, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X3
-	VMAXPS        X3, X2, X2
-	VPERMILPD     $0x01, X2, X3
-	VMAXPS        X3, X2, X2
-	VMOVSHDUP     X2, X3
-	VMAXSS        X3, X2, X2
-	VMULSS        X14, X2, X5
-	VMOVSS        X5, (BX)
-	VMAXSS        X12, X2, X2
-	VDIVSS        X2, X13, X6
-	VBROADCASTSS  X6, Z6
-	VMULPS        Z6, Z0, Z0
-	VMULPS        Z6, Z1, Z1
-	VCVTPS2DQ     Z0, Z0
-	VCVTPS2DQ     Z1, Z1
-	VPMOVSDB      Z0, X7
-	VPMOVSDB      Z1, X8
-	VMOVD         X7, 60(DX)
-	VPEXTRD       $0x01, X7, 124(DX)
-	VPEXTRD       $0x02, X7, 188(DX)
-	VPEXTRD       $0x03, X7, 252(DX)
-	VMOVD         X8, 316(DX)
-	VPEXTRD       $0x01, X8, 380(DX)
-	VPEXTRD       $0x02, X8, 444(DX)
-	VPEXTRD       $0x03, X8, 508(DX)
-	VPADDD        Z1, Z0, Z0
-	VEXTRACTI32X8 $0x01, Z0, Y1
-	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VCVTDQ2PS     X0, X0
-	VMOVSS        X0, (SI)
-	ADDQ          $0x00000080, AX
-	ADDQ          $0x04, BX
-	ADDQ          $0x04, SI
-	ADDQ          $0x00000200, DX
-	SUBQ          $0x10, CX
-	JMP           loop
-
-done:
-	VZEROUPPER
-	RET
-
 // func bgemm_1(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·bgemm_1(SB), NOSPLIT, $0-44
@@ -17071,2968 +18910,1125 @@ done:
 	VZEROUPPER
 	RET
 
-DATA expConsts<>+0(SB)/4, $(1.442695)
-DATA expConsts<>+4(SB)/4, $(0.6933594)
-DATA expConsts<>+8(SB)/4, $(-0.00021219444)
-DATA expConsts<>+12(SB)/4, $(0.0013888889)
-DATA expConsts<>+16(SB)/4, $(0.008333334)
-DATA expConsts<>+20(SB)/4, $(0.041666668)
-DATA expConsts<>+24(SB)/4, $(0.16666667)
-DATA expConsts<>+28(SB)/4, $(0.5)
-DATA expConsts<>+32(SB)/4, $(1.0)
-DATA expConsts<>+36(SB)/4, $(-104.0)
-DATA expConsts<>+40(SB)/4, $(88.7)
-DATA expConsts<>+44(SB)/4, $(0.7978846)
-DATA expConsts<>+48(SB)/4, $(0.044715)
-GLOBL expConsts<>(SB), RODATA|NOPTR, $52
-
-// func maxAVX512(x *float32, n16 int) float32
-// Requires: AVX, AVX512DQ, AVX512F, SSE
-TEXT ·maxAVX512(SB), NOSPLIT, $0-20
-	MOVQ    x+0(FP), AX
-	MOVQ    n16+8(FP), CX
-	VMOVUPS (AX), Z0
+// func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·quantizeXQ8(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), AX
+	MOVQ         nb+8(FP), CX
+	MOVQ         xq+16(FP), DX
+	MOVQ         dx+24(FP), BX
+	MOVQ         xqs+32(FP), SI
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z15
+	MOVL         $0x3c010204, DI
+	VMOVD        DI, X14
+	MOVL         $0x42fe0000, DI
+	VMOVD        DI, X13
+	MOVL         $0x0da24260, DI
+	VMOVD        DI, X12
 
 loop:
-	VMAXPS        (AX), Z0, Z0
-	ADDQ          $0x40, AX
+	TESTQ         CX, CX
+	JZ            done
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, (DX)
+	VPMOVSDB      Z1, 16(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 32(DX)
+	VPMOVSDB      Z1, 48(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 64(DX)
+	VPMOVSDB      Z1, 80(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 96(DX)
+	VPMOVSDB      Z1, 112(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	ADDQ          $0x00000080, DX
+	SUBQ          $0x04, CX
+	JMP           loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·quantizeXQ4(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), AX
+	MOVQ         nb+8(FP), CX
+	MOVQ         xq+16(FP), DX
+	MOVQ         dx+24(FP), BX
+	MOVQ         xqs+32(FP), SI
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z15
+	MOVL         $0x3c010204, DI
+	VMOVD        DI, X14
+	MOVL         $0x42fe0000, DI
+	VMOVD        DI, X13
+	MOVL         $0x0da24260, DI
+	VMOVD        DI, X12
+
+loop:
+	TESTQ         CX, CX
+	JZ            done
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, (DX)
+	VPMOVSDB      Z1, 64(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 16(DX)
+	VPMOVSDB      Z1, 80(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 32(DX)
+	VPMOVSDB      Z1, 96(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, 48(DX)
+	VPMOVSDB      Z1, 112(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	ADDQ          $0x00000080, DX
+	SUBQ          $0x04, CX
+	JMP           loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·quantizeXQ8T(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), AX
+	MOVQ         nb+8(FP), CX
+	MOVQ         xq+16(FP), DX
+	MOVQ         dx+24(FP), BX
+	MOVQ         xqs+32(FP), SI
+	MOVL         $0x7fffffff, DI
+	VPBROADCASTD DI, Z15
+	MOVL         $0x3c010204, DI
+	VMOVD        DI, X14
+	MOVL         $0x42fe0000, DI
+	VMOVD        DI, X13
+	MOVL         $0x0da24260, DI
+	VMOVD        DI, X12
+
+loop:
+	TESTQ         CX, CX
+	JZ            done
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, (DX)
+	VPEXTRD       $0x01, X7, 64(DX)
+	VPEXTRD       $0x02, X7, 128(DX)
+	VPEXTRD       $0x03, X7, 192(DX)
+	VMOVD         X8, 256(DX)
+	VPEXTRD       $0x01, X8, 320(DX)
+	VPEXTRD       $0x02, X8, 384(DX)
+	VPEXTRD       $0x03, X8, 448(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 4(DX)
+	VPEXTRD       $0x01, X7, 68(DX)
+	VPEXTRD       $0x02, X7, 132(DX)
+	VPEXTRD       $0x03, X7, 196(DX)
+	VMOVD         X8, 260(DX)
+	VPEXTRD       $0x01, X8, 324(DX)
+	VPEXTRD       $0x02, X8, 388(DX)
+	VPEXTRD       $0x03, X8, 452(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 8(DX)
+	VPEXTRD       $0x01, X7, 72(DX)
+	VPEXTRD       $0x02, X7, 136(DX)
+	VPEXTRD       $0x03, X7, 200(DX)
+	VMOVD         X8, 264(DX)
+	VPEXTRD       $0x01, X8, 328(DX)
+	VPEXTRD       $0x02, X8, 392(DX)
+	VPEXTRD       $0x03, X8, 456(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 12(DX)
+	VPEXTRD       $0x01, X7, 76(DX)
+	VPEXTRD       $0x02, X7, 140(DX)
+	VPEXTRD       $0x03, X7, 204(DX)
+	VMOVD         X8, 268(DX)
+	VPEXTRD       $0x01, X8, 332(DX)
+	VPEXTRD       $0x02, X8, 396(DX)
+	VPEXTRD       $0x03, X8, 460(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 16(DX)
+	VPEXTRD       $0x01, X7, 80(DX)
+	VPEXTRD       $0x02, X7, 144(DX)
+	VPEXTRD       $0x03, X7, 208(DX)
+	VMOVD         X8, 272(DX)
+	VPEXTRD       $0x01, X8, 336(DX)
+	VPEXTRD       $0x02, X8, 400(DX)
+	VPEXTRD       $0x03, X8, 464(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 20(DX)
+	VPEXTRD       $0x01, X7, 84(DX)
+	VPEXTRD       $0x02, X7, 148(DX)
+	VPEXTRD       $0x03, X7, 212(DX)
+	VMOVD         X8, 276(DX)
+	VPEXTRD       $0x01, X8, 340(DX)
+	VPEXTRD       $0x02, X8, 404(DX)
+	VPEXTRD       $0x03, X8, 468(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 24(DX)
+	VPEXTRD       $0x01, X7, 88(DX)
+	VPEXTRD       $0x02, X7, 152(DX)
+	VPEXTRD       $0x03, X7, 216(DX)
+	VMOVD         X8, 280(DX)
+	VPEXTRD       $0x01, X8, 344(DX)
+	VPEXTRD       $0x02, X8, 408(DX)
+	VPEXTRD       $0x03, X8, 472(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 28(DX)
+	VPEXTRD       $0x01, X7, 92(DX)
+	VPEXTRD       $0x02, X7, 156(DX)
+	VPEXTRD       $0x03, X7, 220(DX)
+	VMOVD         X8, 284(DX)
+	VPEXTRD       $0x01, X8, 348(DX)
+	VPEXTRD       $0x02, X8, 412(DX)
+	VPEXTRD       $0x03, X8, 476(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 32(DX)
+	VPEXTRD       $0x01, X7, 96(DX)
+	VPEXTRD       $0x02, X7, 160(DX)
+	VPEXTRD       $0x03, X7, 224(DX)
+	VMOVD         X8, 288(DX)
+	VPEXTRD       $0x01, X8, 352(DX)
+	VPEXTRD       $0x02, X8, 416(DX)
+	VPEXTRD       $0x03, X8, 480(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 36(DX)
+	VPEXTRD       $0x01, X7, 100(DX)
+	VPEXTRD       $0x02, X7, 164(DX)
+	VPEXTRD       $0x03, X7, 228(DX)
+	VMOVD         X8, 292(DX)
+	VPEXTRD       $0x01, X8, 356(DX)
+	VPEXTRD       $0x02, X8, 420(DX)
+	VPEXTRD       $0x03, X8, 484(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 40(DX)
+	VPEXTRD       $0x01, X7, 104(DX)
+	VPEXTRD       $0x02, X7, 168(DX)
+	VPEXTRD       $0x03, X7, 232(DX)
+	VMOVD         X8, 296(DX)
+	VPEXTRD       $0x01, X8, 360(DX)
+	VPEXTRD       $0x02, X8, 424(DX)
+	VPEXTRD       $0x03, X8, 488(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 44(DX)
+	VPEXTRD       $0x01, X7, 108(DX)
+	VPEXTRD       $0x02, X7, 172(DX)
+	VPEXTRD       $0x03, X7, 236(DX)
+	VMOVD         X8, 300(DX)
+	VPEXTRD       $0x01, X8, 364(DX)
+	VPEXTRD       $0x02, X8, 428(DX)
+	VPEXTRD       $0x03, X8, 492(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 48(DX)
+	VPEXTRD       $0x01, X7, 112(DX)
+	VPEXTRD       $0x02, X7, 176(DX)
+	VPEXTRD       $0x03, X7, 240(DX)
+	VMOVD         X8, 304(DX)
+	VPEXTRD       $0x01, X8, 368(DX)
+	VPEXTRD       $0x02, X8, 432(DX)
+	VPEXTRD       $0x03, X8, 496(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 52(DX)
+	VPEXTRD       $0x01, X7, 116(DX)
+	VPEXTRD       $0x02, X7, 180(DX)
+	VPEXTRD       $0x03, X7, 244(DX)
+	VMOVD         X8, 308(DX)
+	VPEXTRD       $0x01, X8, 372(DX)
+	VPEXTRD       $0x02, X8, 436(DX)
+	VPEXTRD       $0x03, X8, 500(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 56(DX)
+	VPEXTRD       $0x01, X7, 120(DX)
+	VPEXTRD       $0x02, X7, 184(DX)
+	VPEXTRD       $0x03, X7, 248(DX)
+	VMOVD         X8, 312(DX)
+	VPEXTRD       $0x01, X8, 376(DX)
+	VPEXTRD       $0x02, X8, 440(DX)
+	VPEXTRD       $0x03, X8, 504(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	VMOVUPS       (AX), Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS        Z15, Z0, Z2
+	VANDPS        Z15, Z1, Z3
+	VMAXPS        Z3, Z2, Z2
+	VEXTRACTF32X8 $0x01, Z2, Y3
+	VMAXPS        Y3, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X3
+	VMAXPS        X3, X2, X2
+	VPERMILPD     $0x01, X2, X3
+	VMAXPS        X3, X2, X2
+	VMOVSHDUP     X2, X3
+	VMAXSS        X3, X2, X2
+	VMULSS        X14, X2, X5
+	VMOVSS        X5, (BX)
+	VMAXSS        X12, X2, X2
+	VDIVSS        X2, X13, X6
+	VBROADCASTSS  X6, Z6
+	VMULPS        Z6, Z0, Z0
+	VMULPS        Z6, Z1, Z1
+	VCVTPS2DQ     Z0, Z0
+	VCVTPS2DQ     Z1, Z1
+	VPMOVSDB      Z0, X7
+	VPMOVSDB      Z1, X8
+	VMOVD         X7, 60(DX)
+	VPEXTRD       $0x01, X7, 124(DX)
+	VPEXTRD       $0x02, X7, 188(DX)
+	VPEXTRD       $0x03, X7, 252(DX)
+	VMOVD         X8, 316(DX)
+	VPEXTRD       $0x01, X8, 380(DX)
+	VPEXTRD       $0x02, X8, 444(DX)
+	VPEXTRD       $0x03, X8, 508(DX)
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI32X8 $0x01, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VCVTDQ2PS     X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000080, AX
+	ADDQ          $0x04, BX
+	ADDQ          $0x04, SI
+	ADDQ          $0x00000200, DX
 	SUBQ          $0x10, CX
-	JNZ           loop
-	VEXTRACTF32X8 $0x01, Z0, Y1
-	VMAXPS        Y1, Y0, Y0
-	VEXTRACTF128  $0x01, Y0, X1
-	VMAXPS        X1, X0, X0
-	VPERMILPD     $0x01, X0, X1
-	VMAXPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VMAXSS        X1, X0, X0
-	VZEROUPPER
-	MOVSS         X0, ret+16(FP)
-	RET
-
-// func expSumAVX512(x *float32, n16 int, sub float32) float32
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
-TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
-	MOVQ         x+0(FP), AX
-	MOVQ         n16+8(FP), CX
-	VBROADCASTSS sub+16(FP), Z8
-	VBROADCASTSS expConsts<>+0(SB), Z16
-	VBROADCASTSS expConsts<>+4(SB), Z17
-	VBROADCASTSS expConsts<>+8(SB), Z18
-	VBROADCASTSS expConsts<>+12(SB), Z19
-	VBROADCASTSS expConsts<>+16(SB), Z20
-	VBROADCASTSS expConsts<>+20(SB), Z21
-	VBROADCASTSS expConsts<>+24(SB), Z22
-	VBROADCASTSS expConsts<>+28(SB), Z23
-	VBROADCASTSS expConsts<>+32(SB), Z24
-	VBROADCASTSS expConsts<>+36(SB), Z25
-	VBROADCASTSS expConsts<>+40(SB), Z26
-	VBROADCASTSS expConsts<>+44(SB), Z27
-	VBROADCASTSS expConsts<>+48(SB), Z28
-	VXORPS       Z9, Z9, Z9
-
-loop:
-	TESTQ        CX, CX
-	JZ           done
-	VMOVUPS      (AX), Z0
-	VSUBPS       Z8, Z0, Z0
-	VMAXPS       Z25, Z0, Z0
-	VMINPS       Z26, Z0, Z0
-	VMULPS       Z16, Z0, Z1
-	VRNDSCALEPS  $0x00, Z1, Z1
-	VFNMADD231PS Z17, Z1, Z0
-	VFNMADD231PS Z18, Z1, Z0
-	VMOVAPS      Z19, Z2
-	VFMADD213PS  Z20, Z0, Z2
-	VFMADD213PS  Z21, Z0, Z2
-	VFMADD213PS  Z22, Z0, Z2
-	VFMADD213PS  Z23, Z0, Z2
-	VFMADD213PS  Z24, Z0, Z2
-	VFMADD213PS  Z24, Z0, Z2
-	VSCALEFPS    Z1, Z2, Z0
-	VMOVUPS      Z0, (AX)
-	VADDPS       Z0, Z9, Z9
-	ADDQ         $0x40, AX
-	SUBQ         $0x10, CX
-	JMP          loop
-
-done:
-	VEXTRACTF32X8 $0x01, Z9, Y1
-	VADDPS        Y1, Y9, Y9
-	VEXTRACTF32X4 $0x01, Y9, X1
-	VADDPS        X1, X9, X9
-	VPERMILPD     $0x01, X9, X1
-	VADDPS        X1, X9, X9
-	VMOVSHDUP     X9, X1
-	VADDSS        X1, X9, X9
-	VZEROUPPER
-	MOVSS         X9, ret+24(FP)
-	RET
-
-// func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
-// Requires: AVX, AVX512DQ, AVX512F
-TEXT ·siluMulAVX512(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), AX
-	MOVQ         gate+8(FP), CX
-	MOVQ         up+16(FP), DX
-	MOVQ         n16+24(FP), BX
-	VBROADCASTSS expConsts<>+0(SB), Z16
-	VBROADCASTSS expConsts<>+4(SB), Z17
-	VBROADCASTSS expConsts<>+8(SB), Z18
-	VBROADCASTSS expConsts<>+12(SB), Z19
-	VBROADCASTSS expConsts<>+16(SB), Z20
-	VBROADCASTSS expConsts<>+20(SB), Z21
-	VBROADCASTSS expConsts<>+24(SB), Z22
-	VBROADCASTSS expConsts<>+28(SB), Z23
-	VBROADCASTSS expConsts<>+32(SB), Z24
-	VBROADCASTSS expConsts<>+36(SB), Z25
-	VBROADCASTSS expConsts<>+40(SB), Z26
-	VBROADCASTSS expConsts<>+44(SB), Z27
-	VBROADCASTSS expConsts<>+48(SB), Z28
-
-loop:
-	TESTQ        BX, BX
-	JZ           done
-	VMOVUPS      (CX), Z0
-	VXORPS       Z3, Z3, Z3
-	VSUBPS       Z0, Z3, Z3
-	VMAXPS       Z25, Z3, Z3
-	VMINPS       Z26, Z3, Z3
-	VMULPS       Z16, Z3, Z1
-	VRNDSCALEPS  $0x00, Z1, Z1
-	VFNMADD231PS Z17, Z1, Z3
-	VFNMADD231PS Z18, Z1, Z3
-	VMOVAPS      Z19, Z2
-	VFMADD213PS  Z20, Z3, Z2
-	VFMADD213PS  Z21, Z3, Z2
-	VFMADD213PS  Z22, Z3, Z2
-	VFMADD213PS  Z23, Z3, Z2
-	VFMADD213PS  Z24, Z3, Z2
-	VFMADD213PS  Z24, Z3, Z2
-	VSCALEFPS    Z1, Z2, Z3
-	VADDPS       Z24, Z3, Z3
-	VDIVPS       Z3, Z0, Z0
-	VMULPS       (DX), Z0, Z0
-	VMOVUPS      Z0, (AX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
-	SUBQ         $0x10, BX
-	JMP          loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
-// Requires: AVX, AVX512DQ, AVX512F
-TEXT ·geluTanhMulAVX512(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), AX
-	MOVQ         gate+8(FP), CX
-	MOVQ         up+16(FP), DX
-	MOVQ         n16+24(FP), BX
-	VBROADCASTSS expConsts<>+0(SB), Z16
-	VBROADCASTSS expConsts<>+4(SB), Z17
-	VBROADCASTSS expConsts<>+8(SB), Z18
-	VBROADCASTSS expConsts<>+12(SB), Z19
-	VBROADCASTSS expConsts<>+16(SB), Z20
-	VBROADCASTSS expConsts<>+20(SB), Z21
-	VBROADCASTSS expConsts<>+24(SB), Z22
-	VBROADCASTSS expConsts<>+28(SB), Z23
-	VBROADCASTSS expConsts<>+32(SB), Z24
-	VBROADCASTSS expConsts<>+36(SB), Z25
-	VBROADCASTSS expConsts<>+40(SB), Z26
-	VBROADCASTSS expConsts<>+44(SB), Z27
-	VBROADCASTSS expConsts<>+48(SB), Z28
-
-loop:
-	TESTQ        BX, BX
-	JZ           done
-	VMOVUPS      (CX), Z0
-	VMULPS       Z0, Z0, Z1
-	VMULPS       Z28, Z1, Z1
-	VFMADD213PS  Z0, Z0, Z1
-	VMULPS       Z27, Z1, Z1
-	VADDPS       Z1, Z1, Z1
-	VXORPS       Z3, Z3, Z3
-	VSUBPS       Z1, Z3, Z3
-	VMAXPS       Z25, Z3, Z3
-	VMINPS       Z26, Z3, Z3
-	VMULPS       Z16, Z3, Z1
-	VRNDSCALEPS  $0x00, Z1, Z1
-	VFNMADD231PS Z17, Z1, Z3
-	VFNMADD231PS Z18, Z1, Z3
-	VMOVAPS      Z19, Z2
-	VFMADD213PS  Z20, Z3, Z2
-	VFMADD213PS  Z21, Z3, Z2
-	VFMADD213PS  Z22, Z3, Z2
-	VFMADD213PS  Z23, Z3, Z2
-	VFMADD213PS  Z24, Z3, Z2
-	VFMADD213PS  Z24, Z3, Z2
-	VSCALEFPS    Z1, Z2, Z3
-	VADDPS       Z24, Z3, Z3
-	VDIVPS       Z3, Z0, Z0
-	VMULPS       (DX), Z0, Z0
-	VMOVUPS      Z0, (AX)
-	ADDQ         $0x40, AX
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
-	SUBQ         $0x10, BX
-	JMP          loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
-// Requires: AVX, AVX512F
-TEXT ·mulScaleAVX512(SB), NOSPLIT, $0-36
-	MOVQ         dst+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         n16+24(FP), BX
-	VBROADCASTSS s+32(FP), Z8
-
-loop:
-	TESTQ  BX, BX
-	JZ     done
-	VMULPS (CX), Z8, Z0
-	TESTQ  DX, DX
-	JZ     store
-	VMULPS (DX), Z0, Z0
-	ADDQ   $0x40, DX
-
-store:
-	VMOVUPS Z0, (AX)
-	ADDQ    $0x40, AX
-	ADDQ    $0x40, CX
-	SUBQ    $0x10, BX
-	JMP     loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func addAVX512(dst *float32, a *float32, b *float32, n16 int)
-// Requires: AVX, AVX512F
-TEXT ·addAVX512(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
-	MOVQ n16+24(FP), BX
-
-loop:
-	TESTQ   BX, BX
-	JZ      done
-	VMOVUPS (CX), Z0
-	VADDPS  (DX), Z0, Z0
-	VMOVUPS Z0, (AX)
-	ADDQ    $0x40, AX
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	SUBQ    $0x10, BX
-	JMP     loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
-// Requires: AVX, AVX512F
-TEXT ·ropeAVX512(SB), NOSPLIT, $0-40
-	MOVQ x1+0(FP), AX
-	MOVQ x2+8(FP), CX
-	MOVQ cos+16(FP), DX
-	MOVQ sin+24(FP), BX
-	MOVQ n16+32(FP), SI
-
-loop:
-	TESTQ   SI, SI
-	JZ      done
-	VMOVUPS (AX), Z0
-	VMOVUPS (CX), Z1
-	VMOVUPS (DX), Z2
-	VMOVUPS (BX), Z3
-	VMULPS  Z2, Z0, Z4
-	VMULPS  Z3, Z1, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z2, Z1, Z6
-	VMULPS  Z3, Z0, Z7
-	VADDPS  Z7, Z6, Z6
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z6, (CX)
-	ADDQ    $0x40, AX
-	ADDQ    $0x40, CX
-	ADDQ    $0x40, DX
-	ADDQ    $0x40, BX
-	SUBQ    $0x10, SI
-	JMP     loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func dotAVX2(a *float32, b *float32, n8 int) float32
-// Requires: AVX, FMA3, SSE
-TEXT ·dotAVX2(SB), NOSPLIT, $0-28
-	MOVQ   a+0(FP), AX
-	MOVQ   b+8(FP), CX
-	MOVQ   n8+16(FP), DX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-loop32:
-	CMPQ        DX, $0x20
-	JL          loop8
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	VMOVUPS     32(AX), Y5
-	VFMADD231PS 32(CX), Y5, Y1
-	VMOVUPS     64(AX), Y6
-	VFMADD231PS 64(CX), Y6, Y2
-	VMOVUPS     96(AX), Y7
-	VFMADD231PS 96(CX), Y7, Y3
-	ADDQ        $0x00000080, AX
-	ADDQ        $0x00000080, CX
-	SUBQ        $0x20, DX
-	JMP         loop32
-
-loop8:
-	CMPQ        DX, $0x08
-	JL          done
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	ADDQ        $0x20, AX
-	ADDQ        $0x20, CX
-	SUBQ        $0x08, DX
-	JMP         loop8
-
-done:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
-	RET
-
-// func axpyAVX2(alpha float32, x *float32, y *float32, n8 int)
-// Requires: AVX, FMA3
-TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
-	VBROADCASTSS alpha+0(FP), Y0
-	MOVQ         x+8(FP), AX
-	MOVQ         y+16(FP), CX
-	MOVQ         n8+24(FP), DX
-
-loop:
-	CMPQ        DX, $0x08
-	JL          done
-	VMOVUPS     (CX), Y1
-	VFMADD231PS (AX), Y0, Y1
-	VMOVUPS     Y1, (CX)
-	ADDQ        $0x20, AX
-	ADDQ        $0x20, CX
-	SUBQ        $0x08, DX
-	JMP         loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func dotF16AVX2(a *float32, b *uint16, n8 int) float32
-// Requires: AVX, F16C, FMA3, SSE
-TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ   a+0(FP), AX
-	MOVQ   b+8(FP), CX
-	MOVQ   n8+16(FP), DX
-	VXORPS Y0, Y0, Y0
-
-loop:
-	CMPQ        DX, $0x08
-	JL          done
-	VCVTPH2PS   (CX), Y2
-	VFMADD231PS (AX), Y2, Y0
-	ADDQ        $0x20, AX
-	ADDQ        $0x10, CX
-	SUBQ        $0x08, DX
-	JMP         loop
-
-done:
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VZEROUPPER
-	MOVSS        X0, ret+24(FP)
-	RET
-
-// func axpyF16AVX2(alpha float32, x *uint16, y *float32, n8 int)
-// Requires: AVX, F16C, FMA3
-TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
-	VBROADCASTSS alpha+0(FP), Y0
-	MOVQ         x+8(FP), AX
-	MOVQ         y+16(FP), CX
-	MOVQ         n8+24(FP), DX
-
-loop:
-	CMPQ        DX, $0x08
-	JL          done
-	VCVTPH2PS   (AX), Y2
-	VMOVUPS     (CX), Y1
-	VFMADD231PS Y2, Y0, Y1
-	VMOVUPS     Y1, (CX)
-	ADDQ        $0x10, AX
-	ADDQ        $0x20, CX
-	SUBQ        $0x08, DX
-	JMP         loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func f32ToF16AVX2(dst *uint16, src *float32, n8 int)
-// Requires: AVX, F16C
-TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n8+16(FP), DX
-
-loop:
-	CMPQ      DX, $0x08
-	JL        done
-	VMOVUPS   (CX), Y0
-	VCVTPS2PH $0x00, Y0, X1
-	VMOVDQU   X1, (AX)
-	ADDQ      $0x20, CX
-	ADDQ      $0x10, AX
-	SUBQ      $0x08, DX
-	JMP       loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func f16ToF32AVX2(dst *float32, src *uint16, n8 int)
-// Requires: AVX, F16C
-TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n8+16(FP), DX
-
-loop:
-	CMPQ      DX, $0x08
-	JL        done
-	VCVTPH2PS (CX), Y0
-	VMOVUPS   Y0, (AX)
-	ADDQ      $0x10, CX
-	ADDQ      $0x20, AX
-	SUBQ      $0x08, DX
-	JMP       loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_1x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	MOVQ   k8+32(FP), DX
-	SHLQ   $0x02, DX
-	XORQ   BX, BX
-	VXORPS Y0, Y0, Y0
-
-loop:
-	CMPQ        BX, DX
-	JGE         reduce
-	VMOVUPS     (CX)(BX*1), Y12
-	VMOVUPS     (AX)(BX*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	ADDQ        $0x20, BX
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_1x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	LEAQ   (CX)(DX*1), DX
-	MOVQ   k8+32(FP), BX
-	SHLQ   $0x02, BX
-	XORQ   SI, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop:
-	CMPQ        SI, BX
-	JGE         reduce
-	VMOVUPS     (CX)(SI*1), Y12
-	VMOVUPS     (DX)(SI*1), Y13
-	VMOVUPS     (AX)(SI*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	ADDQ        $0x20, SI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_1x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	LEAQ   (CX)(DX*1), BX
-	LEAQ   (BX)(DX*1), DX
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x02, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VMOVUPS     (CX)(DI*1), Y12
-	VMOVUPS     (BX)(DI*1), Y13
-	VMOVUPS     (DX)(DI*1), Y14
-	VMOVUPS     (AX)(DI*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	ADDQ        $0x20, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_2x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	MOVQ   k8+32(FP), BX
-	SHLQ   $0x02, BX
-	XORQ   SI, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop:
-	CMPQ        SI, BX
-	JGE         reduce
-	VMOVUPS     (DX)(SI*1), Y12
-	VMOVUPS     (AX)(SI*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VMOVUPS     (CX)(SI*1), Y10
-	VFMADD231PS Y12, Y10, Y1
-	ADDQ        $0x20, SI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       (AX), X1, X1
-	VMOVSS       X1, (AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_2x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	LEAQ   (DX)(BX*1), BX
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x02, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VMOVUPS     (DX)(DI*1), Y12
-	VMOVUPS     (BX)(DI*1), Y13
-	VMOVUPS     (AX)(DI*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VMOVUPS     (CX)(DI*1), Y10
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y13, Y10, Y3
-	ADDQ        $0x20, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       4(AX), X3, X3
-	VMOVSS       X3, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_2x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), BX
-	MOVQ   k8+32(FP), DI
-	SHLQ   $0x02, DI
-	XORQ   R8, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-
-loop:
-	CMPQ        R8, DI
-	JGE         reduce
-	VMOVUPS     (DX)(R8*1), Y12
-	VMOVUPS     (SI)(R8*1), Y13
-	VMOVUPS     (BX)(R8*1), Y14
-	VMOVUPS     (AX)(R8*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	VMOVUPS     (CX)(R8*1), Y10
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y13, Y10, Y4
-	VFMADD231PS Y14, Y10, Y5
-	ADDQ        $0x20, R8
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       (AX), X3, X3
-	VMOVSS       X3, (AX)
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       4(AX), X4, X4
-	VMOVSS       X4, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       8(AX), X5, X5
-	VMOVSS       X5, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_3x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x02, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VMOVUPS     (BX)(DI*1), Y12
-	VMOVUPS     (AX)(DI*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VMOVUPS     (DX)(DI*1), Y10
-	VFMADD231PS Y12, Y10, Y1
-	VMOVUPS     (CX)(DI*1), Y11
-	VFMADD231PS Y12, Y11, Y2
-	ADDQ        $0x20, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       (AX), X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_3x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	LEAQ   (BX)(SI*1), SI
-	MOVQ   k8+32(FP), DI
-	SHLQ   $0x02, DI
-	XORQ   R8, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-
-loop:
-	CMPQ        R8, DI
-	JGE         reduce
-	VMOVUPS     (BX)(R8*1), Y12
-	VMOVUPS     (SI)(R8*1), Y13
-	VMOVUPS     (AX)(R8*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VMOVUPS     (DX)(R8*1), Y10
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y13, Y10, Y3
-	VMOVUPS     (CX)(R8*1), Y11
-	VFMADD231PS Y12, Y11, Y4
-	VFMADD231PS Y13, Y11, Y5
-	ADDQ        $0x20, R8
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       4(AX), X3, X3
-	VMOVSS       X3, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       (AX), X4, X4
-	VMOVSS       X4, (AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       4(AX), X5, X5
-	VMOVSS       X5, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, FMA3
-TEXT ·tileF32AVX2_3x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	LEAQ   (BX)(SI*1), DI
-	LEAQ   (DI)(SI*1), SI
-	MOVQ   k8+32(FP), R8
-	SHLQ   $0x02, R8
-	XORQ   R9, R9
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-
-loop:
-	CMPQ        R9, R8
-	JGE         reduce
-	VMOVUPS     (BX)(R9*1), Y12
-	VMOVUPS     (DI)(R9*1), Y13
-	VMOVUPS     (SI)(R9*1), Y14
-	VMOVUPS     (AX)(R9*1), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	VMOVUPS     (DX)(R9*1), Y10
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y13, Y10, Y4
-	VFMADD231PS Y14, Y10, Y5
-	VMOVUPS     (CX)(R9*1), Y11
-	VFMADD231PS Y12, Y11, Y6
-	VFMADD231PS Y13, Y11, Y7
-	VFMADD231PS Y14, Y11, Y8
-	ADDQ        $0x20, R9
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       (AX), X3, X3
-	VMOVSS       X3, (AX)
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       4(AX), X4, X4
-	VMOVSS       X4, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       8(AX), X5, X5
-	VMOVSS       X5, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y6, X15
-	VADDPS       X15, X6, X6
-	VPERMILPD    $0x01, X6, X15
-	VADDPS       X15, X6, X6
-	VMOVSHDUP    X6, X15
-	VADDSS       X15, X6, X6
-	VADDSS       (AX), X6, X6
-	VMOVSS       X6, (AX)
-	VEXTRACTF128 $0x01, Y7, X15
-	VADDPS       X15, X7, X7
-	VPERMILPD    $0x01, X7, X15
-	VADDPS       X15, X7, X7
-	VMOVSHDUP    X7, X15
-	VADDSS       X15, X7, X7
-	VADDSS       4(AX), X7, X7
-	VMOVSS       X7, 4(AX)
-	VEXTRACTF128 $0x01, Y8, X15
-	VADDPS       X15, X8, X8
-	VPERMILPD    $0x01, X8, X15
-	VADDPS       X15, X8, X8
-	VMOVSHDUP    X8, X15
-	VADDSS       X15, X8, X8
-	VADDSS       8(AX), X8, X8
-	VMOVSS       X8, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_1x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	MOVQ   k8+32(FP), DX
-	SHLQ   $0x01, DX
-	XORQ   BX, BX
-	VXORPS Y0, Y0, Y0
-
-loop:
-	CMPQ        BX, DX
-	JGE         reduce
-	VCVTPH2PS   (CX)(BX*1), Y12
-	VMOVUPS     (AX)(BX*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	ADDQ        $0x10, BX
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_1x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	LEAQ   (CX)(DX*1), DX
-	MOVQ   k8+32(FP), BX
-	SHLQ   $0x01, BX
-	XORQ   SI, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop:
-	CMPQ        SI, BX
-	JGE         reduce
-	VCVTPH2PS   (CX)(SI*1), Y12
-	VCVTPH2PS   (DX)(SI*1), Y13
-	VMOVUPS     (AX)(SI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	ADDQ        $0x10, SI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_1x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	LEAQ   (CX)(DX*1), BX
-	LEAQ   (BX)(DX*1), DX
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x01, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VCVTPH2PS   (CX)(DI*1), Y12
-	VCVTPH2PS   (BX)(DI*1), Y13
-	VCVTPH2PS   (DX)(DI*1), Y14
-	VMOVUPS     (AX)(DI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	ADDQ        $0x10, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_2x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	MOVQ   k8+32(FP), BX
-	SHLQ   $0x01, BX
-	XORQ   SI, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop:
-	CMPQ        SI, BX
-	JGE         reduce
-	VCVTPH2PS   (DX)(SI*1), Y12
-	VMOVUPS     (AX)(SI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VMOVUPS     (CX)(SI*2), Y10
-	VFMADD231PS Y12, Y10, Y1
-	ADDQ        $0x10, SI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       (AX), X1, X1
-	VMOVSS       X1, (AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_2x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	LEAQ   (DX)(BX*1), BX
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x01, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VCVTPH2PS   (DX)(DI*1), Y12
-	VCVTPH2PS   (BX)(DI*1), Y13
-	VMOVUPS     (AX)(DI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VMOVUPS     (CX)(DI*2), Y10
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y13, Y10, Y3
-	ADDQ        $0x10, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       4(AX), X3, X3
-	VMOVSS       X3, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_2x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), BX
-	MOVQ   k8+32(FP), DI
-	SHLQ   $0x01, DI
-	XORQ   R8, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-
-loop:
-	CMPQ        R8, DI
-	JGE         reduce
-	VCVTPH2PS   (DX)(R8*1), Y12
-	VCVTPH2PS   (SI)(R8*1), Y13
-	VCVTPH2PS   (BX)(R8*1), Y14
-	VMOVUPS     (AX)(R8*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	VMOVUPS     (CX)(R8*2), Y10
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y13, Y10, Y4
-	VFMADD231PS Y14, Y10, Y5
-	ADDQ        $0x10, R8
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       (AX), X3, X3
-	VMOVSS       X3, (AX)
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       4(AX), X4, X4
-	VMOVSS       X4, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       8(AX), X5, X5
-	VMOVSS       X5, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_3x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x01, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VCVTPH2PS   (BX)(DI*1), Y12
-	VMOVUPS     (AX)(DI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VMOVUPS     (DX)(DI*2), Y10
-	VFMADD231PS Y12, Y10, Y1
-	VMOVUPS     (CX)(DI*2), Y11
-	VFMADD231PS Y12, Y11, Y2
-	ADDQ        $0x10, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       (AX), X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_3x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	LEAQ   (BX)(SI*1), SI
-	MOVQ   k8+32(FP), DI
-	SHLQ   $0x01, DI
-	XORQ   R8, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-
-loop:
-	CMPQ        R8, DI
-	JGE         reduce
-	VCVTPH2PS   (BX)(R8*1), Y12
-	VCVTPH2PS   (SI)(R8*1), Y13
-	VMOVUPS     (AX)(R8*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VMOVUPS     (DX)(R8*2), Y10
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y13, Y10, Y3
-	VMOVUPS     (CX)(R8*2), Y11
-	VFMADD231PS Y12, Y11, Y4
-	VFMADD231PS Y13, Y11, Y5
-	ADDQ        $0x10, R8
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       4(AX), X3, X3
-	VMOVSS       X3, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       (AX), X4, X4
-	VMOVSS       X4, (AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       4(AX), X5, X5
-	VMOVSS       X5, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, F16C, FMA3
-TEXT ·tileF16AVX2_3x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	LEAQ   (BX)(SI*1), DI
-	LEAQ   (DI)(SI*1), SI
-	MOVQ   k8+32(FP), R8
-	SHLQ   $0x01, R8
-	XORQ   R9, R9
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-
-loop:
-	CMPQ        R9, R8
-	JGE         reduce
-	VCVTPH2PS   (BX)(R9*1), Y12
-	VCVTPH2PS   (DI)(R9*1), Y13
-	VCVTPH2PS   (SI)(R9*1), Y14
-	VMOVUPS     (AX)(R9*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	VMOVUPS     (DX)(R9*2), Y10
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y13, Y10, Y4
-	VFMADD231PS Y14, Y10, Y5
-	VMOVUPS     (CX)(R9*2), Y11
-	VFMADD231PS Y12, Y11, Y6
-	VFMADD231PS Y13, Y11, Y7
-	VFMADD231PS Y14, Y11, Y8
-	ADDQ        $0x10, R9
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       (AX), X3, X3
-	VMOVSS       X3, (AX)
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       4(AX), X4, X4
-	VMOVSS       X4, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       8(AX), X5, X5
-	VMOVSS       X5, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y6, X15
-	VADDPS       X15, X6, X6
-	VPERMILPD    $0x01, X6, X15
-	VADDPS       X15, X6, X6
-	VMOVSHDUP    X6, X15
-	VADDSS       X15, X6, X6
-	VADDSS       (AX), X6, X6
-	VMOVSS       X6, (AX)
-	VEXTRACTF128 $0x01, Y7, X15
-	VADDPS       X15, X7, X7
-	VPERMILPD    $0x01, X7, X15
-	VADDPS       X15, X7, X7
-	VMOVSHDUP    X7, X15
-	VADDSS       X15, X7, X7
-	VADDSS       4(AX), X7, X7
-	VMOVSS       X7, 4(AX)
-	VEXTRACTF128 $0x01, Y8, X15
-	VADDPS       X15, X8, X8
-	VPERMILPD    $0x01, X8, X15
-	VADDPS       X15, X8, X8
-	VMOVSHDUP    X8, X15
-	VADDSS       X15, X8, X8
-	VADDSS       8(AX), X8, X8
-	VMOVSS       X8, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_1x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	MOVQ   k8+32(FP), DX
-	SHLQ   $0x01, DX
-	XORQ   BX, BX
-	VXORPS Y0, Y0, Y0
-
-loop:
-	CMPQ        BX, DX
-	JGE         reduce
-	VPMOVZXWD   (CX)(BX*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VMOVUPS     (AX)(BX*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	ADDQ        $0x10, BX
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_1x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	LEAQ   (CX)(DX*1), DX
-	MOVQ   k8+32(FP), BX
-	SHLQ   $0x01, BX
-	XORQ   SI, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop:
-	CMPQ        SI, BX
-	JGE         reduce
-	VPMOVZXWD   (CX)(SI*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VPMOVZXWD   (DX)(SI*1), Y13
-	VPSLLD      $0x10, Y13, Y13
-	VMOVUPS     (AX)(SI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	ADDQ        $0x10, SI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_1x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   w+16(FP), CX
-	MOVQ   ldw+24(FP), DX
-	LEAQ   (CX)(DX*1), BX
-	LEAQ   (BX)(DX*1), DX
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x01, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VPMOVZXWD   (CX)(DI*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VPMOVZXWD   (BX)(DI*1), Y13
-	VPSLLD      $0x10, Y13, Y13
-	VPMOVZXWD   (DX)(DI*1), Y14
-	VPSLLD      $0x10, Y14, Y14
-	VMOVUPS     (AX)(DI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	ADDQ        $0x10, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_2x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	MOVQ   k8+32(FP), BX
-	SHLQ   $0x01, BX
-	XORQ   SI, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop:
-	CMPQ        SI, BX
-	JGE         reduce
-	VPMOVZXWD   (DX)(SI*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VMOVUPS     (AX)(SI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VMOVUPS     (CX)(SI*2), Y10
-	VFMADD231PS Y12, Y10, Y1
-	ADDQ        $0x10, SI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       (AX), X1, X1
-	VMOVSS       X1, (AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_2x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	LEAQ   (DX)(BX*1), BX
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x01, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VPMOVZXWD   (DX)(DI*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VPMOVZXWD   (BX)(DI*1), Y13
-	VPSLLD      $0x10, Y13, Y13
-	VMOVUPS     (AX)(DI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VMOVUPS     (CX)(DI*2), Y10
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y13, Y10, Y3
-	ADDQ        $0x10, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       4(AX), X3, X3
-	VMOVSS       X3, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_2x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), CX
-	MOVQ   w+16(FP), DX
-	MOVQ   ldw+24(FP), BX
-	LEAQ   (DX)(BX*1), SI
-	LEAQ   (SI)(BX*1), BX
-	MOVQ   k8+32(FP), DI
-	SHLQ   $0x01, DI
-	XORQ   R8, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-
-loop:
-	CMPQ        R8, DI
-	JGE         reduce
-	VPMOVZXWD   (DX)(R8*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VPMOVZXWD   (SI)(R8*1), Y13
-	VPSLLD      $0x10, Y13, Y13
-	VPMOVZXWD   (BX)(R8*1), Y14
-	VPSLLD      $0x10, Y14, Y14
-	VMOVUPS     (AX)(R8*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	VMOVUPS     (CX)(R8*2), Y10
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y13, Y10, Y4
-	VFMADD231PS Y14, Y10, Y5
-	ADDQ        $0x10, R8
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       (AX), X3, X3
-	VMOVSS       X3, (AX)
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       4(AX), X4, X4
-	VMOVSS       X4, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       8(AX), X5, X5
-	VMOVSS       X5, 8(AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_3x1(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	MOVQ   k8+32(FP), SI
-	SHLQ   $0x01, SI
-	XORQ   DI, DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-
-loop:
-	CMPQ        DI, SI
-	JGE         reduce
-	VPMOVZXWD   (BX)(DI*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VMOVUPS     (AX)(DI*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VMOVUPS     (DX)(DI*2), Y10
-	VFMADD231PS Y12, Y10, Y1
-	VMOVUPS     (CX)(DI*2), Y11
-	VFMADD231PS Y12, Y11, Y2
-	ADDQ        $0x10, DI
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       (AX), X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_3x2(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	LEAQ   (BX)(SI*1), SI
-	MOVQ   k8+32(FP), DI
-	SHLQ   $0x01, DI
-	XORQ   R8, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-
-loop:
-	CMPQ        R8, DI
-	JGE         reduce
-	VPMOVZXWD   (BX)(R8*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VPMOVZXWD   (SI)(R8*1), Y13
-	VPSLLD      $0x10, Y13, Y13
-	VMOVUPS     (AX)(R8*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VMOVUPS     (DX)(R8*2), Y10
-	VFMADD231PS Y12, Y10, Y2
-	VFMADD231PS Y13, Y10, Y3
-	VMOVUPS     (CX)(R8*2), Y11
-	VFMADD231PS Y12, Y11, Y4
-	VFMADD231PS Y13, Y11, Y5
-	ADDQ        $0x10, R8
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       (AX), X2, X2
-	VMOVSS       X2, (AX)
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       4(AX), X3, X3
-	VMOVSS       X3, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       (AX), X4, X4
-	VMOVSS       X4, (AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       4(AX), X5, X5
-	VMOVSS       X5, 4(AX)
-	VZEROUPPER
-	RET
-
-// func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·tileBF16AVX2_3x3(SB), NOSPLIT, $0-56
-	MOVQ   x+0(FP), AX
-	MOVQ   ldx+8(FP), CX
-	SHLQ   $0x02, CX
-	LEAQ   (AX)(CX*1), DX
-	LEAQ   (DX)(CX*1), CX
-	MOVQ   w+16(FP), BX
-	MOVQ   ldw+24(FP), SI
-	LEAQ   (BX)(SI*1), DI
-	LEAQ   (DI)(SI*1), SI
-	MOVQ   k8+32(FP), R8
-	SHLQ   $0x01, R8
-	XORQ   R9, R9
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-
-loop:
-	CMPQ        R9, R8
-	JGE         reduce
-	VPMOVZXWD   (BX)(R9*1), Y12
-	VPSLLD      $0x10, Y12, Y12
-	VPMOVZXWD   (DI)(R9*1), Y13
-	VPSLLD      $0x10, Y13, Y13
-	VPMOVZXWD   (SI)(R9*1), Y14
-	VPSLLD      $0x10, Y14, Y14
-	VMOVUPS     (AX)(R9*2), Y9
-	VFMADD231PS Y12, Y9, Y0
-	VFMADD231PS Y13, Y9, Y1
-	VFMADD231PS Y14, Y9, Y2
-	VMOVUPS     (DX)(R9*2), Y10
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y13, Y10, Y4
-	VFMADD231PS Y14, Y10, Y5
-	VMOVUPS     (CX)(R9*2), Y11
-	VFMADD231PS Y12, Y11, Y6
-	VFMADD231PS Y13, Y11, Y7
-	VFMADD231PS Y14, Y11, Y8
-	ADDQ        $0x10, R9
-	JMP         loop
-
-reduce:
-	MOVQ         y+40(FP), AX
-	MOVQ         ldy+48(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X15
-	VADDPS       X15, X0, X0
-	VPERMILPD    $0x01, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
-	VADDSS       (AX), X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X1
-	VPERMILPD    $0x01, X1, X15
-	VADDPS       X15, X1, X1
-	VMOVSHDUP    X1, X15
-	VADDSS       X15, X1, X1
-	VADDSS       4(AX), X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X15
-	VADDPS       X15, X2, X2
-	VPERMILPD    $0x01, X2, X15
-	VADDPS       X15, X2, X2
-	VMOVSHDUP    X2, X15
-	VADDSS       X15, X2, X2
-	VADDSS       8(AX), X2, X2
-	VMOVSS       X2, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X3
-	VPERMILPD    $0x01, X3, X15
-	VADDPS       X15, X3, X3
-	VMOVSHDUP    X3, X15
-	VADDSS       X15, X3, X3
-	VADDSS       (AX), X3, X3
-	VMOVSS       X3, (AX)
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X4
-	VPERMILPD    $0x01, X4, X15
-	VADDPS       X15, X4, X4
-	VMOVSHDUP    X4, X15
-	VADDSS       X15, X4, X4
-	VADDSS       4(AX), X4, X4
-	VMOVSS       X4, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X15
-	VADDPS       X15, X5, X5
-	VPERMILPD    $0x01, X5, X15
-	VADDPS       X15, X5, X5
-	VMOVSHDUP    X5, X15
-	VADDSS       X15, X5, X5
-	VADDSS       8(AX), X5, X5
-	VMOVSS       X5, 8(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y6, X15
-	VADDPS       X15, X6, X6
-	VPERMILPD    $0x01, X6, X15
-	VADDPS       X15, X6, X6
-	VMOVSHDUP    X6, X15
-	VADDSS       X15, X6, X6
-	VADDSS       (AX), X6, X6
-	VMOVSS       X6, (AX)
-	VEXTRACTF128 $0x01, Y7, X15
-	VADDPS       X15, X7, X7
-	VPERMILPD    $0x01, X7, X15
-	VADDPS       X15, X7, X7
-	VMOVSHDUP    X7, X15
-	VADDSS       X15, X7, X7
-	VADDSS       4(AX), X7, X7
-	VMOVSS       X7, 4(AX)
-	VEXTRACTF128 $0x01, Y8, X15
-	VADDPS       X15, X8, X8
-	VPERMILPD    $0x01, X8, X15
-	VADDPS       X15, X8, X8
-	VMOVSHDUP    X8, X15
-	VADDSS       X15, X8, X8
-	VADDSS       8(AX), X8, X8
-	VMOVSS       X8, 8(AX)
-	VZEROUPPER
-	RET
-
-// func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
-// Requires: AVX, AVX2, F16C
-TEXT ·dequantQ8AVX2(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), AX
-	MOVQ scales+8(FP), CX
-	MOVQ quants+16(FP), DX
-	MOVQ nb+24(FP), BX
-
-loop:
-	TESTQ        BX, BX
-	JZ           done
-	MOVWLZX      (CX), SI
-	VMOVD        SI, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VPMOVSXBD    (DX), Y0
-	VPMOVSXBD    8(DX), Y1
-	VPMOVSXBD    16(DX), Y2
-	VPMOVSXBD    24(DX), Y3
-	VCVTDQ2PS    Y0, Y0
-	VMULPS       Y8, Y0, Y0
-	VMOVUPS      Y0, (AX)
-	VCVTDQ2PS    Y1, Y1
-	VMULPS       Y8, Y1, Y1
-	VMOVUPS      Y1, 32(AX)
-	VCVTDQ2PS    Y2, Y2
-	VMULPS       Y8, Y2, Y2
-	VMOVUPS      Y2, 64(AX)
-	VCVTDQ2PS    Y3, Y3
-	VMULPS       Y8, Y3, Y3
-	VMOVUPS      Y3, 96(AX)
-	ADDQ         $0x02, CX
-	ADDQ         $0x20, DX
-	ADDQ         $0x00000080, AX
-	DECQ         BX
-	JMP          loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
-// Requires: AVX, AVX2, F16C
-TEXT ·dequantQ4AVX2(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), AX
-	MOVQ         scales+8(FP), CX
-	MOVQ         quants+16(FP), DX
-	MOVQ         nb+24(FP), BX
-	MOVL         $0x0000000f, SI
-	VMOVD        SI, X10
-	VPBROADCASTD X10, Y10
-	MOVL         $0x00000008, SI
-	VMOVD        SI, X11
-	VPBROADCASTD X11, Y11
-
-loop:
-	TESTQ        BX, BX
-	JZ           done
-	MOVWLZX      (CX), SI
-	VMOVD        SI, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VPMOVZXBD    (DX), Y0
-	VPMOVZXBD    8(DX), Y1
-	VPSRLD       $0x04, Y0, Y2
-	VPSRLD       $0x04, Y1, Y3
-	VPAND        Y10, Y0, Y0
-	VPSUBD       Y11, Y0, Y0
-	VPAND        Y10, Y1, Y1
-	VPSUBD       Y11, Y1, Y1
-	VPAND        Y10, Y2, Y2
-	VPSUBD       Y11, Y2, Y2
-	VPAND        Y10, Y3, Y3
-	VPSUBD       Y11, Y3, Y3
-	VCVTDQ2PS    Y0, Y0
-	VMULPS       Y8, Y0, Y0
-	VMOVUPS      Y0, (AX)
-	VCVTDQ2PS    Y1, Y1
-	VMULPS       Y8, Y1, Y1
-	VMOVUPS      Y1, 32(AX)
-	VCVTDQ2PS    Y2, Y2
-	VMULPS       Y8, Y2, Y2
-	VMOVUPS      Y2, 64(AX)
-	VCVTDQ2PS    Y3, Y3
-	VMULPS       Y8, Y3, Y3
-	VMOVUPS      Y3, 96(AX)
-	ADDQ         $0x02, CX
-	ADDQ         $0x10, DX
-	ADDQ         $0x00000080, AX
-	DECQ         BX
-	JMP          loop
-
-done:
-	VZEROUPPER
-	RET
-
-// func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·rowStreamQ8AVX2(SB), NOSPLIT, $0-48
-	MOVQ x+0(FP), AX
-	MOVQ w+8(FP), CX
-	MOVQ ldw+16(FP), DX
-	MOVQ nb+24(FP), BX
-	MOVQ y+32(FP), SI
-	MOVQ n+40(FP), DI
-	LEAQ 4095(CX), R12
-	ANDQ $-4096, R12
-
-row:
-	TESTQ       DI, DI
-	JZ          done
-	PREFETCHNTA (CX)(DX*1)
-	PREFETCHNTA 64(CX)(DX*1)
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y1, Y1, Y1
-	VXORPS      Y2, Y2, Y2
-	VXORPS      Y3, Y3, Y3
-	MOVQ        CX, R8
-	LEAQ        (CX)(BX*2), R9
-	MOVQ        AX, R10
-	MOVQ        BX, R11
-
-block:
-	TESTQ       R11, R11
-	JZ          reduce
-	LEAQ        2048(R9), R13
-	CMPQ        R13, R12
-	JB          nokick
-	PREFETCHNTA (R12)
-	PREFETCHNTA 64(R12)
-	ANDQ        $-4096, R13
-	LEAQ        4096(R13), R12
-
-nokick:
-	PREFETCHNTA  4096(R9)
-	MOVWLZX      (R8), R13
-	VMOVD        R13, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VPMOVSXBD    (R9), Y4
-	VPMOVSXBD    8(R9), Y5
-	VPMOVSXBD    16(R9), Y6
-	VPMOVSXBD    24(R9), Y7
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       Y8, Y4, Y4
-	VFMADD231PS  (R10), Y4, Y0
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y8, Y5, Y5
-	VFMADD231PS  32(R10), Y5, Y1
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y8, Y6, Y6
-	VFMADD231PS  64(R10), Y6, Y2
-	VCVTDQ2PS    Y7, Y7
-	VMULPS       Y8, Y7, Y7
-	VFMADD231PS  96(R10), Y7, Y3
-	ADDQ         $0x02, R8
-	ADDQ         $0x20, R9
-	ADDQ         $0x00000080, R10
-	DECQ         R11
-	JMP          block
-
-reduce:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       (SI), X0, X0
-	VMOVSS       X0, (SI)
-	ADDQ         $0x04, SI
-	ADDQ         DX, CX
-	DECQ         DI
-	JMP          row
-
-done:
-	VZEROUPPER
-	RET
-
-// func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·rowStreamQ4AVX2(SB), NOSPLIT, $0-48
-	MOVQ         x+0(FP), AX
-	MOVQ         w+8(FP), CX
-	MOVQ         ldw+16(FP), DX
-	MOVQ         nb+24(FP), BX
-	MOVQ         y+32(FP), SI
-	MOVQ         n+40(FP), DI
-	LEAQ         4095(CX), R12
-	ANDQ         $-4096, R12
-	MOVL         $0x0000000f, R8
-	VMOVD        R8, X10
-	VPBROADCASTD X10, Y10
-	MOVL         $0x00000008, R8
-	VMOVD        R8, X11
-	VPBROADCASTD X11, Y11
-
-row:
-	TESTQ       DI, DI
-	JZ          done
-	PREFETCHNTA (CX)(DX*1)
-	PREFETCHNTA 64(CX)(DX*1)
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y1, Y1, Y1
-	VXORPS      Y2, Y2, Y2
-	VXORPS      Y3, Y3, Y3
-	MOVQ        CX, R8
-	LEAQ        (CX)(BX*2), R9
-	MOVQ        AX, R10
-	MOVQ        BX, R11
-
-block:
-	TESTQ       R11, R11
-	JZ          reduce
-	LEAQ        2048(R9), R13
-	CMPQ        R13, R12
-	JB          nokick
-	PREFETCHNTA (R12)
-	PREFETCHNTA 64(R12)
-	ANDQ        $-4096, R13
-	LEAQ        4096(R13), R12
-
-nokick:
-	PREFETCHNTA  4096(R9)
-	MOVWLZX      (R8), R13
-	VMOVD        R13, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VPMOVZXBD    (R9), Y4
-	VPMOVZXBD    8(R9), Y5
-	VPSRLD       $0x04, Y4, Y6
-	VPSRLD       $0x04, Y5, Y7
-	VPAND        Y10, Y4, Y4
-	VPSUBD       Y11, Y4, Y4
-	VPAND        Y10, Y5, Y5
-	VPSUBD       Y11, Y5, Y5
-	VPAND        Y10, Y6, Y6
-	VPSUBD       Y11, Y6, Y6
-	VPAND        Y10, Y7, Y7
-	VPSUBD       Y11, Y7, Y7
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       Y8, Y4, Y4
-	VFMADD231PS  (R10), Y4, Y0
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y8, Y5, Y5
-	VFMADD231PS  32(R10), Y5, Y1
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y8, Y6, Y6
-	VFMADD231PS  64(R10), Y6, Y2
-	VCVTDQ2PS    Y7, Y7
-	VMULPS       Y8, Y7, Y7
-	VFMADD231PS  96(R10), Y7, Y3
-	ADDQ         $0x02, R8
-	ADDQ         $0x10, R9
-	ADDQ         $0x00000080, R10
-	DECQ         R11
-	JMP          block
-
-reduce:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       (SI), X0, X0
-	VMOVSS       X0, (SI)
-	ADDQ         $0x04, SI
-	ADDQ         DX, CX
-	DECQ         DI
-	JMP          row
-
-done:
-	VZEROUPPER
-	RET
-
-// func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·rowsQ8I8AVX2(SB), NOSPLIT, $0-56
-	MOVQ         w+16(FP), AX
-	MOVQ         ldw+24(FP), CX
-	MOVQ         y+40(FP), DX
-	MOVQ         n+48(FP), BX
-	LEAQ         4095(AX), R11
-	ANDQ         $-4096, R11
-	MOVL         $0x00010001, SI
-	VMOVD        SI, X15
-	VPBROADCASTD X15, Y15
-
-row:
-	TESTQ       BX, BX
-	JZ          done
-	PREFETCHNTA (AX)(CX*1)
-	PREFETCHNTA 64(AX)(CX*1)
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y5, Y5, Y5
-	MOVQ        AX, SI
-	MOVQ        nb+32(FP), R10
-	LEAQ        (AX)(R10*2), DI
-	MOVQ        xq+0(FP), R8
-	MOVQ        dx+8(FP), R9
-
-pair:
-	CMPQ        R10, $0x02
-	JL          single
-	LEAQ        2048(DI), R12
-	CMPQ        R12, R11
-	JB          nokick
-	PREFETCHNTA (R11)
-	PREFETCHNTA 64(R11)
-	ANDQ        $-4096, R12
-	LEAQ        4096(R12), R11
-
-nokick:
-	PREFETCHNTA  4096(DI)
-	MOVWLZX      (SI), R12
-	VMOVD        R12, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), Y2
-	VMOVDQU      (R8), Y3
-	VPSIGNB      Y2, Y3, Y3
-	VPABSB       Y2, Y2
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-	MOVWLZX      2(SI), R12
-	VMOVD        R12, X6
-	VCVTPH2PS    X6, X6
-	VMULSS       4(R9), X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      32(DI), Y7
-	VMOVDQU      32(R8), Y8
-	VPSIGNB      Y7, Y8, Y8
-	VPABSB       Y7, Y7
-	VPMADDUBSW   Y8, Y7, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y6, Y9, Y5
-	ADDQ         $0x04, SI
-	ADDQ         $0x40, DI
-	ADDQ         $0x40, R8
-	ADDQ         $0x08, R9
-	SUBQ         $0x02, R10
-	JMP          pair
-
-single:
-	TESTQ        R10, R10
-	JZ           reduce
-	MOVWLZX      (SI), SI
-	VMOVD        SI, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), Y2
-	VMOVDQU      (R8), Y3
-	VPSIGNB      Y2, Y3, Y3
-	VPABSB       Y2, Y2
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-
-reduce:
-	VADDPS       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       (DX), X0, X0
-	VMOVSS       X0, (DX)
-	ADDQ         $0x04, DX
-	ADDQ         CX, AX
-	DECQ         BX
-	JMP          row
-
-done:
-	VZEROUPPER
-	RET
-
-// func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·rowsQ4I8AVX2(SB), NOSPLIT, $0-64
-	MOVQ         w+24(FP), AX
-	MOVQ         ldw+32(FP), CX
-	MOVQ         y+48(FP), DX
-	MOVQ         n+56(FP), BX
-	LEAQ         4095(AX), R12
-	ANDQ         $-4096, R12
-	MOVL         $0x00010001, SI
-	VMOVD        SI, X15
-	VPBROADCASTD X15, Y15
-	MOVL         $0x0f0f0f0f, SI
-	VMOVD        SI, X14
-	VPBROADCASTD X14, Y14
-
-row:
-	TESTQ       BX, BX
-	JZ          done
-	PREFETCHNTA (AX)(CX*1)
-	PREFETCHNTA 64(AX)(CX*1)
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y5, Y5, Y5
-	MOVQ        AX, SI
-	MOVQ        nb+40(FP), R10
-	LEAQ        (AX)(R10*2), DI
-	MOVQ        xq+0(FP), R8
-	MOVQ        dx+8(FP), R9
-	MOVQ        xs+16(FP), R11
-
-pair:
-	CMPQ        R10, $0x02
-	JL          single
-	LEAQ        2048(DI), R13
-	CMPQ        R13, R12
-	JB          nokick
-	PREFETCHNTA (R12)
-	PREFETCHNTA 64(R12)
-	ANDQ        $-4096, R13
-	LEAQ        4096(R13), R12
-
-nokick:
-	PREFETCHNTA  4096(DI)
-	MOVWLZX      (SI), R13
-	VMOVD        R13, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), X2
-	VPSRLW       $0x04, X2, X3
-	VINSERTI128  $0x01, X3, Y2, Y2
-	VPAND        Y14, Y2, Y2
-	VMOVDQU      (R8), Y3
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VMOVD        (R11), X3
-	VPSUBD       Y3, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-	MOVWLZX      2(SI), R13
-	VMOVD        R13, X6
-	VCVTPH2PS    X6, X6
-	VMULSS       4(R9), X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      16(DI), X7
-	VPSRLW       $0x04, X7, X8
-	VINSERTI128  $0x01, X8, Y7, Y7
-	VPAND        Y14, Y7, Y7
-	VMOVDQU      32(R8), Y8
-	VPMADDUBSW   Y8, Y7, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VMOVD        4(R11), X8
-	VPSUBD       Y8, Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y6, Y9, Y5
-	ADDQ         $0x04, SI
-	ADDQ         $0x20, DI
-	ADDQ         $0x40, R8
-	ADDQ         $0x08, R9
-	ADDQ         $0x08, R11
-	SUBQ         $0x02, R10
-	JMP          pair
-
-single:
-	TESTQ        R10, R10
-	JZ           reduce
-	MOVWLZX      (SI), SI
-	VMOVD        SI, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), X2
-	VPSRLW       $0x04, X2, X3
-	VINSERTI128  $0x01, X3, Y2, Y2
-	VPAND        Y14, Y2, Y2
-	VMOVDQU      (R8), Y3
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VMOVD        (R11), X3
-	VPSUBD       Y3, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-
-reduce:
-	VADDPS       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       (DX), X0, X0
-	VMOVSS       X0, (DX)
-	ADDQ         $0x04, DX
-	ADDQ         CX, AX
-	DECQ         BX
-	JMP          row
-
-done:
-	VZEROUPPER
-	RET
-
-// func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
-// Requires: AVX, AVX512F
-TEXT ·bf16ToF32AVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n16+16(FP), DX
-
-loop:
-	CMPQ      DX, $0x10
-	JL        done
-	VPMOVZXWD (CX), Z0
-	VPSLLD    $0x10, Z0, Z0
-	VMOVUPS   Z0, (AX)
-	ADDQ      $0x20, CX
-	ADDQ      $0x40, AX
-	SUBQ      $0x10, DX
-	JMP       loop
+	JMP           loop
 
 done:
 	VZEROUPPER

@@ -14,56 +14,6 @@ func dotAVX512(a *float32, b *float32, n16 int) float32
 //go:noescape
 func axpyAVX512(alpha float32, x *float32, y *float32, n16 int)
 
-// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.
-//
-//go:noescape
-func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
-
-// axpysF32x1 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
-//
-//go:noescape
-func axpysF32x1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
-
-// dotsF16x1 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 1, r < rows.
-//
-//go:noescape
-func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-
-// axpysF16x1 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
-//
-//go:noescape
-func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-
-// dotsF16x2 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 2, r < rows.
-//
-//go:noescape
-func dotsF16x2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-
-// axpysF16x2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 2, r < rows, in order.
-//
-//go:noescape
-func axpysF16x2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-
-// dotsF16x3 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 3, r < rows.
-//
-//go:noescape
-func dotsF16x3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-
-// axpysF16x3 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 3, r < rows, in order.
-//
-//go:noescape
-func axpysF16x3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-
-// dotsF16x4 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 4, r < rows.
-//
-//go:noescape
-func dotsF16x4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
-
-// axpysF16x4 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 4, r < rows, in order.
-//
-//go:noescape
-func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
-
 // dotF16AVX512 returns sum a[i]*f16(b[i]) over the first n16 values (a multiple of 16).
 //
 //go:noescape
@@ -189,11 +139,6 @@ func tileF32_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy
 //go:noescape
 func rowStreamF32(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
-// rowStreamF32AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
-//
-//go:noescape
-func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
-
 // tileF16_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -298,11 +243,6 @@ func tileF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy
 //
 //go:noescape
 func rowStreamF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
-
-// rowStreamF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
-//
-//go:noescape
-func rowStreamF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
 // tileBF16_1x1 accumulates a register tile of dot products (see genTile).
 //
@@ -409,51 +349,6 @@ func tileBF16_4x5(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ld
 //go:noescape
 func rowStreamBF16(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
-// rowStreamBF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
-//
-//go:noescape
-func rowStreamBF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
-
-// rowsQ8_1 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ8_1(x *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ4_1 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ4_1(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ8_2 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ8_2(x *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ4_2 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ4_2(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ8_3 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ8_3(x *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ4_3 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ4_3(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ8_4 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ8_4(x *float32, w *byte, ldw int, nb int, y *float32)
-
-// rowsQ4_4 computes block-quantized dot products (see genQRows).
-//
-//go:noescape
-func rowsQ4_4(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
-
 // dequantQ8 dequantizes nb whole blocks (binary16 scales, quants) into dst.
 //
 //go:noescape
@@ -463,126 +358,6 @@ func dequantQ8(dst *float32, scales *byte, quants *byte, nb int)
 //
 //go:noescape
 func dequantQ4(dst *float32, scales *byte, quants *byte, nb int)
-
-// quantizeXQ8 quantizes activations per block for the VNNI kernels (see genQuantizeX).
-//
-//go:noescape
-func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
-
-// quantizeXQ4 quantizes activations per block for the VNNI kernels (see genQuantizeX).
-//
-//go:noescape
-func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
-
-// quantizeXQ8T is quantizeXQ8 writing the layout of transposeXQ8 (nb a multiple of 16).
-//
-//go:noescape
-func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
-
-// bgemm_1 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_1(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_2 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_2(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_3 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_3(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_4 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_4(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_5 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_5(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_6 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_6(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_7 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_7(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_8 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_8(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_9 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_9(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_10 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_10(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_11 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_11(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// bgemm_12 is the broadcast GEMM micro-kernel (see genBGEMM).
-//
-//go:noescape
-func bgemm_12(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
-
-// packX interleaves mr <= 16 float32 rows (byte offsets idx) into k-major groups of mr.
-//
-//go:noescape
-func packX(dst *float32, src *byte, idx *int32, mr int, kl int)
-
-// packW32T transposes 32 float32 rows into k-major groups of 32 (see genPackTranspose).
-//
-//go:noescape
-func packW32T(dst *float32, src *byte, rowoff *int64, kl int)
-
-// maxAVX512 returns the largest of n16 values (n16 >= 16, a multiple of 16).
-//
-//go:noescape
-func maxAVX512(x *float32, n16 int) float32
-
-// expSumAVX512 replaces x[i] with exp(x[i]-sub) and returns their sum.
-//
-//go:noescape
-func expSumAVX512(x *float32, n16 int, sub float32) float32
-
-// siluMulAVX512 computes dst = gate*sigmoid(gate)*up.
-//
-//go:noescape
-func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
-
-// geluTanhMulAVX512 computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.
-//
-//go:noescape
-func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
-
-// mulScaleAVX512 computes dst = x*s*w (w may be nil: dst = x*s).
-//
-//go:noescape
-func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
-
-// addAVX512 computes dst = a + b.
-//
-//go:noescape
-func addAVX512(dst *float32, a *float32, b *float32, n16 int)
-
-// ropeAVX512 rotates n16 pairs (x1[i], x2[i]) by the angles of cos and sin (see genRoPE).
-//
-//go:noescape
-func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
 
 // dotAVX2 returns the dot product of the first n8 values (a multiple of 8).
 //
@@ -659,6 +434,11 @@ func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //go:noescape
 func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// rowStreamF32AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
 // tileF16AVX2_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -703,6 +483,11 @@ func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //
 //go:noescape
 func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// rowStreamF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 
 // tileBF16AVX2_1x1 accumulates a register tile of dot products (see genTile).
 //
@@ -749,6 +534,11 @@ func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32,
 //go:noescape
 func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// rowStreamBF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
+//
+//go:noescape
+func rowStreamBF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+
 // dequantQ8AVX2 dequantizes nb whole blocks (binary16 scales, quants) into dst.
 //
 //go:noescape
@@ -759,12 +549,12 @@ func dequantQ8AVX2(dst *float32, scales *byte, quants *byte, nb int)
 //go:noescape
 func dequantQ4AVX2(dst *float32, scales *byte, quants *byte, nb int)
 
-// rowStreamQ8AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).
+// rowStreamQ8AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQ).
 //
 //go:noescape
 func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 
-// rowStreamQ4AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQAVX2).
+// rowStreamQ4AVX2 is the q8/q4 matrix-vector product of n rows read in sequence (see genRowStreamQ).
 //
 //go:noescape
 func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
@@ -783,6 +573,216 @@ func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y 
 //
 //go:noescape
 func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
+
+// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.
+//
+//go:noescape
+func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+
+// axpysF32x1 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
+//
+//go:noescape
+func axpysF32x1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+
+// dotsF16x1 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 1, r < rows.
+//
+//go:noescape
+func dotsF16x1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x1 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
+//
+//go:noescape
+func axpysF16x1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x2 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 2, r < rows.
+//
+//go:noescape
+func dotsF16x2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 2, r < rows, in order.
+//
+//go:noescape
+func axpysF16x2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x3 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 3, r < rows.
+//
+//go:noescape
+func dotsF16x3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x3 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 3, r < rows, in order.
+//
+//go:noescape
+func axpysF16x3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x4 sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 4, r < rows.
+//
+//go:noescape
+func dotsF16x4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x4 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 4, r < rows, in order.
+//
+//go:noescape
+func axpysF16x4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// maxAVX512 returns the largest of n16 values (n16 >= 16, a multiple of 16).
+//
+//go:noescape
+func maxAVX512(x *float32, n16 int) float32
+
+// expSumAVX512 replaces x[i] with exp(x[i]-sub) and returns their sum.
+//
+//go:noescape
+func expSumAVX512(x *float32, n16 int, sub float32) float32
+
+// siluMulAVX512 computes dst = gate*sigmoid(gate)*up.
+//
+//go:noescape
+func siluMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+
+// geluTanhMulAVX512 computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.
+//
+//go:noescape
+func geluTanhMulAVX512(dst *float32, gate *float32, up *float32, n16 int)
+
+// mulScaleAVX512 computes dst = x*s*w (w may be nil: dst = x*s).
+//
+//go:noescape
+func mulScaleAVX512(dst *float32, x *float32, w *float32, n16 int, s float32)
+
+// addAVX512 computes dst = a + b.
+//
+//go:noescape
+func addAVX512(dst *float32, a *float32, b *float32, n16 int)
+
+// ropeAVX512 rotates n16 pairs (x1[i], x2[i]) by the angles of cos and sin (see genRoPE).
+//
+//go:noescape
+func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
+
+// rowsQ8_1 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ8_1(x *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ4_1 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ4_1(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ8_2 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ8_2(x *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ4_2 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ4_2(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ8_3 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ8_3(x *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ4_3 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ4_3(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ8_4 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ8_4(x *float32, w *byte, ldw int, nb int, y *float32)
+
+// rowsQ4_4 computes block-quantized dot products (see genQRows).
+//
+//go:noescape
+func rowsQ4_4(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32)
+
+// bgemm_1 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_1(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_2 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_2(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_3 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_3(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_4 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_4(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_5 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_5(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_6 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_6(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_7 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_7(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_8 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_8(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_9 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_9(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_10 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_10(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_11 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_11(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// bgemm_12 is the broadcast GEMM micro-kernel (see genBGEMM).
+//
+//go:noescape
+func bgemm_12(xp *float32, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// packX interleaves mr <= 16 float32 rows (byte offsets idx) into k-major groups of mr.
+//
+//go:noescape
+func packX(dst *float32, src *byte, idx *int32, mr int, kl int)
+
+// packW32T transposes 32 float32 rows into k-major groups of 32 (see genPackTranspose).
+//
+//go:noescape
+func packW32T(dst *float32, src *byte, rowoff *int64, kl int)
+
+// quantizeXQ8 quantizes activations per block for the VNNI kernels (see genQuantizeX).
+//
+//go:noescape
+func quantizeXQ8(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+
+// quantizeXQ4 quantizes activations per block for the VNNI kernels (see genQuantizeX).
+//
+//go:noescape
+func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
+
+// quantizeXQ8T is quantizeXQ8 writing the layout of transposeXQ8 (nb a multiple of 16).
+//
+//go:noescape
+func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 
 // transposeWQ8 lays out one q8 weight row for vnniTileQ8 (see genTransposeWQ8).
 //

@@ -16,12 +16,7 @@ import (
 	"github.com/mmcloughlin/avo/attr"
 
 	. "github.com/mmcloughlin/avo/build"
-	. "github.com/mmcloughlin/avo/operand"
-	. "github.com/mmcloughlin/avo/reg"
 )
-
-var zr = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
-	Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 
 // text starts a function; none of the routines retain their pointer
 // arguments, so they are marked noescape.
@@ -30,50 +25,59 @@ func text(name string, a attr.Attribute, sig string) {
 	Pragma("noescape")
 }
 
+// floatTypes are the weight types of the float kernels.
+var floatTypes = []string{"F32", "F16", "BF16"}
+
 func main() {
 	ConstraintExpr("amd64,!purego")
-	genDot()
-	genAxpy()
+	// The families of both ISAs: one body each, emitted per ISA.
+	for _, f := range []struct {
+		s            isa
+		tiles        tileLimits
+		dotF16Chains int
+	}{{avx512, tilesAVX512, 2}, {avx2, tilesAVX2, 1}} {
+		s := f.s
+		genDot(s)
+		genAxpy(s, false)
+		genDotF16(s, f.dotF16Chains)
+		genAxpy(s, true)
+		genConverts(s)
+		for _, wt := range floatTypes {
+			genTiles(s, f.tiles, wt)
+			genRowStream(s, wt)
+		}
+		genDequant(s, "Q8")
+		genDequant(s, "Q4")
+	}
+
+	// AVX2 only: the q8/q4 matrix-vector products (AVX-512 has VNNI's).
+	genRowStreamQ(avx2, "Q8")
+	genRowStreamQ(avx2, "Q4")
+	genRowsI8AVX2("Q8")
+	genRowsI8AVX2("Q4")
+
+	// AVX-512 only.
+	genBF16ToF32(avx512)
 	genDots()
 	genAxpysN("axpysF32x1", 1, false)
 	for nq := 1; nq <= 4; nq++ {
 		genDotsF16N(nq)
 		genAxpysN(fmt.Sprintf("axpysF16x%d", nq), nq, true)
 	}
-	genDotF16()
-	genAxpyF16()
-	genCvt()
-	for _, wt := range []string{"F32", "F16", "BF16"} {
-		for mr := 1; mr <= 4; mr++ {
-			for nr := 1; nr <= 5; nr++ {
-				genTile(wt, mr, nr)
-			}
-		}
-		genRowStream(wt, false)
-		genRowStream(wt, true)
-	}
+	genElementwise()
+	genRoPE()
 	for nr := 1; nr <= 4; nr++ {
 		genQRows("Q8", nr)
 		genQRows("Q4", nr)
 	}
-	genDequant("Q8")
-	genDequant("Q4")
-	genQuantizeX("Q8", false)
-	genQuantizeX("Q4", false)
-	genQuantizeX("Q8", true)
 	for mr := 1; mr <= bgemmMR; mr++ {
 		genBGEMM(mr)
 	}
 	genPackGather()
 	genPackTranspose()
-	genElementwise()
-	genRoPE()
-	genAVX2()
-	genRowStreamQAVX2("Q8")
-	genRowStreamQAVX2("Q4")
-	genRowsQ8I8AVX2()
-	genRowsI8AVX2("Q4")
-	genBF16ToF32()
+	genQuantizeX("Q8", false)
+	genQuantizeX("Q4", false)
+	genQuantizeX("Q8", true)
 	genQ8Tables()
 	genTransposeWQ8()
 	genQ4Tables()
@@ -92,18 +96,4 @@ func main() {
 		}
 	}
 	Generate()
-}
-
-// hsum reduces z (any 16 lanes) into the low lane of its X register,
-// clobbering t.
-func hsum(z, t VecPhysical) {
-	y, x := z.AsY(), z.AsX()
-	VEXTRACTF32X8(U8(1), z, t.AsY())
-	VADDPS(t.AsY(), y, y)
-	VEXTRACTF32X4(U8(1), y, t.AsX())
-	VADDPS(t.AsX(), x, x)
-	VPERMILPD(U8(1), x, t.AsX())
-	VADDPS(t.AsX(), x, x)
-	VMOVSHDUP(x, t.AsX())
-	VADDSS(t.AsX(), x, x)
 }

@@ -30,7 +30,7 @@ func genDots() {
 	MOVQ(q, a)
 	MOVQ(k, b)
 	MOVQ(n16, n)
-	dotF32Body(a, b, n)
+	dotF32Body(avx512, a, b, n)
 	VMOVSS(X0, Mem{Base: out})
 	ADDQ(U8(4), out)
 	ADDQ(ld, k)
