@@ -23,17 +23,22 @@ func newExportCmd() *cobra.Command {
 		quiet                                                         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export MODEL_DIR -o PROGRAM",
+		Use:   "export MODEL -o PROGRAM",
 		Short: "Export a Hugging Face model folder to an hfstatic program",
 		Long: `Export reads config.json, model.safetensors (or a sharded index) and tokenizer files from
-MODEL_DIR and writes one program file with a decode method and, with --prefill P > 0, a prefill
+MODEL (a Hugging Face folder, or ORG/NAME[@REVISION]: from the Hugging Face cache, else downloaded
+as "hfstatic pull" does) and writes one program file with a decode method and, with --prefill P > 0, a prefill
 method of P tokens.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("export needs -o PROGRAM")
 			}
-			ckpt, err := hf.Open(mmap.DirFS(args[0]))
+			dir, err := resolveModelDir(cmd, args[0], quiet)
+			if err != nil {
+				return err
+			}
+			ckpt, err := hf.Open(mmap.DirFS(dir))
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}

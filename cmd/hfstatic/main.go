@@ -52,5 +52,6 @@ Commands that take a PROGRAM use the embedded default model (stories260K) when i
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newServeCmd())
+	root.AddCommand(newPullCmd(), newRunCmd(), newListCmd(), newRmCmd())
 	return root
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic/hub"
 	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
@@ -17,6 +18,13 @@ import (
 // embedded in a program (the default model when path is empty).
 func openTokenizer(cmd *cobra.Command, path string) (*tokenizer.Tokenizer, error) {
 	if path != "" {
+		if _, err := os.Stat(path); err != nil && hub.LooksLikeRef(path) {
+			dir, err := resolveModelDir(cmd, path, false)
+			if err != nil {
+				return nil, err
+			}
+			path = dir
+		}
 		if st, err := os.Stat(path); err == nil && st.IsDir() {
 			tj, err := os.ReadFile(filepath.Join(path, "tokenizer.json"))
 			if err != nil {
