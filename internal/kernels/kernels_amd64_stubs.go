@@ -784,182 +784,182 @@ func quantizeXQ4(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 //go:noescape
 func quantizeXQ8T(x *float32, nb int, xq *byte, dx *float32, xqs *float32)
 
-// transposeWQ8 lays out one q8 weight row for vnniTileQ8 (see genTransposeWQ8).
+// transposeWQ8 lays out one q8 weight row for vnniTileQ8 (see genTransposeW).
 //
 //go:noescape
 func transposeWQ8(w *byte, nb int, dst *byte)
 
-// transposeWQ4 lays out one q4 weight row for vnniTileQ4 (see genTransposeWQ4).
-//
-//go:noescape
-func transposeWQ4(w *byte, nb int, dst *byte)
-
-// vnniRowStreamQ8 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
+// vnniRowStreamQ8 computes q8 dot products with VPDPBUSD (see vnnirows.go in asmgen).
 //
 //go:noescape
 func vnniRowStreamQ8(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
 
-// vnniRowStreamQ4 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
-//
-//go:noescape
-func vnniRowStreamQ4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
-
-// vnniRowsQ8_1 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
+// vnniRowsQ8_1 computes q8 dot products with VPDPBUSD (see vnnirows.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ8_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_1 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
-//
-//go:noescape
-func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
-
-// vnniRowsQ8_2 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
+// vnniRowsQ8_2 computes q8 dot products with VPDPBUSD (see vnnirows.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ8_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_2 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
-//
-//go:noescape
-func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
-
-// vnniRowsQ8_3 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
+// vnniRowsQ8_3 computes q8 dot products with VPDPBUSD (see vnnirows.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ8_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_3 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
-//
-//go:noescape
-func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
-
-// vnniRowsQ8_4 computes q8 dot products with VPDPBUSD (see vnniq8.go in asmgen).
+// vnniRowsQ8_4 computes q8 dot products with VPDPBUSD (see vnnirows.go in asmgen).
 //
 //go:noescape
 func vnniRowsQ8_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
 
-// vnniRowsQ4_4 computes q4 dot products with VPDPBUSD (see vnniq4.go in asmgen).
-//
-//go:noescape
-func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
-
-// vnniTileQ8_1x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_1x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_1x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_1x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_1x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_1x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_2x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_2x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_2x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_2x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_2x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_2x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_3x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_3x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_3x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_3x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_3x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_3x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_4x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_4x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_4x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_4x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ8_4x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ8_4x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ8_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_1x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// transposeWQ4 lays out one q4 weight row for vnniTileQ4 (see genTransposeW).
+//
+//go:noescape
+func transposeWQ4(w *byte, nb int, dst *byte)
+
+// vnniRowStreamQ4 computes q4 dot products with VPDPBUSD (see vnnirows.go in asmgen).
+//
+//go:noescape
+func vnniRowStreamQ4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32, n int)
+
+// vnniRowsQ4_1 computes q4 dot products with VPDPBUSD (see vnnirows.go in asmgen).
+//
+//go:noescape
+func vnniRowsQ4_1(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_2 computes q4 dot products with VPDPBUSD (see vnnirows.go in asmgen).
+//
+//go:noescape
+func vnniRowsQ4_2(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_3 computes q4 dot products with VPDPBUSD (see vnnirows.go in asmgen).
+//
+//go:noescape
+func vnniRowsQ4_3(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniRowsQ4_4 computes q4 dot products with VPDPBUSD (see vnnirows.go in asmgen).
+//
+//go:noescape
+func vnniRowsQ4_4(xq *byte, dx *float32, xqs *float32, w *byte, ldw int, nb int, y *float32)
+
+// vnniTileQ4_1x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_1x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_1x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_1x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_1x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_1x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_1x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_1x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_2x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_2x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_2x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_2x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_2x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_2x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_2x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_2x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_2x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_3x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_3x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_3x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_3x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_3x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_3x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_3x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_3x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_3x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x1 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_4x1 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_4x1(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x2 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_4x2 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
-// vnniTileQ4_4x3 is an int8 matrix-product micro-kernel (see vnniq8.go in asmgen).
+// vnniTileQ4_4x3 is an int8 matrix-product micro-kernel (see vnnitile.go in asmgen).
 //
 //go:noescape
 func vnniTileQ4_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)

@@ -78,20 +78,18 @@ func main() {
 	genQuantizeX("Q8", false)
 	genQuantizeX("Q4", false)
 	genQuantizeX("Q8", true)
-	genQ8Tables()
-	genTransposeWQ8()
-	genQ4Tables()
-	genTransposeWQ4()
-	genVNNIRowStreamQ8()
-	genVNNIRowStreamQ4()
-	for nr := 1; nr <= 4; nr++ {
-		genVNNIRowsQ8(nr)
-		genVNNIRowsQ4(nr)
-	}
+	genQ8EvenOdd()
+	genQ8Transpose()
+	genQ4BlockOrder()
 	for _, q := range []string{"Q8", "Q4"} {
+		genTransposeW(q)
+		genVNNIRows(q, 1, true)
+		for nr := 1; nr <= 4; nr++ {
+			genVNNIRows(q, nr, false)
+		}
 		for mr := 1; mr <= 4; mr++ {
 			for nr := 1; nr <= 3; nr++ {
-				genVNNITileQ8(q, mr, nr)
+				genVNNITile(q, mr, nr)
 			}
 		}
 	}
