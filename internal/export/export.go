@@ -47,6 +47,12 @@ type Options struct {
 	Keep []string
 	// SlidingLayout is ring (default when "") or full.
 	SlidingLayout program.SlidingLayout
+	// Importance maps a matrix's checkpoint name to the importance of each of its columns
+	// (input channels) when it is quantized to q8 or q4, e.g. the mean square of its input
+	// activations on calibration text (internal/calib); each block's scale then minimises
+	// the importance-weighted squared error. Matrices it does not name, and nil, use the
+	// plain squared error.
+	Importance map[string][]float32
 	// Progress, if set, is called after each tensor is written.
 	Progress func(Progress)
 }
@@ -324,7 +330,7 @@ func (p *plan) writeWeight(pw *program.Writer, it weightItem) error {
 	}
 	rows, cols := it.shape[0], it.shape[1]
 	buf := make([]byte, rows*wt.RowBytes(cols))
-	if err := kernels.Quantize(wt, buf, vals, rows, cols); err != nil {
+	if err := kernels.QuantizeWeighted(wt, buf, vals, rows, cols, p.opts.Importance[it.name]); err != nil {
 		return &TensorError{Name: it.name, Problem: err.Error()}
 	}
 	return pw.WriteTensor(it.name, programDType(wt), it.shape, buf)

@@ -75,10 +75,11 @@ func FuzzQuantizeRoundTrip(f *testing.F) {
 		got := make([]float32, cols)
 		DequantizeRow(m, 0, got)
 		for c, x := range src {
-			bound := elementBound(tp, m.Data, cols, c, x)
+			bound := elementBound(tp, m.Data, cols, c, x, got[c])
 			if e := math.Abs(float64(got[c] - x)); e > bound {
 				t.Fatalf("%v col %d: |%v - %v| = %g > %g", tp, c, got[c], x, e, bound)
 			}
 		}
+		checkNoWorseThanSymmetric(t, tp, src, got)
 	})
 }

@@ -63,16 +63,17 @@
 //   - F16: Cols IEEE-754 binary16 values (round to nearest even on quantize).
 //   - BF16: Cols bfloat16 values (the top half of binary32, round to nearest even).
 //   - Q8: nb = ceil(Cols/32) blocks. The row holds nb binary16 scales d[b],
-//     then nb*32 signed int8 values q. Value c is d[c/32]*q[c]. Quantize uses
-//     d = max|x|/127 (rounded to binary16) and q = round(x/d) clamped to
-//     [-127, 127]. Columns past Cols in the last block are zero.
+//     then nb*32 signed int8 values q in [-128, 127]. Value c is d[c/32]*q[c].
+//     Columns past Cols in the last block are zero.
 //   - Q4: nb = ceil(Cols/32) blocks. The row holds nb binary16 scales d[b],
 //     then nb*16 bytes; byte j of block b holds element b*32+j in its low
 //     nibble and element b*32+j+16 in its high nibble, each stored as q+8
-//     with q in [-8, 7]. Value is d*q. Quantize uses d = max|x|/7 and
-//     q = round(x/d) clamped to [-7, 7] (symmetric; -8 is never produced).
+//     with q in [-8, 7]. Value is d*q.
 //
-// For both block formats the per-element quantization error is at most d/2.
+// For both block formats Quantize (quantsearch.go) chooses each block's scale
+// d, of either sign, to minimise the block's squared error over the whole
+// integer range, and rounds every value to nearest for it: the error of a
+// value not clamped to an end of the range is at most |d|/2.
 package kernels
 
 import (

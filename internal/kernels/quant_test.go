@@ -105,7 +105,9 @@ func randMatrix(tb testing.TB, rng *rand.Rand, typ WeightType, rows, cols int) (
 }
 
 // Every element of a quantize→dequantize round trip is within the format's
-// bound: exact for f32, half an ulp for f16/bf16, half the block scale for q8/q4.
+// bound: exact for f32, half an ulp for f16/bf16, half the block scale for q8/q4
+// values not clamped at an end of the range; and no q8/q4 block has a larger
+// squared error than rounding with the symmetric max-based scale.
 func TestQuantizeDequantizeErrorWithinFormatBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range allTypes {
@@ -122,17 +124,20 @@ func TestQuantizeDequantizeErrorWithinFormatBound(t *testing.T) {
 						t.Fatalf("%v cols=%d row %d col %d: DequantizeRow = %v, generic = %v", typ, cols, r, c, got[c], want[c])
 					}
 					x := src[r*cols+c]
-					bound := elementBound(typ, m.row(r), cols, c, x)
+					bound := elementBound(typ, m.row(r), cols, c, x, got[c])
 					if e := math.Abs(float64(got[c] - x)); e > bound {
 						t.Fatalf("%v cols=%d row %d col %d: |%v - %v| = %g > bound %g", typ, cols, r, c, got[c], x, e, bound)
 					}
 				}
+				checkNoWorseThanSymmetric(t, typ, src[r*cols:(r+1)*cols], got)
 			}
 		}
 	}
 }
 
-func elementBound(typ WeightType, row []byte, cols, c int, x float32) float64 {
+// elementBound is the largest error of x stored as got; clamped q8/q4 values
+// (at an end of the range) have none of their own (see checkNoWorseThanSymmetric).
+func elementBound(typ WeightType, row []byte, cols, c int, x, got float32) float64 {
 	ax := math.Abs(float64(x))
 	switch typ {
 	case F16:
@@ -140,10 +145,52 @@ func elementBound(typ WeightType, row []byte, cols, c int, x float32) float64 {
 	case BF16:
 		return max(ax*math.Pow(2, -8), math.Pow(2, -134)) // subnormals: half an ulp of 2^-133
 	case Q8, Q4:
-		d := f16ToF32(binary.LittleEndian.Uint16(row[2*(c/BlockSize):]))
-		return float64(d) / 2 * (1 + 1e-6)
+		d := float64(f16ToF32(binary.LittleEndian.Uint16(row[2*(c/BlockSize):])))
+		lv := q8Levels
+		if typ == Q4 {
+			lv = q4Levels
+		}
+		if q := float64(got) / d; d != 0 && (q == float64(lv.lo) || q == float64(lv.hi)) {
+			return math.Inf(1)
+		}
+		return math.Abs(d) / 2 * (1 + 1e-6)
 	}
 	return 0
+}
+
+// checkNoWorseThanSymmetric fails if a q8/q4 block of x stored as got has a
+// larger squared error than round to nearest with the scale max|x|/127 (q8) or
+// max|x|/7 (q4), rounded up to binary16: the quantizer's first candidate.
+func checkNoWorseThanSymmetric(tb testing.TB, typ WeightType, x, got []float32) {
+	tb.Helper()
+	qmax := map[WeightType]float64{Q8: 127, Q4: 7}[typ]
+	if qmax == 0 {
+		return
+	}
+	for lo := 0; lo < len(x); lo += BlockSize {
+		blk := x[lo:min(len(x), lo+BlockSize)]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		h, err := blockScale(amax, int(qmax))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d := float64(f16ToF32(h))
+		var eSym, eGot float64
+		for i, v := range blk {
+			var r float64
+			if d != 0 {
+				r = d * max(-qmax, min(qmax, math.Round(float64(v)/d)))
+			}
+			eSym += (float64(v) - r) * (float64(v) - r)
+			eGot += (float64(v) - float64(got[lo+i])) * (float64(v) - float64(got[lo+i]))
+		}
+		if eGot > eSym*(1+1e-9) {
+			tb.Fatalf("%v block at column %d: squared error %g, symmetric rounding gives %g", typ, lo, eGot, eSym)
+		}
+	}
 }
 
 func TestQ8PadsPartialBlockWithZeros(t *testing.T) {
@@ -216,5 +263,76 @@ func TestQuantizeXI8(t *testing.T) {
 	quantizeXI8(q, d, x)
 	if !math.IsInf(float64(d[3]), 1) {
 		t.Fatalf("scale of a block with -Inf: %g, want +Inf", d[3])
+	}
+}
+
+// The quantizer uses the whole integer range (-128 for q8, -8 for q4) and
+// both signs of scale, so the kernel tests above multiply such weights too.
+func TestQuantizeUsesWholeRangeAndBothSigns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct {
+		typ    WeightType
+		lowest int8
+	}{{Q8, -128}, {Q4, -8}} {
+		m, _ := randMatrix(t, rng, c.typ, 64, 64)
+		got := make([]float32, 64)
+		var lowest, negScale bool
+		for r := range 64 {
+			DequantizeRow(m, r, got)
+			for b := range 2 {
+				d := f16ToF32(binary.LittleEndian.Uint16(m.row(r)[2*b:]))
+				negScale = negScale || d < 0
+				for _, v := range got[b*BlockSize : (b+1)*BlockSize] {
+					lowest = lowest || (d != 0 && v/d == float32(c.lowest))
+				}
+			}
+		}
+		if !lowest || !negScale {
+			t.Errorf("%v: level %d used: %v, a negative scale used: %v; want both", c.typ, c.lowest, lowest, negScale)
+		}
+	}
+}
+
+// QuantizeWeighted puts the error where the importance is: a block whose
+// second half matters 100 times more has less error there than plain
+// Quantize leaves, and validates its importance.
+func TestQuantizeWeightedFollowsImportance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	const rows, cols = 200, 32
+	src := randVec(rng, rows*cols)
+	imp := make([]float32, cols)
+	for c := range imp {
+		imp[c] = 1
+		if c >= 16 {
+			imp[c] = 100
+		}
+	}
+	weightedErr := func(data []byte) float64 {
+		m := Matrix{Type: Q4, Rows: rows, Cols: cols, Data: data}
+		got := make([]float32, cols)
+		var e float64
+		for r := range rows {
+			DequantizeRow(m, r, got)
+			for c, v := range got {
+				d := float64(v - src[r*cols+c])
+				e += float64(imp[c]) * d * d
+			}
+		}
+		return e
+	}
+	plain, weighted := make([]byte, rows*Q4.RowBytes(cols)), make([]byte, rows*Q4.RowBytes(cols))
+	if err := Quantize(Q4, plain, src, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	if err := QuantizeWeighted(Q4, weighted, src, rows, cols, imp); err != nil {
+		t.Fatal(err)
+	}
+	if p, w := weightedErr(plain), weightedErr(weighted); !(w < 0.9*p) {
+		t.Errorf("weighted error %g with importance, %g without: want at least 10%% less", w, p)
+	}
+	for _, bad := range [][]float32{imp[:3], append(make([]float32, cols-1), -1), append(make([]float32, cols-1), float32(math.NaN()))} {
+		if err := QuantizeWeighted(Q4, weighted, src, rows, cols, bad); err == nil {
+			t.Errorf("importance %v: no error", bad[len(bad)-1])
+		}
 	}
 }
