@@ -53,6 +53,9 @@ var (
 type VersionError struct{ Got, Want int }
 
 func (e *VersionError) Error() string {
+	if e.Got > e.Want {
+		return fmt.Sprintf("program format version %d was made by a newer hfstatic (this build reads version %d): upgrade hfstatic, or re-export the model with this one", e.Got, e.Want)
+	}
 	return fmt.Sprintf("program format version %d is not supported (this build reads version %d); re-export the model", e.Got, e.Want)
 }
 

@@ -21,6 +21,9 @@ type ContractError struct {
 }
 
 func (e *ContractError) Error() string {
+	if e.Field == "contract" { // the contract itself: "contract: contract:" would say it twice
+		return "contract: " + e.Problem
+	}
 	return fmt.Sprintf("contract: %s: %s", e.Field, e.Problem)
 }
 
@@ -53,10 +56,24 @@ func ValidateContract(m *program.Manifest) error {
 	md := m.Metadata
 	v, ok := contracts[contractKey{md.Contract, md.Version}]
 	if !ok {
-		return &ContractError{Field: "contract", Err: ErrUnknownContract,
-			Problem: fmt.Sprintf("%q version %d is not supported (supported: %v)", md.Contract, md.Version, Contracts())}
+		problem := fmt.Sprintf("%q version %d is not supported (supported: %v)", md.Contract, md.Version, Contracts())
+		if newest := newestVersion(md.Contract); newest > 0 && md.Version > newest {
+			problem += ": the program was made by a newer hfstatic; upgrade hfstatic, or re-export the model with this one"
+		}
+		return &ContractError{Field: "contract", Err: ErrUnknownContract, Problem: problem}
 	}
 	return v(m)
+}
+
+// newestVersion is the highest registered version of the named contract (0: none).
+func newestVersion(name string) int {
+	v := 0
+	for k := range contracts {
+		if k.name == name {
+			v = max(v, k.version)
+		}
+	}
+	return v
 }
 
 func cerr(field, format string, args ...any) error {

@@ -117,7 +117,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{"truncated", write("trunc.hfs", data[:len(data)/2]), "truncated"},
 		{"byte-flipped", write("flip.hfs", flipped), "checksum"},
 		{"empty", write("empty.hfs", nil), "empty"},
-		{"foreign", write("foreign.hfs", []byte("GGUF\x03\x00\x00\x00 not ours")), "not an hfstatic program"},
+		{"foreign", write("foreign.hfs", []byte("GGUF\x03\x00\x00\x00 not ours")), "this is a GGUF file (llama.cpp's format): hfstatic takes Hugging Face safetensors folders"},
+		{"not a program", write("foreign.bin", []byte("PK\x03\x04 not ours, long enough")), "not an hfstatic program"},
 		{"unknown contract version", write("v2.hfs", v2), `"hf_static" version 2 is not supported`},
 		{"missing", filepath.Join(dir, "nope.hfs"), "no such file"},
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +11,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -20,22 +24,36 @@ func newExportCmd() *cobra.Command {
 		out, cacheDType, weights, embedWeights, prefillLogits, layout string
 		prefill, context                                              int
 		keep                                                          []string
-		quiet                                                         bool
+		quiet, noTokenizer                                            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export MODEL -o PROGRAM",
 		Short: "Export a Hugging Face model folder to an hfstatic program",
 		Long: `Export reads config.json, model.safetensors (or a sharded index) and tokenizer files from
 MODEL (a Hugging Face folder, or ORG/NAME[@REVISION]: from the Hugging Face cache, else downloaded
-as "hfstatic pull" does) and writes one program file with a decode method and, with --prefill P > 0, a prefill
-method of P tokens.`,
+as "hfstatic pull" does) and writes one program file with a decode method and a prefill method that runs
+prompts P tokens at a time (--prefill, default ` + fmt.Sprint(hfstatic.DefaultPrefill) + `; 0 for decode only). The default P = ` + fmt.Sprint(hfstatic.DefaultPrefill) + ` measured
+best with hfstatic bench on SmolLM2-135M (2 threads, docs/performance.md): prompts of 128 and 500
+tokens run as fast as with P = 128 or 256, and a short prompt (a chat turn) pads far fewer rows.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("export needs -o PROGRAM")
 			}
+			if err := checkExportFlags(weights, embedWeights); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("prefill") && context > 0 && context < hfstatic.DefaultPrefill {
+				prefill = context // the default step, shortened to the whole context
+				if context < 2 {
+					prefill = 0
+				}
+			}
 			dir, err := resolveModelDir(cmd, args[0], quiet)
 			if err != nil {
+				return err
+			}
+			if err := checkFolder(dir); err != nil {
 				return err
 			}
 			ckpt, err := hf.Open(mmap.DirFS(dir))
@@ -43,6 +61,9 @@ method of P tokens.`,
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			defer ckpt.Close()
+			if ckpt.TokenizerJSON == nil && !noTokenizer {
+				return fmt.Errorf("%s has no tokenizer.json: a program without one cannot turn text into tokens (generate, chat and serve need it); copy the model's tokenizer.json (and tokenizer_config.json) into the folder, or pass --no-tokenizer to export without it", args[0])
+			}
 			opts := export.Options{
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
@@ -80,6 +101,9 @@ method of P tokens.`,
 			}
 			if err != nil {
 				tmp.Close()
+				if errors.Is(err, export.ErrOptions) {
+					return usageError{err}
+				}
 				return err
 			}
 			if err := tmp.Close(); err != nil {
@@ -109,7 +133,7 @@ method of P tokens.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "program file to write")
-	f.IntVar(&prefill, "prefill", 0, "prefill step P (0: decode method only)")
+	f.IntVar(&prefill, "prefill", hfstatic.DefaultPrefill, "prefill step P: prompts run P tokens at a time (0: decode method only)")
 	f.IntVar(&context, "context", 0, "context capacity C (default: the model's max_position_embeddings capped at 4096)")
 	f.StringVar(&cacheDType, "cache-dtype", "f16", "K/V cache dtype: f16 or f32")
 	f.StringVar(&weights, "weights", "", "weight type: f32, f16, bf16, q8, q4 (default: the checkpoint's dtype)")
@@ -118,6 +142,7 @@ method of P tokens.`,
 	f.StringVar(&prefillLogits, "prefill-logits", "last", "rows of logits the prefill method returns: last or all")
 	f.StringVar(&layout, "sliding-layout", "ring", "cache layout of sliding-window layers: ring or full")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	f.BoolVar(&noTokenizer, "no-tokenizer", false, "export a folder without tokenizer.json (the program then takes token ids only)")
 	return cmd
 }
 
@@ -134,4 +159,40 @@ func groupDigits(n int64) string {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// checkExportFlags rejects weight types export does not know, as usage errors.
+func checkExportFlags(weights, embedWeights string) error {
+	for _, f := range []struct{ flag, value string }{{"--weights", weights}, {"--embed-weights", embedWeights}} {
+		if f.value == "" {
+			continue
+		}
+		if _, err := kernels.ParseWeightType(f.value); err != nil {
+			return usagef("%s %q: want f32, f16, bf16, q8 or q4", f.flag, f.value)
+		}
+	}
+	return nil
+}
+
+// checkFolder says what path is when it is not a Hugging Face folder.
+func checkFolder(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return nil
+	}
+	magic := make([]byte, 8)
+	if f, err := os.Open(path); err == nil {
+		io.ReadFull(f, magic)
+		f.Close()
+	}
+	switch {
+	case string(magic[:4]) == "GGUF":
+		return fmt.Errorf("%s: %w", path, errGGUF)
+	case string(magic) == program.Magic:
+		return fmt.Errorf("%s is already an hfstatic program: run it (hfstatic generate %s) or inspect it; export takes a Hugging Face folder", path, path)
+	}
+	return fmt.Errorf("%s is a file; export takes a Hugging Face model folder (config.json, *.safetensors, tokenizer.json)", path)
 }

@@ -1,32 +1,32 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 
+	"github.com/hfstatic/hfstatic"
 	"github.com/hfstatic/hfstatic/engine"
-	"github.com/hfstatic/hfstatic/internal/export"
-	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/mmap"
-	"github.com/hfstatic/hfstatic/models"
-	"github.com/hfstatic/hfstatic/program"
-	"github.com/hfstatic/hfstatic/runner"
 )
 
 // DefaultModelName is shown where the embedded model stands in for a program path.
-const DefaultModelName = "stories260K (embedded)"
+const DefaultModelName = hfstatic.EmbeddedName
 
 // loaded is a program opened for running, with what must be released afterwards.
 type loaded struct {
 	*engine.Model
-	name string
-	file *mmap.File // the program file's mapping; nil for the embedded model
+	public *hfstatic.Model
+	name   string
+	file   *mmap.File // the program file's mapping; nil for a program in memory
 }
 
 func (l *loaded) Close() error {
-	err := l.Model.Close()
+	err := l.public.Close()
 	if l.file != nil {
 		if e := l.file.Close(); err == nil {
 			err = e
@@ -40,27 +40,37 @@ func defaultThreads() int { return runtime.NumCPU() }
 // loadMode is the root --load flag: how program files are brought into memory.
 var loadMode = "mmap"
 
-// openProgram opens path as --load says, or exports the embedded default model in
-// memory when path is empty.
+// notes receives what commands say on the side (the command's standard error).
+var notes io.Writer = os.Stderr
+
+// openProgram opens path as --load says; exports a Hugging Face folder in memory (with a
+// note saying how to save the export); or exports the embedded default model in memory when
+// path is empty.
 func openProgram(ctx context.Context, path string, threads int) (*loaded, error) {
-	mode := loadMode
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)
 	}
-	opts := engine.Options{Threads: threads}
+	opts := hfstatic.Options{Threads: threads}
 	if path == "" {
-		data, err := defaultProgram(ctx)
+		m, err := hfstatic.OpenEmbedded(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		m, err := engine.Load(data, opts)
+		return &loaded{Model: m.Engine(), public: m, name: DefaultModelName}, nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+			return nil, fmt.Errorf("%s is a directory without config.json: give a program file (hfstatic export writes one) or a Hugging Face model folder", path)
+		}
+		fmt.Fprintf(notes, "%s is a Hugging Face folder: exporting it in memory (hfstatic export %s -o PROGRAM saves a program that opens at once)\n", path, path)
+		m, err := hfstatic.OpenFolder(ctx, path, opts)
 		if err != nil {
 			return nil, err
 		}
-		return &loaded{Model: m, name: DefaultModelName}, nil
+		return &loaded{Model: m.Engine(), public: m, name: path}, nil
 	}
 	var open func(string) (*mmap.File, error)
-	switch mode {
+	switch loadMode {
 	case "mmap":
 		open = mmap.Open
 	case "mmap-plain":
@@ -68,37 +78,22 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 	case "copy":
 		open = mmap.Load
 	default:
-		return nil, usagef("--load %q: want mmap, mmap-plain or copy", mode)
+		return nil, usagef("--load %q: want mmap, mmap-plain or copy", loadMode)
 	}
 	f, err := open(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := engine.Load(f.Bytes(), opts)
+	m, err := hfstatic.Load(f.Bytes(), opts)
 	if err != nil {
 		f.Close()
+		if errors.Is(err, hfstatic.ErrGGUF) {
+			return nil, fmt.Errorf("%s: %w", path, errGGUF)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &loaded{Model: m, name: path, file: f}, nil
+	return &loaded{Model: m.Engine(), public: m, name: path, file: f}, nil
 }
 
-// defaultProgram exports the embedded stories260K checkpoint.
-func defaultProgram(ctx context.Context) ([]byte, error) {
-	ckpt, err := hf.Open(models.Stories260K())
-	if err != nil {
-		return nil, fmt.Errorf("embedded model: %w", err)
-	}
-	defer ckpt.Close()
-	var buf bytes.Buffer
-	_, err = export.Export(ctx, ckpt, &buf, export.Options{Context: 512, Prefill: 32, CacheDType: program.F32})
-	if err != nil {
-		return nil, fmt.Errorf("embedded model: %w", err)
-	}
-	// The executor views tensors in place: give it 64-byte aligned memory.
-	aligned, err := runner.HeapAllocator{}.Alloc(buf.Len())
-	if err != nil {
-		return nil, err
-	}
-	copy(aligned, buf.Bytes())
-	return aligned, nil
-}
+// errGGUF is hfstatic.ErrGGUF in the command's words.
+var errGGUF = fmt.Errorf("%w; with a Hugging Face folder, run `hfstatic export DIR -o PROGRAM` (or give the folder itself)", hfstatic.ErrGGUF)

@@ -44,12 +44,17 @@ and runs such programs on the CPU.
 Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			notes = cmd.ErrOrStderr()
+		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&loadMode, "load", "mmap",
 		"how to bring a program into memory: mmap (zero-copy, in 2 MiB pages where the kernel can: a large file cached in small pages is read again once), mmap-plain (zero-copy, the page cache as it is) or copy (read into huge-page memory)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{suggestFlag(c, err)} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
-		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd())
+		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd(), newVersionCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newPullCmd(), newRunCmd(), newListCmd(), newRmCmd())

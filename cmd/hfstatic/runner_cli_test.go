@@ -38,7 +38,7 @@ func exported(t *testing.T) (prefill, decode string) {
 		d := filepath.Join(cliPrograms.dir, "stories-c60-decode.hfs")
 		for _, args := range [][]string{
 			{"export", "../../models/stories260K", "-o", p, "-q", "--context", "60", "--prefill", "16", "--prefill-logits", "all", "--cache-dtype", "f32"},
-			{"export", "../../models/stories260K", "-o", d, "-q", "--context", "60", "--cache-dtype", "f32"},
+			{"export", "../../models/stories260K", "-o", d, "-q", "--context", "60", "--prefill", "0", "--cache-dtype", "f32"},
 		} {
 			if out, errOut, err := run(t, "", args...); err != nil {
 				t.Fatalf("hfstatic %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
