@@ -559,12 +559,12 @@ func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 //go:noescape
 func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 
-// rowsQ8I8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see genRowsQ8I8AVX2).
+// rowsQ8I8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see genRowsI8AVX2).
 //
 //go:noescape
 func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
 
-// rowsQ4I8AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see genRowsQ8I8AVX2).
+// rowsQ4I8AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see genRowsI8AVX2).
 //
 //go:noescape
 func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)

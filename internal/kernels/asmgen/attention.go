@@ -32,13 +32,7 @@ func genDots() {
 	MOVQ(n16, n)
 	dotF32Body(avx512, a, b, n)
 	VMOVSS(X0, Mem{Base: out})
-	ADDQ(U8(4), out)
-	ADDQ(ld, k)
-	DECQ(rows)
-	JMP(LabelRef("row"))
-	Label("done")
-	VZEROUPPER()
-	RET()
+	nextRow(out, k, ld, rows)
 }
 
 // attnPrefetchRows is how many cache rows ahead the binary16 attention
@@ -71,13 +65,7 @@ func genDotsF16N(nq int) {
 	Doc(name + fmt.Sprintf(" sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < %d, r < rows.", nq))
 	out := Load(Param("out"), GP64())
 	ldo := Load(Param("ldo"), GP64())
-	qp := make([]Register, nq)
-	qp[0] = Load(Param("q"), GP64())
-	ldq := Load(Param("ldq"), GP64())
-	for i := 1; i < nq; i++ {
-		qp[i] = GP64()
-		LEAQ(Mem{Base: qp[i-1], Index: ldq, Scale: 1}, qp[i])
-	}
+	qp, _ := rowPointers("q", "ldq", 0, nq)
 	k := Load(Param("k"), GP64())
 	ld := Load(Param("ld"), GP64())
 	bytes := Load(Param("n16"), GP64())
@@ -132,13 +120,7 @@ func genDotsF16N(nq int) {
 			ADDQ(ldo, tmp)
 		}
 	}
-	ADDQ(U8(4), out)
-	ADDQ(ld, k)
-	DECQ(rows)
-	JMP(LabelRef("row"))
-	Label("done")
-	VZEROUPPER()
-	RET()
+	nextRow(out, k, ld, rows)
 }
 
 // genAxpysN emits name: for qi < nq, y_qi += sum_r p_qi[r] * row r of a
@@ -150,103 +132,111 @@ func genDotsF16N(nq int) {
 // probability-weighted sum of the values.
 func genAxpysN(name string, nq int, f16 bool) {
 	vt := "float32"
-	esize := 4
 	if f16 {
-		vt, esize = "uint16", 2
+		vt = "uint16"
 	}
 	text(name, NOSPLIT, "func(y *float32, ldy int, p *float32, ldp int, v *"+vt+", ld int, n16 int, rows int)")
 	Doc(name + fmt.Sprintf(" adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < %d, r < rows, in order.", nq))
-	y := Load(Param("y"), GP64())
-	ldy := Load(Param("ldy"), GP64())
-	pb := make([]Register, nq)
-	pb[0] = Load(Param("p"), GP64())
-	ldp := Load(Param("ldp"), GP64())
-	for i := 1; i < nq; i++ {
-		pb[i] = GP64()
-		LEAQ(Mem{Base: pb[i-1], Index: ldp, Scale: 1}, pb[i])
-	}
-	v := Load(Param("v"), GP64())
-	ld := Load(Param("ld"), GP64())
-	n := Load(Param("n16"), GP64())
-	rows := Load(Param("rows"), GP64())
-	vp, rr, tmp := GP64(), GP64(), GP64()
-	var pf Register
-	var kick, kt Register
+	a := &axpys{nq: nq, f16: f16, y: Load(Param("y"), GP64()), ldy: Load(Param("ldy"), GP64())}
+	a.pb, _ = rowPointers("p", "ldp", 0, nq)
+	a.v = Load(Param("v"), GP64())
+	a.ld = Load(Param("ld"), GP64())
+	a.n = Load(Param("n16"), GP64())
+	a.rows = Load(Param("rows"), GP64())
+	a.vp, a.rr, a.tmp = GP64(), GP64(), GP64()
 	if f16 {
-		pf = attnPrefetchOffset(ld)
-		kick, kt = GP64(), GP64()
+		a.pf = attnPrefetchOffset(a.ld)
+		a.kick, a.kt = GP64(), GP64()
 	}
-	w := 4
+	a.w = 4
 	if nq <= 2 {
-		w = 8
+		a.w = 8
 	}
-	acc := func(i, u int) VecPhysical { return zr[i*w+u] }
-	T := zr[nq*w : nq*w+w]
-	B := zr[nq*w+w : nq*w+w+nq]
-	chunk := func(w int, lbl, next string) {
-		Label(lbl)
-		CMPQ(n, U8(16*w))
-		JL(LabelRef(next))
-		MOVQ(y, tmp)
-		for i := 0; i < nq; i++ {
-			for u := 0; u < w; u++ {
-				VMOVUPS(Mem{Base: tmp, Disp: 64 * u}, acc(i, u))
-			}
-			if i+1 < nq {
-				ADDQ(ldy, tmp)
-			}
-		}
-		MOVQ(v, vp)
-		if f16 {
-			initPageKick(vp, kick) // each pass reads the rows again
-		}
-		XORQ(rr, rr)
-		Label(lbl + "row")
-		CMPQ(rr, rows)
-		JGE(LabelRef(lbl + "store"))
-		if f16 {
-			for u := 0; u < w/2; u++ {
-				PREFETCHNTA(Mem{Base: vp, Index: pf, Scale: 1, Disp: 64 * u})
-			}
-			pageKick(Mem{Base: vp, Index: pf, Scale: 1}, kick, kt, lbl+"kick")
-			for u := 0; u < w; u++ {
-				VCVTPH2PS(Mem{Base: vp, Disp: 32 * u}, T[u])
-			}
-		}
-		for i := 0; i < nq; i++ {
-			VBROADCASTSS(Mem{Base: pb[i], Index: rr, Scale: 4}, B[i])
-			for u := 0; u < w; u++ {
-				if f16 {
-					VFMADD231PS(T[u], B[i], acc(i, u))
-				} else {
-					VFMADD231PS(Mem{Base: vp, Disp: 64 * u}, B[i], acc(i, u))
-				}
-			}
-		}
-		ADDQ(ld, vp)
-		INCQ(rr)
-		JMP(LabelRef(lbl + "row"))
-		Label(lbl + "store")
-		MOVQ(y, tmp)
-		for i := 0; i < nq; i++ {
-			for u := 0; u < w; u++ {
-				VMOVUPS(acc(i, u), Mem{Base: tmp, Disp: 64 * u})
-			}
-			if i+1 < nq {
-				ADDQ(ldy, tmp)
-			}
-		}
-		ADDQ(U32(64*w), y)
-		ADDQ(U32(16*esize*w), v)
-		SUBQ(U8(16*w), n)
-		JMP(LabelRef(lbl))
+	a.T = zr[nq*a.w : nq*a.w+a.w]
+	a.B = zr[nq*a.w+a.w : nq*a.w+a.w+nq]
+	if a.w == 8 {
+		a.chunk(8, "c8", "c4")
 	}
-	if w == 8 {
-		chunk(8, "c8", "c4")
-	}
-	chunk(4, "c4", "c1")
-	chunk(1, "c1", "done")
+	a.chunk(4, "c4", "c1")
+	a.chunk(1, "c1", "done")
 	Label("done")
 	VZEROUPPER()
 	RET()
+}
+
+// axpys is the state of genAxpysN's body.
+type axpys struct {
+	nq, w                  int  // heads, and the most vectors of each held in registers
+	f16                    bool // binary16 rows
+	y, ldy, v, ld, n, rows Register
+	pb                     []Register // p_qi
+	vp, rr, tmp            Register   // row pointer, row index, scratch
+	pf, kick, kt           Register   // f16: prefetch offset and page kick
+	T, B                   []VecPhysical
+}
+
+// acc is the register holding vector u of y_i.
+func (a *axpys) acc(i, u int) VecPhysical { return zr[i*a.w+u] }
+
+// chunk emits the pass over all rows for the next w vectors of every y_i
+// (label lbl; next is the next chunk's label): load them, add every row's
+// share, store them.
+func (a *axpys) chunk(w int, lbl, next string) {
+	Label(lbl)
+	CMPQ(a.n, U8(16*w))
+	JL(LabelRef(next))
+	a.each(w, func(i, u int, m Mem) { VMOVUPS(m, a.acc(i, u)) })
+	MOVQ(a.v, a.vp)
+	if a.f16 {
+		initPageKick(a.vp, a.kick) // each pass reads the rows again
+	}
+	XORQ(a.rr, a.rr)
+	Label(lbl + "row")
+	CMPQ(a.rr, a.rows)
+	JGE(LabelRef(lbl + "store"))
+	if a.f16 {
+		for u := 0; u < w/2; u++ {
+			PREFETCHNTA(Mem{Base: a.vp, Index: a.pf, Scale: 1, Disp: 64 * u})
+		}
+		pageKick(Mem{Base: a.vp, Index: a.pf, Scale: 1}, a.kick, a.kt, lbl+"kick")
+		for u := 0; u < w; u++ {
+			VCVTPH2PS(Mem{Base: a.vp, Disp: 32 * u}, a.T[u])
+		}
+	}
+	for i := 0; i < a.nq; i++ {
+		VBROADCASTSS(Mem{Base: a.pb[i], Index: a.rr, Scale: 4}, a.B[i])
+		for u := 0; u < w; u++ {
+			if a.f16 {
+				VFMADD231PS(a.T[u], a.B[i], a.acc(i, u))
+			} else {
+				VFMADD231PS(Mem{Base: a.vp, Disp: 64 * u}, a.B[i], a.acc(i, u))
+			}
+		}
+	}
+	ADDQ(a.ld, a.vp)
+	INCQ(a.rr)
+	JMP(LabelRef(lbl + "row"))
+	Label(lbl + "store")
+	a.each(w, func(i, u int, m Mem) { VMOVUPS(a.acc(i, u), m) })
+	esize := 4
+	if a.f16 {
+		esize = 2
+	}
+	ADDQ(U32(64*w), a.y)
+	ADDQ(U32(16*esize*w), a.v)
+	SUBQ(U8(16*w), a.n)
+	JMP(LabelRef(lbl))
+}
+
+// each calls f for vector u < w of each y_i, at m.
+func (a *axpys) each(w int, f func(i, u int, m Mem)) {
+	MOVQ(a.y, a.tmp)
+	for i := 0; i < a.nq; i++ {
+		for u := 0; u < w; u++ {
+			f(i, u, Mem{Base: a.tmp, Disp: 64 * u})
+		}
+		if i+1 < a.nq {
+			ADDQ(a.ldy, a.tmp)
+		}
+	}
 }

@@ -51,14 +51,42 @@ func expZ(z, t1, t2 VecPhysical) {
 	VSCALEFPS(t1, t2, z)    // p * 2^n
 }
 
+// expTable is the GLOBL of expConsts.
+var expTable Mem
+
 // genElementwise emits the row kernels of the decoder step. Each handles
 // the first n16 values (a multiple of 16); Go handles the tail.
 func genElementwise() {
-	tbl := GLOBL("expConsts", RODATA|NOPTR)
+	expTable = GLOBL("expConsts", RODATA|NOPTR)
 	for i, c := range expConsts {
 		DATA(4*i, F32(c))
 	}
+	genMax()
+	genExpSum()
+	genGatedMul(false)
+	genGatedMul(true)
+	genMulScale()
+	genAdd()
+	genRoPE()
+}
 
+// vectorLoop emits a loop over n values (counted down by 16 per vector)
+// whose body handles one vector at each of ptrs, which then move on by a
+// vector; it ends at the label done.
+func vectorLoop(n Register, ptrs []Register, body func()) {
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	body()
+	for _, p := range ptrs {
+		ADDQ(U8(64), p)
+	}
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+}
+
+func genMax() {
 	text("maxAVX512", NOSPLIT, "func(x *float32, n16 int) float32")
 	Doc("maxAVX512 returns the largest of n16 values (n16 >= 16, a multiple of 16).")
 	x := Load(Param("x"), GP64())
@@ -69,61 +97,52 @@ func genElementwise() {
 	ADDQ(U8(64), x)
 	SUBQ(U8(16), n)
 	JNZ(LabelRef("loop"))
-	VEXTRACTF32X8(U8(1), Z0, Y1)
-	VMAXPS(Y1, Y0, Y0)
-	VEXTRACTF128(U8(1), Y0, X1)
-	VMAXPS(X1, X0, X0)
-	VPERMILPD(U8(1), X0, X1)
-	VMAXPS(X1, X0, X0)
-	VMOVSHDUP(X0, X1)
-	VMAXSS(X1, X0, X0)
+	hmax(Z0, Z1)
 	VZEROUPPER()
 	Store(X0, ReturnIndex(0))
 	RET()
+}
 
+func genExpSum() {
 	text("expSumAVX512", NOSPLIT, "func(x *float32, n16 int, sub float32) float32")
 	Doc("expSumAVX512 replaces x[i] with exp(x[i]-sub) and returns their sum.")
-	x = Load(Param("x"), GP64())
-	n = Load(Param("n16"), GP64())
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n16"), GP64())
 	VBROADCASTSS(NewParamAddr("sub", 16), Z8)
-	loadExpConsts(tbl)
+	loadExpConsts(expTable)
 	VXORPS(Z9, Z9, Z9)
-	Label("loop")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	VMOVUPS(Mem{Base: x}, Z0)
-	VSUBPS(Z8, Z0, Z0)
-	expZ(Z0, Z1, Z2)
-	VMOVUPS(Z0, Mem{Base: x})
-	VADDPS(Z0, Z9, Z9)
-	ADDQ(U8(64), x)
-	SUBQ(U8(16), n)
-	JMP(LabelRef("loop"))
-	Label("done")
+	vectorLoop(n, []Register{x}, func() {
+		VMOVUPS(Mem{Base: x}, Z0)
+		VSUBPS(Z8, Z0, Z0)
+		expZ(Z0, Z1, Z2)
+		VMOVUPS(Z0, Mem{Base: x})
+		VADDPS(Z0, Z9, Z9)
+	})
 	hsum(Z9, Z1)
 	VZEROUPPER()
 	Store(X9, ReturnIndex(0))
 	RET()
+}
 
-	for _, gelu := range []bool{false, true} {
-		name := "siluMulAVX512"
-		if gelu {
-			name = "geluTanhMulAVX512"
-		}
-		text(name, NOSPLIT, "func(dst, gate, up *float32, n16 int)")
-		if gelu {
-			Doc(name + " computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.")
-		} else {
-			Doc(name + " computes dst = gate*sigmoid(gate)*up.")
-		}
-		d := Load(Param("dst"), GP64())
-		g := Load(Param("gate"), GP64())
-		u := Load(Param("up"), GP64())
-		n := Load(Param("n16"), GP64())
-		loadExpConsts(tbl)
-		Label("loop")
-		TESTQ(n, n)
-		JZ(LabelRef("done"))
+// genGatedMul emits siluMulAVX512, or with gelu geluTanhMulAVX512: the
+// gated activation times up.
+func genGatedMul(gelu bool) {
+	name := "siluMulAVX512"
+	if gelu {
+		name = "geluTanhMulAVX512"
+	}
+	text(name, NOSPLIT, "func(dst, gate, up *float32, n16 int)")
+	if gelu {
+		Doc(name + " computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.")
+	} else {
+		Doc(name + " computes dst = gate*sigmoid(gate)*up.")
+	}
+	d := Load(Param("dst"), GP64())
+	g := Load(Param("gate"), GP64())
+	u := Load(Param("up"), GP64())
+	n := Load(Param("n16"), GP64())
+	loadExpConsts(expTable)
+	vectorLoop(n, []Register{d, g, u}, func() {
 		VMOVUPS(Mem{Base: g}, Z0) // g
 		if gelu {
 			VMULPS(Z0, Z0, Z1)      // g²
@@ -142,59 +161,44 @@ func genElementwise() {
 		VDIVPS(Z3, Z0, Z0)  // g / (1 + exp(-a))
 		VMULPS(Mem{Base: u}, Z0, Z0)
 		VMOVUPS(Z0, Mem{Base: d})
-		ADDQ(U8(64), d)
-		ADDQ(U8(64), g)
-		ADDQ(U8(64), u)
-		SUBQ(U8(16), n)
-		JMP(LabelRef("loop"))
-		Label("done")
-		VZEROUPPER()
-		RET()
-	}
+	})
+	VZEROUPPER()
+	RET()
+}
 
+func genMulScale() {
 	text("mulScaleAVX512", NOSPLIT, "func(dst, x, w *float32, n16 int, s float32)")
 	Doc("mulScaleAVX512 computes dst = x*s*w (w may be nil: dst = x*s).")
 	d := Load(Param("dst"), GP64())
-	x = Load(Param("x"), GP64())
+	x := Load(Param("x"), GP64())
 	w := Load(Param("w"), GP64())
-	n = Load(Param("n16"), GP64())
+	n := Load(Param("n16"), GP64())
 	VBROADCASTSS(NewParamAddr("s", 32), Z8)
-	Label("loop")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	VMULPS(Mem{Base: x}, Z8, Z0)
-	TESTQ(w, w)
-	JZ(LabelRef("store"))
-	VMULPS(Mem{Base: w}, Z0, Z0)
-	ADDQ(U8(64), w)
-	Label("store")
-	VMOVUPS(Z0, Mem{Base: d})
-	ADDQ(U8(64), d)
-	ADDQ(U8(64), x)
-	SUBQ(U8(16), n)
-	JMP(LabelRef("loop"))
-	Label("done")
+	vectorLoop(n, []Register{d, x}, func() {
+		VMULPS(Mem{Base: x}, Z8, Z0)
+		TESTQ(w, w)
+		JZ(LabelRef("store"))
+		VMULPS(Mem{Base: w}, Z0, Z0)
+		ADDQ(U8(64), w)
+		Label("store")
+		VMOVUPS(Z0, Mem{Base: d})
+	})
 	VZEROUPPER()
 	RET()
+}
 
+func genAdd() {
 	text("addAVX512", NOSPLIT, "func(dst, a, b *float32, n16 int)")
 	Doc("addAVX512 computes dst = a + b.")
-	d = Load(Param("dst"), GP64())
+	d := Load(Param("dst"), GP64())
 	a := Load(Param("a"), GP64())
 	b := Load(Param("b"), GP64())
-	n = Load(Param("n16"), GP64())
-	Label("loop")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	VMOVUPS(Mem{Base: a}, Z0)
-	VADDPS(Mem{Base: b}, Z0, Z0)
-	VMOVUPS(Z0, Mem{Base: d})
-	ADDQ(U8(64), d)
-	ADDQ(U8(64), a)
-	ADDQ(U8(64), b)
-	SUBQ(U8(16), n)
-	JMP(LabelRef("loop"))
-	Label("done")
+	n := Load(Param("n16"), GP64())
+	vectorLoop(n, []Register{d, a, b}, func() {
+		VMOVUPS(Mem{Base: a}, Z0)
+		VADDPS(Mem{Base: b}, Z0, Z0)
+		VMOVUPS(Z0, Mem{Base: d})
+	})
 	VZEROUPPER()
 	RET()
 }
@@ -210,28 +214,20 @@ func genRoPE() {
 	c := Load(Param("cos"), GP64())
 	s := Load(Param("sin"), GP64())
 	n := Load(Param("n16"), GP64())
-	Label("loop")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	VMOVUPS(Mem{Base: x1}, Z0)
-	VMOVUPS(Mem{Base: x2}, Z1)
-	VMOVUPS(Mem{Base: c}, Z2)
-	VMOVUPS(Mem{Base: s}, Z3)
-	VMULPS(Z2, Z0, Z4) // a*cos
-	VMULPS(Z3, Z1, Z5) // b*sin
-	VSUBPS(Z5, Z4, Z4)
-	VMULPS(Z2, Z1, Z6) // b*cos
-	VMULPS(Z3, Z0, Z7) // a*sin
-	VADDPS(Z7, Z6, Z6)
-	VMOVUPS(Z4, Mem{Base: x1})
-	VMOVUPS(Z6, Mem{Base: x2})
-	ADDQ(U8(64), x1)
-	ADDQ(U8(64), x2)
-	ADDQ(U8(64), c)
-	ADDQ(U8(64), s)
-	SUBQ(U8(16), n)
-	JMP(LabelRef("loop"))
-	Label("done")
+	vectorLoop(n, []Register{x1, x2, c, s}, func() {
+		VMOVUPS(Mem{Base: x1}, Z0)
+		VMOVUPS(Mem{Base: x2}, Z1)
+		VMOVUPS(Mem{Base: c}, Z2)
+		VMOVUPS(Mem{Base: s}, Z3)
+		VMULPS(Z2, Z0, Z4) // a*cos
+		VMULPS(Z3, Z1, Z5) // b*sin
+		VSUBPS(Z5, Z4, Z4)
+		VMULPS(Z2, Z1, Z6) // b*cos
+		VMULPS(Z3, Z0, Z7) // a*sin
+		VADDPS(Z7, Z6, Z6)
+		VMOVUPS(Z4, Mem{Base: x1})
+		VMOVUPS(Z6, Mem{Base: x2})
+	})
 	VZEROUPPER()
 	RET()
 }

@@ -10,8 +10,8 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genRowsQ8I8AVX2 emits rowsQ8I8AVX2(xq, dx, w, ldw, nb, y, n): for r < n,
-// y[r] += sum over nb blocks b of s_b * (row r's quants · xq block b), with
+// genRowsI8AVX2 emits rows<q>I8AVX2. rowsQ8I8AVX2(xq, dx, w, ldw, nb, y, n):
+// for r < n, y[r] += sum over nb blocks b of s_b * (row r's quants · xq block b), with
 // s_b = scale_b(row r) * dx[b], the integer dot products exact: each block's
 // 32 int8 pairs are multiplied by VPMADDUBSW (|w| times x with w's sign) and
 // VPMADDWD into 8 int32 lanes, converted and accumulated with one FMA per
@@ -23,11 +23,8 @@ import (
 // the number of rows. -bench 'MatVecSweep/MatMul-q8-AVX2' (1 thread, this
 // CPU forced to AVX2): 20 GB/s for the float stream it replaces, 9 without
 // the per-line prefetch, 27-28 with one FMA chain, 32-33 with two.
-func genRowsQ8I8AVX2() { genRowsI8AVX2("Q8") }
-
-// genRowsI8AVX2 emits rows<q>I8AVX2 (see genRowsQ8I8AVX2). For q4 the
-// weights are nibbles u = q+8 in [0, 15], multiplied as unsigned bytes
-// with x, and each block's int32 sum is corrected by xs[b] = 8 * (the block
+// rowsQ4I8AVX2 also takes xs: its weights are nibbles u = q+8 in [0, 15],
+// multiplied as unsigned bytes with x, and each block's int32 sum is corrected by xs[b] = 8 * (the block
 // sum of xq) in one lane before the conversion: still exact.
 func genRowsI8AVX2(q string) {
 	name := "rows" + q + "I8AVX2"
@@ -36,100 +33,101 @@ func genRowsI8AVX2(q string) {
 		sig = "func(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)"
 	}
 	text(name, NOSPLIT, sig)
-	Doc(name + " is the int8 " + strings.ToLower(q) + " matrix-vector product of n rows read in sequence (see genRowsQ8I8AVX2).")
-	qbytes := 32
-	if q == "Q4" {
-		qbytes = 16
-	}
+	Doc(name + " is the int8 " + strings.ToLower(q) + " matrix-vector product of n rows read in sequence (see genRowsI8AVX2).")
 	w := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
 	y := Load(Param("y"), GP64())
 	n := Load(Param("n"), GP64())
-	sp, qp, xp, dp, nb := GP64(), GP64(), GP64(), GP64(), GP64()
-	var xsp Register
+	r := &i8Rows{q: q, sp: GP64(), qp: GP64(), xp: GP64(), dp: GP64(), nb: GP64(), ones: Y15, lowNibbles: Y14}
 	if q == "Q4" {
-		xsp = GP64()
+		r.xsp = GP64()
 	}
 	kick, kt := GP64(), GP64()
 	initPageKick(w, kick)
-	ones, lowNibbles := Y15, Y14
-	t := GP32()
-	MOVL(U32(0x00010001), t)
-	VMOVD(t, X15)
-	VPBROADCASTD(X15, ones)
+	avx2.splat(0x00010001, r.ones)
 	if q == "Q4" {
-		MOVL(U32(0x0f0f0f0f), t)
-		VMOVD(t, X14)
-		VPBROADCASTD(X14, lowNibbles)
-	}
-	// block accumulates block k (0 or 1) of the pair at the pointers into
-	// acc, with scratch registers v.
-	block := func(k int, acc VecPhysical, v []VecPhysical) {
-		s := GP32()
-		MOVWLZX(Mem{Base: sp, Disp: 2 * k}, s)
-		VMOVD(s, v[0].AsX())
-		VCVTPH2PS(v[0].AsX(), v[0].AsX())
-		VMULSS(Mem{Base: dp, Disp: 4 * k}, v[0].AsX(), v[0].AsX())
-		VBROADCASTSS(v[0].AsX(), v[0])
-		if q == "Q8" {
-			VMOVDQU(Mem{Base: qp, Disp: qbytes * k}, v[1]) // w
-			VMOVDQU(Mem{Base: xp, Disp: 32 * k}, v[2])     // x
-			VPSIGNB(v[1], v[2], v[2])                      // x * sign(w)
-			VPABSB(v[1], v[1])                             // |w|
-			VPMADDUBSW(v[2], v[1], v[3])                   // |w| (unsigned) times x*sign(w) (signed), pairs summed to int16
-			VPMADDWD(ones, v[3], v[3])                     // pairs of int16 summed to int32
-		} else {
-			VMOVDQU(Mem{Base: qp, Disp: qbytes * k}, v[1].AsX()) // 32 nibbles: values 0-15 low, 16-31 high
-			VPSRLW(U8(4), v[1].AsX(), v[2].AsX())
-			VINSERTI128(U8(1), v[2].AsX(), v[1], v[1])
-			VPAND(lowNibbles, v[1], v[1])                  // u = q+8, values 0-31 in order
-			VMOVDQU(Mem{Base: xp, Disp: 32 * k}, v[2])     // x
-			VPMADDUBSW(v[2], v[1], v[3])                   // u (unsigned) times x (signed)
-			VPMADDWD(ones, v[3], v[3])                     // int32 lanes
-			VMOVD(Mem{Base: xsp, Disp: 4 * k}, v[2].AsX()) // 8 * block sum of x, lane 0
-			VPSUBD(v[2], v[3], v[3])
-		}
-		VCVTDQ2PS(v[3], v[3])
-		VFMADD231PS(v[0], v[3], acc)
-	}
-	advance := func(blocks int) {
-		ADDQ(U8(2*blocks), sp)
-		ADDQ(U8(qbytes*blocks), qp)
-		ADDQ(U8(32*blocks), xp)
-		ADDQ(U8(4*blocks), dp)
-		if q == "Q4" {
-			ADDQ(U8(4*blocks), xsp)
-		}
-		SUBQ(U8(blocks), nb)
+		avx2.splat(0x0f0f0f0f, r.lowNibbles)
 	}
 	rowStreamHead(w, ldw, n)
 	VXORPS(Y0, Y0, Y0)
 	VXORPS(Y5, Y5, Y5)
-	MOVQ(w, sp)
-	Load(Param("nb"), nb) // the inputs' pointers come from the frame each row: registers are short
-	LEAQ(Mem{Base: w, Index: nb, Scale: 2}, qp)
-	Load(Param("xq"), xp)
-	Load(Param("dx"), dp)
+	MOVQ(w, r.sp)
+	Load(Param("nb"), r.nb) // the inputs' pointers come from the frame each row: registers are short
+	LEAQ(Mem{Base: w, Index: r.nb, Scale: 2}, r.qp)
+	Load(Param("xq"), r.xp)
+	Load(Param("dx"), r.dp)
 	if q == "Q4" {
-		Load(Param("xs"), xsp)
+		Load(Param("xs"), r.xsp)
 	}
 	// Pairs of blocks, even ones into Y0 and odd ones into Y5 (two FMA
 	// chains), then a last single block.
 	Label("pair")
-	CMPQ(nb, U8(2))
+	CMPQ(r.nb, U8(2))
 	JL(LabelRef("single"))
-	pageKick(Mem{Base: qp}, kick, kt, "nokick")
-	PREFETCHNTA(Mem{Base: qp, Disp: avx2QPrefetch})
-	block(0, Y0, []VecPhysical{Y1, Y2, Y3, Y4})
-	block(1, Y5, []VecPhysical{Y6, Y7, Y8, Y9})
-	advance(2)
+	pageKick(Mem{Base: r.qp}, kick, kt, "nokick")
+	PREFETCHNTA(Mem{Base: r.qp, Disp: avx2QPrefetch})
+	r.block(0, Y0, []VecPhysical{Y1, Y2, Y3, Y4})
+	r.block(1, Y5, []VecPhysical{Y6, Y7, Y8, Y9})
+	r.advance(2)
 	JMP(LabelRef("pair"))
 	Label("single")
-	TESTQ(nb, nb)
+	TESTQ(r.nb, r.nb)
 	JZ(LabelRef("reduce"))
-	block(0, Y0, []VecPhysical{Y1, Y2, Y3, Y4})
+	r.block(0, Y0, []VecPhysical{Y1, Y2, Y3, Y4})
 	Label("reduce")
 	VADDPS(Y5, Y0, Y0)
 	hsum(Y0, Y1)
 	rowStreamTail(X0, y, w, ldw, n)
+}
+
+// i8Rows is the state of genRowsI8AVX2's body: the pointers to the row's
+// scales and quants, the inputs' quants and scales (and q4 sums), the
+// blocks left, and the constants (int16 ones; q4: 0x0f bytes).
+type i8Rows struct {
+	q                       string
+	sp, qp, xp, dp, xsp, nb Register
+	ones, lowNibbles        VecPhysical
+}
+
+// block accumulates block k (0 or 1) of the pair at the pointers into acc,
+// with scratch registers v.
+func (r *i8Rows) block(k int, acc VecPhysical, v []VecPhysical) {
+	s := GP32()
+	MOVWLZX(Mem{Base: r.sp, Disp: 2 * k}, s)
+	VMOVD(s, v[0].AsX())
+	VCVTPH2PS(v[0].AsX(), v[0].AsX())
+	VMULSS(Mem{Base: r.dp, Disp: 4 * k}, v[0].AsX(), v[0].AsX())
+	VBROADCASTSS(v[0].AsX(), v[0])
+	if r.q == "Q8" {
+		VMOVDQU(Mem{Base: r.qp, Disp: 32 * k}, v[1]) // w
+		VMOVDQU(Mem{Base: r.xp, Disp: 32 * k}, v[2]) // x
+		VPSIGNB(v[1], v[2], v[2])                    // x * sign(w)
+		VPABSB(v[1], v[1])                           // |w|
+		VPMADDUBSW(v[2], v[1], v[3])                 // |w| (unsigned) times x*sign(w) (signed), pairs summed to int16
+		VPMADDWD(r.ones, v[3], v[3])                 // pairs of int16 summed to int32
+	} else {
+		VMOVDQU(Mem{Base: r.qp, Disp: 16 * k}, v[1].AsX()) // 32 nibbles: values 0-15 low, 16-31 high
+		VPSRLW(U8(4), v[1].AsX(), v[2].AsX())
+		VINSERTI128(U8(1), v[2].AsX(), v[1], v[1])
+		VPAND(r.lowNibbles, v[1], v[1])                  // u = q+8, values 0-31 in order
+		VMOVDQU(Mem{Base: r.xp, Disp: 32 * k}, v[2])     // x
+		VPMADDUBSW(v[2], v[1], v[3])                     // u (unsigned) times x (signed)
+		VPMADDWD(r.ones, v[3], v[3])                     // int32 lanes
+		VMOVD(Mem{Base: r.xsp, Disp: 4 * k}, v[2].AsX()) // 8 * block sum of x, lane 0
+		VPSUBD(v[2], v[3], v[3])
+	}
+	VCVTDQ2PS(v[3], v[3])
+	VFMADD231PS(v[0], v[3], acc)
+}
+
+// advance moves the pointers on by a number of blocks.
+func (r *i8Rows) advance(blocks int) {
+	ADDQ(U8(2*blocks), r.sp)
+	ADDQ(U8(qbytes(r.q)*blocks), r.qp)
+	ADDQ(U8(32*blocks), r.xp)
+	ADDQ(U8(4*blocks), r.dp)
+	if r.q == "Q4" {
+		ADDQ(U8(4*blocks), r.xsp)
+	}
+	SUBQ(U8(blocks), r.nb)
 }

@@ -90,21 +90,27 @@ func (s isa) broadcastF16(m Mem, dst VecPhysical) {
 }
 
 // hsum reduces v (a ZMM or YMM register) into the low lane of its X
-// register, clobbering t.
-func hsum(v, t VecPhysical) {
+// register by addition, clobbering t.
+func hsum(v, t VecPhysical) { hreduce(v, t, VADDPS, VADDSS) }
+
+// hmax is hsum by maximum.
+func hmax(v, t VecPhysical) { hreduce(v, t, VMAXPS, VMAXSS) }
+
+// hreduce folds v in halves with packed, then the last pair with scalar.
+func hreduce(v, t VecPhysical, packed, scalar func(...Op)) {
 	y, x := v.AsY(), v.AsX()
 	if v.Size() == 64 {
 		VEXTRACTF32X8(U8(1), v, t.AsY())
-		VADDPS(t.AsY(), y, y)
+		packed(t.AsY(), y, y)
 		VEXTRACTF32X4(U8(1), y, t.AsX()) // EVEX: v may be one of Z16-Z31
 	} else {
 		VEXTRACTF128(U8(1), y, t.AsX())
 	}
-	VADDPS(t.AsX(), x, x)
+	packed(t.AsX(), x, x)
 	VPERMILPD(U8(1), x, t.AsX())
-	VADDPS(t.AsX(), x, x)
+	packed(t.AsX(), x, x)
 	VMOVSHDUP(x, t.AsX())
-	VADDSS(t.AsX(), x, x)
+	scalar(t.AsX(), x, x)
 }
 
 // sumPairs adds the accumulators acc (a power of two of them) in pairs of

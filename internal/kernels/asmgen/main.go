@@ -5,9 +5,20 @@
 //
 //	go run -tags asmgen ./asmgen -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
 //
-// AVX-512 routines use F/BW/VL/DQ (plus F16C conversions, VNNI where named);
-// AVX2 routines use AVX2+FMA+F16C. Every routine ends with VZEROUPPER.
-// Loops process whole vectors only; the Go callers handle tails.
+// (which is what `go generate ./internal/kernels` runs). AVX-512 routines
+// use F/BW/VL/DQ (plus F16C conversions, VNNI where named); AVX2 routines
+// use AVX2+FMA+F16C. Every routine ends with VZEROUPPER. Loops process whole
+// vectors only; the Go callers handle tails.
+//
+// One file per kernel family: dot.go, axpy.go, convert.go, tile.go (float
+// register tiles), rowstream.go (matrix-vector row streams and their
+// prefetches), dequant.go, int8.go (AVX2 int8 q8/q4 rows), attention.go
+// (batched dots and axpys over a cache), elementwise.go, qrows.go,
+// quantize.go, bgemm.go, vnni.go/vnnirows.go/vnnitile.go (AVX-512 VNNI).
+// A family that exists for AVX-512 and AVX2 is one body written against an
+// isa (isa.go: lanes, registers, names, the instructions whose form
+// differs), which main emits once per ISA; to add a kernel to both, write
+// it that way and add one call to the loop in main.
 package main
 
 import (
@@ -65,7 +76,6 @@ func main() {
 		genAxpysN(fmt.Sprintf("axpysF16x%d", nq), nq, true)
 	}
 	genElementwise()
-	genRoPE()
 	for nr := 1; nr <= 4; nr++ {
 		genQRows("Q8", nr)
 		genQRows("Q4", nr)

@@ -93,8 +93,15 @@ func rowStreamHead(w, ldw, n Register) {
 func rowStreamTail(sum, y, w, ldw, n Register) {
 	VADDSS(Mem{Base: y}, sum, sum)
 	VMOVSS(sum, Mem{Base: y})
+	nextRow(y, w, ldw, n)
+}
+
+// nextRow emits the end of a loop over n rows (the label row at its top):
+// move the output y on by a float32 and the row w by ld bytes, count n down,
+// loop; then the function's return at the label done.
+func nextRow(y, w, ld, n Register) {
 	ADDQ(U8(4), y)
-	ADDQ(ldw, w)
+	ADDQ(ld, w)
 	DECQ(n)
 	JMP(LabelRef("row"))
 	Label("done")

@@ -166,11 +166,8 @@ func (f *vnniFrame) end() {
 		VMOVSS(a.AsX(), Mem{Base: y, Disp: 4 * j})
 	}
 	if f.stream {
-		ADDQ(U8(4), y)
-		ADDQ(f.ldw, f.wr[0])
-		DECQ(f.n)
-		JMP(LabelRef("row"))
-		Label("done")
+		nextRow(y, f.wr[0], f.ldw, f.n)
+		return
 	}
 	VZEROUPPER()
 	RET()
