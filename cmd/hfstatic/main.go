@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -21,6 +23,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go exitAfterSignal(ctx, stop)
 	root := newRoot()
 	err := root.ExecuteContext(ctx)
 	if err != nil {
@@ -31,6 +34,24 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// stopBudget is how long a command may take to return after SIGINT or
+// SIGTERM cancelled its context; serve raises it by its --grace.
+var stopBudget atomic.Int64
+
+func init() { stopBudget.Store(int64(5 * time.Second)) }
+
+// exitAfterSignal makes every command end promptly on SIGINT and SIGTERM:
+// once the first signal has cancelled ctx, a second one kills the process at
+// once, and a command still running after stopBudget is ended with exit
+// code 1.
+func exitAfterSignal(ctx context.Context, stop func()) {
+	<-ctx.Done()
+	stop() // the default action again: a second signal kills
+	time.Sleep(time.Duration(stopBudget.Load()))
+	fmt.Fprintf(os.Stderr, "hfstatic: still running %v after the signal; exiting\n", time.Duration(stopBudget.Load()))
+	os.Exit(1)
 }
 
 func newRoot() *cobra.Command {

@@ -20,6 +20,11 @@ var cliPrograms struct {
 }
 
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childArgsEnv); ok { // a child process runs the command itself
+		os.Args = append([]string{"hfstatic"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "hfstatic-runner-cli-")
 	if err != nil {
 		panic(err)

@@ -118,6 +118,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			}
 			log.Info("listening", "addr", ln.Addr().String(), "model", modelID, "context", m.Runner.Shape().Context,
 				"sessions", pool.Limit(), "max_batch", maxBatch, "session_bytes", m.Runner.SessionBytes(), "queue", queue, "threads", threads)
+			stopBudget.Add(int64(grace))
 			return s.Serve(cmd.Context(), ln, grace)
 		},
 	}

@@ -2,6 +2,7 @@ package mmap
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -10,7 +11,12 @@ import (
 
 // DirFS returns a file system rooted at dir. Opened regular files are mapped:
 // they implement io.ReaderAt and Bytes() []byte (valid until the file is
-// closed). Directories are served by os.DirFS.
+// closed). Directories are served by os.DirFS. FIFOs, devices and sockets
+// are refused with ErrNotRegular, without blocking.
+//
+// Symbolic links are followed wherever they lead, also out of dir: a
+// huggingface_hub cache folder is made of links into ../../blobs. What a
+// link names is parsed and validated like any other file.
 func DirFS(dir string) fs.FS { return dirFS{dir: dir, os: os.DirFS(dir)} }
 
 type dirFS struct {
@@ -26,8 +32,11 @@ func (d dirFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
+	if st.IsDir() {
 		return d.os.Open(name)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("a %s: %w", modeName(st.Mode()), ErrNotRegular)}
 	}
 	m, err := Open(filepath.Join(d.dir, filepath.FromSlash(name)))
 	if err != nil {
@@ -36,8 +45,23 @@ func (d dirFS) Open(name string) (fs.File, error) {
 	return &mappedFile{File: m, info: st}, nil
 }
 
-// ReadFile implements fs.ReadFileFS without mapping small files.
-func (d dirFS) ReadFile(name string) ([]byte, error) { return fs.ReadFile(d.os, name) }
+// ReadFile implements fs.ReadFileFS without mapping small files. Like Open,
+// it reads regular files only.
+func (d dirFS) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fs.ErrInvalid}
+	}
+	b, err := ReadRegular(filepath.Join(d.dir, filepath.FromSlash(name)))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Path = name // errors name the path inside the folder, as os.DirFS's do
+			return nil, pe
+		}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return b, nil
+}
 
 // Stat implements fs.StatFS.
 func (d dirFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(d.os, name) }

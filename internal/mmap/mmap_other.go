@@ -2,26 +2,17 @@
 
 package mmap
 
-import (
-	"fmt"
-	"os"
-)
-
 // Open reads the file at path into memory (this platform has no mmap support here).
 func Open(path string) (*File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("mmap: %s is not a regular file", path)
-	}
-	data, err := os.ReadFile(path)
+	data, err := ReadRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	return &File{data: data}, nil
 }
+
+// noBlock: this platform has no FIFOs to wait on.
+const noBlock = 0
 
 // Options tune OpenWith (no effect on this platform).
 type Options struct{ HugePages bool }

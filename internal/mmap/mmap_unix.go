@@ -13,6 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// noBlock keeps opening a FIFO from waiting for a writer (see OpenRegular).
+const noBlock = unix.O_NONBLOCK
+
 // Open maps the file at path read-only, in huge pages where the kernel can (see OpenWith).
 func Open(path string) (*File, error) { return OpenWith(path, Options{HugePages: true}) }
 
@@ -72,15 +75,11 @@ func OpenWith(path string, opts Options) (*File, error) {
 // openRegular opens the regular file at path and returns its size, which fits
 // in an int. An empty file is returned closed, with size 0.
 func openRegular(path string) (*os.File, int64, error) {
-	fd, err := os.Open(path)
+	fd, st, err := OpenRegular(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	st, err := fd.Stat()
 	switch {
-	case err != nil:
-	case !st.Mode().IsRegular():
-		err = fmt.Errorf("mmap: %s is not a regular file", path)
 	case int64(int(st.Size())) != st.Size():
 		err = fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, st.Size())
 	case st.Size() > 0:
