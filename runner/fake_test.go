@@ -83,6 +83,7 @@ type fakeExec struct {
 	failAt   int // 1-based run that fails after scribbling on the caches; 0: never
 	cancel   func()
 	cancelAt int // run after which cancel is called
+	gate     chan struct{} // if set, runs wait for it to close
 }
 
 func newFake(f fakeSpec) (*fakeExec, *Runner) {
@@ -119,8 +120,11 @@ func (st *fakeStep) Run(ctx context.Context) error {
 	fe, f := st.fe, st.fe.f
 	fe.mu.Lock()
 	fe.runs++
-	run := fe.runs
+	run, gate := fe.runs, fe.gate
 	fe.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	ids, posIDs, mask := asI64(st.bufs[program.InputIDs]), asI64(st.bufs[program.PositionIDs]), st.bufs[program.AttentionMask]
 	pos, C := int(posIDs[0]), f.C
 	n := 0

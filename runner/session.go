@@ -52,6 +52,7 @@ type Session struct {
 	lo     []int
 	err    error // poison
 	closed bool
+	joined bool // to a Batcher (guarded by its mutex)
 
 	last    []float32 // last real row's logits (a view into lastMIO.logits), nil when stale
 	lastMIO *methodIO // method whose logits buffer holds last
@@ -173,6 +174,18 @@ func (s *Session) AppendEach(ctx context.Context, tokens []int, fn func(i int, l
 }
 
 func (s *Session) append(ctx context.Context, tokens []int, each func(int, []float32) error) error {
+	return s.appendVia(ctx, tokens, each, nil, 0)
+}
+
+// stepRunner runs one filled step of a session: Session calls Run on the bound step
+// itself; a Seq hands the step to its Batcher.
+type stepRunner interface {
+	runStep(ctx context.Context, s *Session, mio *methodIO, n int) error
+}
+
+// appendVia is Append(Each) with its steps run by via (nil: directly) and prefill chunks
+// of at most chunk rows (0: the prefill method's step).
+func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []float32) error, via stepRunner, chunk int) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -198,8 +211,22 @@ func (s *Session) append(ctx context.Context, tokens []int, each func(int, []flo
 		mio := s.dec
 		if st.Prefill {
 			mio = s.pre
+			if chunk > 0 {
+				st.N = min(st.N, chunk)
+			}
 		}
-		if err := s.run(ctx, mio, tokens[done:done+st.N]); err != nil {
+		toks := tokens[done : done+st.N]
+		s.fill(mio, toks)
+		var err error
+		if via == nil {
+			err = mio.step.Run(ctx)
+		} else if err = via.runStep(ctx, s, mio, st.N); errors.Is(err, errNotRun) {
+			return err // the step did not run: the session is as it was after the last one
+		}
+		if err == nil {
+			err = s.commit(mio, toks)
+		}
+		if err != nil {
 			s.err = fmt.Errorf("%s step at position %d (%d tokens): %w", mio.spec.Name, s.pos, st.N, err)
 			return s.err
 		}
@@ -220,8 +247,12 @@ func (s *Session) append(ctx context.Context, tokens []int, each func(int, []flo
 	return nil
 }
 
-// run fills one method's inputs for n real tokens at s.pos, runs it and commits.
-func (s *Session) run(ctx context.Context, mio *methodIO, toks []int) error {
+// errNotRun is wrapped by a stepRunner's error when the step was never started (so the
+// session is not poisoned).
+var errNotRun = errors.New("step not run")
+
+// fill writes one method's inputs for the real tokens toks at s.pos.
+func (s *Session) fill(mio *methodIO, toks []int) {
 	S, C, n, pos := mio.spec.Step, s.r.shape.Context, len(toks), s.pos
 	pad := s.r.man.Metadata.Tokens.Pad
 	for i := 0; i < S; i++ {
@@ -244,9 +275,11 @@ func (s *Session) run(ctx context.Context, mio *methodIO, toks []int) error {
 		mio.maskEnd[i] = end
 	}
 	s.version++
-	if err := mio.step.Run(ctx); err != nil {
-		return err
-	}
+}
+
+// commit checks the counters after a step of toks at s.pos and moves the session past it.
+func (s *Session) commit(mio *methodIO, toks []int) error {
+	n, pos := len(toks), s.pos
 	for l, c := range s.counters {
 		if c[0] != int64(pos+n) {
 			return fmt.Errorf("counter_%d is %d after the step, want %d", l, c[0], pos+n)

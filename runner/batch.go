@@ -1,0 +1,431 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// BatchExecutor is an optional capability of an Executor (discovered at run time, as
+// database/sql discovers optional driver interfaces): RunBatch runs one step of several
+// sessions as one pass, so that every weight is read once for all of them.
+//
+// steps are steps this Executor bound (Bind), each to a different session's buffers and
+// with its inputs filled as for Step.Run. The result must be bit for bit what running
+// each step alone would give. errs has len(steps) entries: RunBatch sets errs[i] to step
+// i's error (nil on success); a step that fails must leave the other steps' results and
+// buffers exactly as if it had not been in the batch.
+type BatchExecutor interface {
+	RunBatch(ctx context.Context, steps []Step, errs []error)
+}
+
+// ErrBatcherClosed is returned by calls on a Seq whose Batcher is closed.
+var ErrBatcherClosed = errors.New("batcher closed")
+
+// ErrLeft is returned by calls on a Seq after Leave.
+var ErrLeft = errors.New("sequence left its batcher")
+
+// stepWait bounds how long the scheduler waits for a joined sequence that is between two
+// steps (running its callback, or sampling before its next call) before it starts a step
+// without it.
+const stepWait = 2 * time.Millisecond
+
+// BatchOptions configure a Batcher.
+type BatchOptions struct {
+	// MaxBatch is the most sessions one step runs (≥ 1).
+	MaxBatch int
+	// PrefillChunk is the most prompt rows of one session a step runs, in [1, the
+	// program's prefill step]; 0 means the prefill step.
+	PrefillChunk int
+	// OnStep, if set, is called by the scheduler after every step. It must return quickly
+	// and must not call the Batcher.
+	OnStep func(StepStats)
+}
+
+// StepStats describe one batched step.
+type StepStats struct {
+	Sessions    int           // sessions in the step
+	Rows        int           // real rows of all sessions
+	PrefillRows int           // rows of the prefill chunk (0 when none)
+	Duration    time.Duration // time to run the step
+}
+
+// BatchStats is a snapshot of a Batcher.
+type BatchStats struct {
+	Joined  int   // sequences joined
+	Running int   // sequences in the step running now
+	Waiting int   // sequences with a step queued for a later step
+	Steps   int64 // steps run
+	Rows    int64 // real rows run
+}
+
+// Batcher runs the steps of several sessions together. A scheduler goroutine, started by
+// NewBatcher and stopped by Close, forms each step from the steps the joined sequences
+// have queued: the decode rows of every sequence that has one, plus at most one prefill
+// chunk of one sequence (in turn), so that a long prompt does not stall running streams.
+// With a BatchExecutor the step's sessions run as one pass, otherwise one after another.
+type Batcher struct {
+	r        *Runner
+	opts     BatchOptions
+	batchExe BatchExecutor // nil: run the sessions of a step one by one
+
+	mu      sync.Mutex
+	seqs    []*Seq // joined
+	queue   []*Seq // sequences with a queued step, in arrival order
+	running int
+	stats   BatchStats
+	closed  bool
+	kick    chan struct{} // wakes the scheduler (buffered, 1)
+	stop    chan struct{} // closed by Close
+	exited  chan struct{} // closed by the scheduler
+
+	// Scheduler-owned, reused every step.
+	step   []*Seq
+	steps  []Step
+	errs   []error
+	rr     int // round-robin cursor for prefill chunks and decode rows
+	linger *time.Timer
+}
+
+// seqState is where a Seq is in its calls.
+type seqState int
+
+const (
+	seqIdle    seqState = iota // not in a call
+	seqQueued                  // a step is queued
+	seqRunning                 // its step is running
+	seqBetween                 // in a call, between two steps
+)
+
+// Seq is a session joined to a Batcher: its appends run in steps shared with the other
+// joined sessions. Like Session, it is not safe for concurrent use, and the session must
+// not be used directly while a call of its Seq runs.
+type Seq struct {
+	b *Batcher
+	s *Session
+
+	// Guarded by b.mu.
+	state    seqState
+	left     bool
+	mio      *methodIO // the queued step
+	rows     int
+	ctx      context.Context
+	queuedAt time.Time
+	returned time.Time // when the last call returned
+
+	result chan error // the queued step's outcome (buffered, 1)
+}
+
+// NewBatcher starts a Batcher for r's sessions. Close stops it.
+func NewBatcher(r *Runner, opts BatchOptions) (*Batcher, error) {
+	switch {
+	case r == nil:
+		return nil, errors.New("runner: NewBatcher: nil Runner")
+	case opts.MaxBatch < 1:
+		return nil, fmt.Errorf("runner: BatchOptions.MaxBatch = %d, must be ≥ 1", opts.MaxBatch)
+	case opts.PrefillChunk < 0 || opts.PrefillChunk > r.shape.Prefill:
+		return nil, fmt.Errorf("runner: BatchOptions.PrefillChunk = %d, must be in [0, %d] (the program's prefill step)", opts.PrefillChunk, r.shape.Prefill)
+	}
+	b := &Batcher{r: r, opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
+		step: make([]*Seq, 0, opts.MaxBatch), steps: make([]Step, 0, opts.MaxBatch), errs: make([]error, opts.MaxBatch),
+		linger: time.NewTimer(time.Hour)}
+	b.linger.Stop()
+	b.batchExe, _ = r.exe.(BatchExecutor)
+	go b.schedule()
+	return b, nil
+}
+
+// Batched reports whether steps run as one pass (the Executor is a BatchExecutor).
+func (b *Batcher) Batched() bool { return b.batchExe != nil }
+
+// Join makes s take part in batched steps until Leave. s must be a session of the
+// Batcher's runner and may be joined to one Batcher at a time.
+func (b *Batcher) Join(s *Session) (*Seq, error) {
+	if s == nil {
+		return nil, errors.New("runner: Join: nil Session")
+	}
+	if s.r != b.r {
+		return nil, errors.New("runner: Join: the session belongs to another Runner")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrBatcherClosed
+	}
+	if s.joined {
+		return nil, errors.New("runner: Join: the session is already joined to a Batcher (Leave first)")
+	}
+	s.joined = true
+	// Treated as having just returned from a call: its first step is expected soon.
+	q := &Seq{b: b, s: s, result: make(chan error, 1), returned: time.Now()}
+	b.seqs = append(b.seqs, q)
+	b.stats.Joined = len(b.seqs)
+	return q, nil
+}
+
+// Session returns the joined session.
+func (q *Seq) Session() *Session { return q.s }
+
+// Append is Session.Append with its steps shared with the other joined sessions.
+func (q *Seq) Append(ctx context.Context, tokens []int) error {
+	return q.appendEach(ctx, tokens, nil)
+}
+
+// AppendEach is Session.AppendEach (the same logits, callbacks, errors and poisoning)
+// with its steps shared with the other joined sessions. each runs on the caller's
+// goroutine between steps. A cancelled ctx ends the call at the next step boundary.
+func (q *Seq) AppendEach(ctx context.Context, tokens []int, each func(i int, logits []float32) error) error {
+	return q.appendEach(ctx, tokens, each)
+}
+
+func (q *Seq) appendEach(ctx context.Context, tokens []int, each func(int, []float32) error) error {
+	b := q.b
+	b.mu.Lock()
+	switch {
+	case q.left:
+		b.mu.Unlock()
+		return ErrLeft
+	case b.closed:
+		b.mu.Unlock()
+		return ErrBatcherClosed
+	}
+	q.state = seqBetween
+	b.mu.Unlock()
+	err := q.s.appendVia(ctx, tokens, each, q, b.opts.PrefillChunk)
+	b.mu.Lock()
+	q.state, q.returned = seqIdle, time.Now()
+	b.mu.Unlock()
+	if nr := (notRunError{}); errors.As(err, &nr) {
+		err = nr.err
+	}
+	return err
+}
+
+// runStep queues the session's filled step and waits for its outcome. Errors wrapping
+// errNotRun mean the step never ran.
+func (q *Seq) runStep(ctx context.Context, s *Session, mio *methodIO, n int) error {
+	b := q.b
+	b.mu.Lock()
+	switch {
+	case q.left:
+		b.mu.Unlock()
+		return notRun(ErrLeft)
+	case b.closed:
+		b.mu.Unlock()
+		return notRun(ErrBatcherClosed)
+	}
+	q.state, q.mio, q.rows, q.ctx, q.queuedAt = seqQueued, mio, n, ctx, time.Now()
+	b.queue = append(b.queue, q)
+	b.stats.Waiting = len(b.queue)
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-q.result:
+		return err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	if q.state == seqQueued { // not taken into a step yet: withdraw it
+		b.unqueue(q)
+		q.state = seqBetween
+		b.mu.Unlock()
+		return notRun(ctx.Err())
+	}
+	b.mu.Unlock()
+	return <-q.result // running: a step is never interrupted part-way
+}
+
+// notRunError marks an error of a step that never ran.
+type notRunError struct{ err error }
+
+func (e notRunError) Error() string { return e.err.Error() }
+func (e notRunError) Unwrap() []error {
+	return []error{errNotRun, e.err}
+}
+
+func notRun(err error) error { return notRunError{err} }
+
+// unqueue removes q from the queue. b.mu is held.
+func (b *Batcher) unqueue(q *Seq) {
+	for i, x := range b.queue {
+		if x == q {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			break
+		}
+	}
+	b.stats.Waiting = len(b.queue)
+}
+
+// Leave takes the sequence out of its Batcher: a queued step is withdrawn (its call
+// returns ErrLeft) and later calls return ErrLeft. The session stays usable on its own.
+// A step already running completes.
+func (q *Seq) Leave() {
+	b := q.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q.left {
+		return
+	}
+	q.left = true
+	q.s.joined = false
+	if q.state == seqQueued {
+		b.unqueue(q)
+		q.state = seqBetween
+		q.result <- notRun(ErrLeft)
+	}
+	for i, x := range b.seqs {
+		if x == q {
+			b.seqs = append(b.seqs[:i], b.seqs[i+1:]...)
+			break
+		}
+	}
+	b.stats.Joined = len(b.seqs)
+}
+
+// Stats returns a snapshot of the Batcher's counts.
+func (b *Batcher) Stats() BatchStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// Close stops the scheduler after the step it is running; queued and later calls return
+// ErrBatcherClosed (the sessions are left as they were after their last step).
+func (b *Batcher) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.exited
+		return nil
+	}
+	b.closed = true
+	close(b.stop)
+	b.mu.Unlock()
+	<-b.exited
+	return nil
+}
+
+// schedule is the scheduler goroutine.
+func (b *Batcher) schedule() {
+	defer close(b.exited)
+	for {
+		select {
+		case <-b.stop:
+			b.drain()
+			return
+		case <-b.kick:
+		case <-b.linger.C:
+		}
+		if !b.form() {
+			continue
+		}
+		b.run()
+		select { // steps left queued (a second prefill chunk, more than MaxBatch) run next
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// drain fails every queued step after Close.
+func (b *Batcher) drain() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, q := range b.queue {
+		q.state = seqBetween
+		q.result <- notRun(ErrBatcherClosed)
+	}
+	b.queue = b.queue[:0]
+	b.stats.Waiting = 0
+}
+
+// form picks the next step's sequences into b.step, or reports false when there is
+// nothing to run yet (no queued step, or sequences expected within stepWait).
+func (b *Batcher) form() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 || b.closed {
+		return false
+	}
+	now := time.Now()
+	oldest := b.queue[0].queuedAt
+	if deadline := oldest.Add(stepWait); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch {
+		for _, q := range b.seqs {
+			if q.state == seqBetween || (q.state == seqIdle && now.Sub(q.returned) < stepWait) {
+				b.linger.Reset(deadline.Sub(now))
+				return false // a step of q is expected soon: wait for it to fill the step
+			}
+		}
+	}
+	b.step = b.step[:0]
+	// At most one prefill chunk (a step of several rows), taken in turn, then single
+	// rows in turn (a one-token step is a decode row whichever method runs it).
+	n := len(b.queue)
+	start := b.rr % n
+	for i := range n {
+		q := b.queue[(start+i)%n]
+		if q.rows > 1 {
+			b.step = append(b.step, q)
+			break
+		}
+	}
+	for i := 0; i < n && len(b.step) < b.opts.MaxBatch; i++ {
+		q := b.queue[(start+i)%n]
+		if q.rows == 1 {
+			b.step = append(b.step, q)
+		}
+	}
+	b.rr++
+	for _, q := range b.step {
+		q.state = seqRunning
+		b.unqueue(q)
+	}
+	b.running = len(b.step)
+	b.stats.Running = b.running
+	return true
+}
+
+// run executes b.step and hands each sequence its outcome.
+func (b *Batcher) run() {
+	start := time.Now()
+	st := StepStats{Sessions: len(b.step)}
+	for _, q := range b.step {
+		st.Rows += q.rows
+		if q.rows > 1 {
+			st.PrefillRows += q.rows
+		}
+	}
+	errs := b.errs[:len(b.step)]
+	if b.batchExe != nil && len(b.step) > 1 {
+		b.steps = b.steps[:0]
+		for _, q := range b.step {
+			b.steps = append(b.steps, q.mio.step)
+		}
+		clear(errs)
+		b.batchExe.RunBatch(context.Background(), b.steps, errs)
+	} else {
+		for i, q := range b.step {
+			errs[i] = q.mio.step.Run(q.ctx)
+		}
+	}
+	st.Duration = time.Since(start)
+	b.mu.Lock()
+	for i, q := range b.step {
+		q.state = seqBetween
+		q.result <- errs[i]
+	}
+	b.running = 0
+	b.stats.Running = 0
+	b.stats.Steps++
+	b.stats.Rows += int64(st.Rows)
+	b.mu.Unlock()
+	clear(errs)
+	if b.opts.OnStep != nil {
+		b.opts.OnStep(st)
+	}
+}
