@@ -82,7 +82,7 @@ type fakeExec struct {
 	runs     int
 	failAt   int // 1-based run that fails after scribbling on the caches; 0: never
 	cancel   func()
-	cancelAt int // run after which cancel is called
+	cancelAt int           // run after which cancel is called
 	gate     chan struct{} // if set, runs wait for it to close
 }
 
