@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 )
@@ -58,7 +59,107 @@ func TestChatRendersTheTemplateAndAnswersEachTurn(t *testing.T) {
 	if got := strings.Count(stderr, "> "); got != 5 || out == "" {
 		t.Errorf("chat showed %d prompts (want 5) and printed %q", got, out)
 	}
-	if _, _, err := run(t, "hi\n", "chat"); err == nil || !strings.Contains(err.Error(), "no chat template") {
-		t.Errorf("chat on stories260K: %v, want an error saying there is no chat template", err)
+}
+
+// A program without a chat template chats as plain continuation, and says so once.
+func TestChatWithoutATemplateContinuesTheText(t *testing.T) {
+	out, stderr, err := run(t, "Once upon a time\nLily\n", "chat", "-n", "8", "--temperature", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(stderr, "has no chat template"); n != 1 || !strings.HasPrefix(out, ", there was a little girl\n") {
+		t.Errorf("chat said %d times that there is no template and replied %q; stderr %q", n, out, stderr)
+	}
+}
+
+// The banner names /help; commands are answered and never sent to the model.
+func TestChatCommands(t *testing.T) {
+	in := "/help\n/frobnicate\n/set temperature 0\n/set top-p 7\n/set max-tokens 5\nOnce upon a time\n/show\n/reset\n/show\n//x\n/bye\nnot read\n"
+	out, stderr, err := run(t, in, "chat", "--seed", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"chatting with stories260K (embedded): /help for commands, Ctrl-C stops a reply, /bye exits\n",
+		"  /set temperature T",
+		"unknown command /frobnicate (not sent to the model): /help lists the commands",
+		"set temperature to 0\n",
+		"/set top-p 7: sample: Options.TopP = 7: must be in (0, 1]",
+		"set max-tokens to 5\n",
+		"context      9 of 512 tokens used, 2 messages\n", // BOS, 4 prompt tokens, 4 of the 5 generated (the last is not run)
+		"parameters   temperature 0, top-k 40, top-p 0.95, min-p 0.05, repeat-penalty 1, seed 3, max-tokens 5\n",
+		"(conversation cleared)\n",
+		"context      0 of 512 tokens used, 0 messages\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("chat's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	// Two replies: the story's, and the one to "/x" sent with "//x"; nothing for commands.
+	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(lines) != 2 || lines[0] != ", there was a little" {
+		t.Errorf("chat printed %q, want two replies, the first \", there was a little\"", out)
+	}
+}
+
+// Ctrl-C during a reply stops the reply and returns to the prompt; twice at the prompt exits
+// with no error. The input is a pipe, so the test decides when each line arrives.
+func TestChatCtrlCStopsTheReplyThenExits(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var stderr syncBuffer
+	first := true
+	out := writerFunc(func(p []byte) (int, error) {
+		if first { // the reply has begun: press Ctrl-C
+			first = false
+			if !interrupt() {
+				t.Error("chat takes no Ctrl-C")
+			}
+		}
+		return len(p), nil
+	})
+	root := newRoot()
+	root.SetArgs([]string{"chat", "-n", "400", "--temperature", "0"})
+	root.SetIn(inR)
+	root.SetOut(out)
+	root.SetErr(&stderr)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(t.Context()) }()
+	waitFor(t, &stderr, "> ", 1)
+	io.WriteString(inW, "Once upon a time\n")
+	waitFor(t, &stderr, "(reply stopped)\n> ", 1)
+	io.WriteString(inW, "/show\n")
+	waitFor(t, &stderr, "> ", 3)
+	if s := stderr.String(); !strings.Contains(s, "context      ") || strings.Contains(s, "context      512") {
+		t.Errorf("after a stopped reply /show said %q", s)
+	}
+	interrupt()
+	waitFor(t, &stderr, "(Ctrl-C again, Ctrl-D or /bye to exit)\n> ", 1)
+	interrupt()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("chat ended with %v, want no error (exit 0)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("chat did not end after a second Ctrl-C at the prompt")
+	}
+	if interrupts.Load() != nil {
+		t.Error("chat left its Ctrl-C handler installed")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// waitFor waits until s holds n copies of sub.
+func waitFor(t *testing.T, s *syncBuffer, sub string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(s.String(), sub) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %d × %q; have %q", n, sub, s.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

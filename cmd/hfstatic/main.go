@@ -21,9 +21,21 @@ type usageError struct{ error }
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go exitAfterSignal(ctx, stop)
+	// Ctrl-C and SIGTERM cancel the command, unless it takes Ctrl-C itself (chat).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			if s == os.Interrupt && interrupt() {
+				continue
+			}
+			cancel()
+			return
+		}
+	}()
+	go exitAfterSignal(ctx, func() { signal.Stop(sigs) })
 	root := newRoot()
 	err := root.ExecuteContext(ctx)
 	if err != nil {
