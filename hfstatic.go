@@ -43,9 +43,8 @@ import (
 const EmbeddedName = "stories260K (embedded)"
 
 // DefaultPrefill is the prefill step of programs exported in memory, and of
-// `hfstatic export` without --prefill: prompts run in chunks of 64 tokens. Measured with
-// `hfstatic bench` on SmolLM2-135M (docs/performance.md): 64 processes a 128- or 500-token
-// prompt about as fast as 128 or 256 do, and pads a short chat turn far less.
+// `hfstatic export` without --prefill: prompts run in chunks of 64 tokens (`hfstatic export
+// --help` says how that size was chosen).
 const DefaultPrefill = 64
 
 // Options configure how a model is opened. The zero value maps program files and runs on

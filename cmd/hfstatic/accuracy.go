@@ -10,6 +10,10 @@ import (
 	"github.com/hfstatic/hfstatic/internal/accuracy"
 )
 
+// defaultAccuracyPrompt starts the compared sequence when neither --tokens nor --prompt is
+// given: some tokenizers add no BOS, so an empty prompt has no tokens.
+const defaultAccuracyPrompt = "Once upon a time, in a small town by the sea,"
+
 func newAccuracyCmd() *cobra.Command {
 	var (
 		tokens, prompt  string
@@ -20,8 +24,8 @@ func newAccuracyCmd() *cobra.Command {
 		Short: "Compare a candidate program's logits (e.g. quantized) with a reference program's",
 		Long: `accuracy runs one token sequence through both programs and prints the argmax agreement and the
 mean KL divergence KL(reference ‖ candidate) over every position. The sequence is --tokens, or
---prompt encoded with the reference's tokenizer (default: just BOS), extended by --generate N
-greedy tokens of the reference.`,
+--prompt encoded with the reference's tokenizer (default: "` + defaultAccuracyPrompt + `"; --prompt ""
+is just BOS), extended by --generate N greedy tokens of the reference.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -68,7 +72,7 @@ greedy tokens of the reference.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&tokens, "tokens", "", "comma-separated token ids")
-	f.StringVar(&prompt, "prompt", "", "prompt text")
+	f.StringVar(&prompt, "prompt", defaultAccuracyPrompt, "prompt text")
 	f.IntVar(&extend, "generate", 200, "extend the sequence with N greedy tokens of the reference")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	return cmd

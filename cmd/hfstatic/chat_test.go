@@ -50,6 +50,9 @@ func qwen3Folder(t *testing.T) string {
 func TestChatRendersTheTemplateAndAnswersEachTurn(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "qwen3.hfs")
 	mustRun(t, "export", qwen3Folder(t), "-o", prog, "--context", "256", "--prefill", "32", "-q")
+	if out := mustRun(t, "inspect", prog); !strings.Contains(out, "chat template   embedded\n") {
+		t.Errorf("inspect of a Qwen3 program does not say its chat template is embedded:\n%s", out)
+	}
 	out, stderr, err := run(t, "Hello there\n/reset\nAnd again\nthird turn\n", "chat", prog, "-n", "4", "--temperature", "0", "--system", "Be brief.")
 	if err != nil {
 		t.Fatalf("chat: %v\n%s", err, stderr)

@@ -62,6 +62,11 @@ func TestExportInspectGenerateLogits(t *testing.T) {
 	if rep.Contract != "hf_static" || rep.Version != 1 || rep.Context != 128 || len(rep.Layers) != 5 || rep.Layers[0].CacheRows != 128 {
 		t.Errorf("inspect: %+v", rep)
 	}
+	// stories260K: 512×64 embedding (tied) + 5 layers of 4 64×64-or-32×64 attention and 3 172×64
+	// MLP matrices + 2 norms of 64 each, + the final norm.
+	if want := int64(512*64 + 5*(64*64*2+32*64*2+3*172*64+2*64) + 64); rep.Parameters != want || !rep.Tokenizer || rep.ChatTemplate {
+		t.Errorf("inspect: %d parameters, tokenizer %v, chat template %v; want %d, true, false", rep.Parameters, rep.Tokenizer, rep.ChatTemplate, want)
+	}
 	if want := int64(5 * 2 * 4 * 128 * 8 * 4); rep.CacheBytes != want {
 		t.Errorf("cache bytes %d, want %d", rep.CacheBytes, want)
 	}

@@ -127,3 +127,14 @@ func TestExportDefaultsToAPrefillMethod(t *testing.T) {
 		}
 	}
 }
+
+// accuracy without --prompt compares a default prompt's sequence, even for tokenizers with
+// no BOS (where an empty prompt has no tokens).
+func TestAccuracyHasADefaultPrompt(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "q.hfs")
+	mustRun(t, "export", qwen3Folder(t), "-o", prog, "--context", "64", "--prefill", "0", "-q")
+	out := mustRun(t, "accuracy", prog, prog, "--generate", "4")
+	if !strings.Contains(out, "100.00%") {
+		t.Errorf("accuracy of a program against itself said %q, want 100.00%% agreement", out)
+	}
+}

@@ -32,9 +32,11 @@ func newExportCmd() *cobra.Command {
 		Long: `Export reads config.json, model.safetensors (or a sharded index) and tokenizer files from
 MODEL (a Hugging Face folder, or ORG/NAME[@REVISION]: from the Hugging Face cache, else downloaded
 as "hfstatic pull" does) and writes one program file with a decode method and a prefill method that runs
-prompts P tokens at a time (--prefill, default ` + fmt.Sprint(hfstatic.DefaultPrefill) + `; 0 for decode only). The default P = ` + fmt.Sprint(hfstatic.DefaultPrefill) + ` measured
-best with hfstatic bench on SmolLM2-135M (2 threads, docs/performance.md): prompts of 128 and 500
-tokens run as fast as with P = 128 or 256, and a short prompt (a chat turn) pads far fewer rows.`,
+prompts P tokens at a time (--prefill, default ` + fmt.Sprint(hfstatic.DefaultPrefill) + `; 0 for decode only, which runs prompts token by
+token, 4-9× slower here). Why ` + fmt.Sprint(hfstatic.DefaultPrefill) + `: measured with hfstatic bench (SmolLM2-135M, bf16, 2 threads; prompts of 20,
+128 and 500 tokens; P = 16, 32, 64, 128, 256), 64 was as fast as the best size for every prompt
+length within the machine's noise, while 16 and 32 were slower on long prompts and 128 and 256
+run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,11 @@ type inspectReport struct {
 	WeightBytes  map[string]int64 `json:"weight_bytes_by_dtype"`
 	Tensors      []inspectTensor  `json:"tensors"`
 	Assets       []string         `json:"assets"`
+	// Parameters counts the model's weights (every tensor but the RoPE tables).
+	Parameters int64 `json:"parameters"`
+	// Tokenizer and ChatTemplate say whether the program carries them.
+	Tokenizer    bool `json:"tokenizer"`
+	ChatTemplate bool `json:"chat_template"`
 }
 
 type inspectMethod struct {
@@ -111,7 +117,14 @@ func buildInspect(m *loaded) inspectReport {
 			KHeadDim: l.KHeadDim, VHeadDim: l.VHeadDim, CacheRows: l.CacheRows, CacheBytes: b})
 		rep.CacheBytes += b
 	}
+	_, err := m.Tokenizer()
+	rep.Tokenizer = err == nil
+	_, err = m.ChatTemplate("")
+	rep.ChatTemplate = err == nil
 	for _, t := range man.Tensors {
+		if !strings.HasPrefix(t.Name, "rope.") {
+			rep.Parameters += int64(t.Shape.Elems())
+		}
 		rep.WeightBytes[string(t.DType)] += t.Size
 		rep.Tensors = append(rep.Tensors, inspectTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Bytes: t.Size})
 	}
@@ -121,6 +134,13 @@ func buildInspect(m *loaded) inspectReport {
 	return rep
 }
 
+func yesNo(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
+
 func printInspect(w io.Writer, r inspectReport, tensors bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "program\t%s\n", r.Program)
@@ -128,6 +148,9 @@ func printInspect(w io.Writer, r inspectReport, tensors bool) {
 	fmt.Fprintf(tw, "fingerprint\t%s\n", r.Fingerprint)
 	fmt.Fprintf(tw, "file\t%s bytes\n", groupDigits(r.FileBytes))
 	fmt.Fprintf(tw, "source\t%s (checkpoint %s, %s, weights %s)\n", r.Source.Architecture, r.Source.Checkpoint, r.Source.Exporter, r.Source.Weights)
+	fmt.Fprintf(tw, "parameters\t%s\n", groupDigits(r.Parameters))
+	fmt.Fprintf(tw, "tokenizer\t%s\n", yesNo(r.Tokenizer, "embedded", "none (the program takes token ids only)"))
+	fmt.Fprintf(tw, "chat template\t%s\n", yesNo(r.ChatTemplate, "embedded", "none (chat runs as plain continuation)"))
 	fmt.Fprintf(tw, "context\t%d\n", r.Context)
 	fmt.Fprintf(tw, "vocab\t%d\n", r.VocabSize)
 	bos := "none"
