@@ -166,3 +166,16 @@ func waitFor(t *testing.T, s *syncBuffer, sub string, n int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// --template-file gives a program without a chat template one.
+func TestChatTemplateFile(t *testing.T) {
+	tmpl := filepath.Join(t.TempDir(), "t.jinja")
+	os.WriteFile(tmpl, []byte("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"), 0o644)
+	_, stderr, err := run(t, "Once upon a time\n/show\n", "chat", "--template-file", tmpl, "-n", "3", "--temperature", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr, "no chat template") || !strings.Contains(stderr, "(embedded), chat template\n") {
+		t.Errorf("chat with --template-file said %q", stderr)
+	}
+}
