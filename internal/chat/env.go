@@ -12,12 +12,15 @@ import (
 
 // addEnvironment adds the globals Hugging Face's template environment
 // provides beyond the Jinja built-ins.
-func addEnvironment(data map[string]jinja.Value, now time.Time) {
+func addEnvironment(data map[string]jinja.Value, now time.Time, m *meter) {
 	depth := 0
 	data["__hf_enter_macro"] = jinja.NewCallable("macro", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		if err := m.step(); err != nil {
+			return jinja.Undefined(), err
+		}
 		depth++
 		if depth > maxMacroDepth {
-			return jinja.Undefined(), fmt.Errorf("%w: macros nested deeper than %d", ErrLimit, maxMacroDepth)
+			return jinja.Undefined(), &BudgetError{Limit: "depth", Detail: fmt.Sprintf("macros nested deeper than %d", maxMacroDepth)}
 		}
 		return jinja.NewString(""), nil
 	})
@@ -25,7 +28,7 @@ func addEnvironment(data map[string]jinja.Value, now time.Time) {
 		depth--
 		return jinja.NewString(""), nil
 	})
-	data["range"] = jinja.NewCallable("range", rangeFunc)
+	data["range"] = m.guard("range", rangeFunc)
 	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
 	data["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {

@@ -409,6 +409,19 @@ func (p *exprParser) postfix(x string) (string, error) {
 			if t.kind != 'n' && t.kind != 'i' {
 				return "", fmt.Errorf("%w: bad attribute %q", errExprSyntax, t.text)
 			}
+			if t.text == "replace" && p.isOp("(") {
+				// str.replace goes to the metered replace (budget.go).
+				args, err := p.callArgs()
+				if err != nil {
+					return "", err
+				}
+				inner := strings.TrimSpace(args[1 : len(args)-1])
+				if inner == "" {
+					return "", fmt.Errorf("%w: replace() without arguments", errExprSyntax)
+				}
+				x = "__hf_replace(" + x + ", " + inner + ")"
+				break
+			}
 			x += "." + t.text
 		case p.isOp("["):
 			p.next()

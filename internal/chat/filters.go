@@ -18,24 +18,25 @@ import (
 var ErrNotIterable = errors.New("template iterates a value that is undefined or none")
 
 // addFilters adds the replacements named in hfFilters, plus __hf_iterable.
-func addFilters(data map[string]jinja.Value) {
-	data["__hf_iterable"] = jinja.NewCallable("for", iterable)
-	data["__hf_operand"] = jinja.NewCallable("operand", operand)
-	data["__hf_mul"] = jinja.NewCallable("*", multiply)
-	data["__hf_slice"] = jinja.NewCallable("slice", slice)
-	data["__hf_str"] = jinja.NewCallable("str", pyStr)
-	data["__hf_test"] = jinja.NewCallable("test", extraTest)
+// Every one is metered by m (see meter.guard).
+func addFilters(data map[string]jinja.Value, m *meter) {
+	data["__hf_iterable"] = m.guard("for", iterable)
+	data["__hf_operand"] = m.guard("operand", operand)
+	data["__hf_mul"] = m.guard("*", multiply)
+	data["__hf_slice"] = m.guard("slice", slice)
+	data["__hf_str"] = m.guard("str", pyStr)
+	data["__hf_test"] = m.guard("test", extraTest)
 	for name, fn := range map[string]filterFunc{
 		"sort": sortFilter, "dictsort": dictsortFilter, "unique": uniqueFilter,
 		"int": intFilter, "float": floatFilter, "map": mapFilter, "string": stringFilterPy,
+		"join": joinFilter, "replace": replaceFilter, "indent": indentFilter, "tojson": tojson,
 	} {
-		data["__hf_"+name] = jinja.NewCallable(name, fn)
+		data["__hf_"+name] = m.guard(name, fn)
 	}
-	data["__hf_tojson"] = jinja.NewCallable("tojson", tojson)
-	data["__hf_selectattr"] = jinja.NewCallable("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	data["__hf_selectattr"] = m.guard("selectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 		return selectAttr("selectattr", true, args)
 	})
-	data["__hf_rejectattr"] = jinja.NewCallable("rejectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	data["__hf_rejectattr"] = m.guard("rejectattr", func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 		return selectAttr("rejectattr", false, args)
 	})
 }
@@ -382,6 +383,9 @@ func contains(container, item jinja.Value) bool {
 // tojson is Hugging Face's tojson: Python's json.dumps(x,
 // ensure_ascii=False, indent=indent, separators=separators,
 // sort_keys=sort_keys), keys in insertion order unless sorted.
+// maxIndent bounds tojson's indent.
+const maxIndent = 1024
+
 func tojson(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), errors.New("tojson: no value")
@@ -390,6 +394,9 @@ func tojson(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) 
 	if ind, ok := kw["indent"]; ok && !ind.IsNone() {
 		switch {
 		case ind.IsInt():
+			if ind.AsInt() > maxIndent {
+				return jinja.Undefined(), &BudgetError{Limit: "value", Detail: fmt.Sprintf("tojson indent %d (the bound is %d)", ind.AsInt(), maxIndent)}
+			}
 			e.indent = strings.Repeat(" ", int(max(ind.AsInt(), 0)))
 		case ind.IsString():
 			e.indent = ind.AsString()
@@ -400,6 +407,9 @@ func tojson(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) 
 		e.itemSep = ","
 	}
 	if len(args) > 1 && !args[1].IsNone() && args[1].IsInt() { // tojson(2)
+		if args[1].AsInt() > maxIndent {
+			return jinja.Undefined(), &BudgetError{Limit: "value", Detail: fmt.Sprintf("tojson indent %d (the bound is %d)", args[1].AsInt(), maxIndent)}
+		}
 		e.indent, e.indented, e.itemSep = strings.Repeat(" ", int(max(args[1].AsInt(), 0))), true, ","
 	}
 	if sep, ok := kw["separators"]; ok && !sep.IsNone() {
@@ -454,6 +464,9 @@ func (e *jsonEncoder) encode(b *strings.Builder, v jinja.Value, depth int) error
 		}
 		b.WriteByte('[')
 		for i, it := range items {
+			if b.Len() > maxValue {
+				return &BudgetError{Limit: "value", Detail: fmt.Sprintf("tojson builds more than %d bytes", maxValue)}
+			}
 			if i > 0 {
 				b.WriteString(e.itemSep)
 			}
@@ -476,6 +489,9 @@ func (e *jsonEncoder) encode(b *strings.Builder, v jinja.Value, depth int) error
 		}
 		b.WriteByte('{')
 		for i, k := range keys {
+			if b.Len() > maxValue {
+				return &BudgetError{Limit: "value", Detail: fmt.Sprintf("tojson builds more than %d bytes", maxValue)}
+			}
 			if i > 0 {
 				b.WriteString(e.itemSep)
 			}

@@ -68,6 +68,9 @@ func pyRepr(b *strings.Builder, v jinja.Value) {
 	case v.IsList():
 		b.WriteByte('[')
 		for i, it := range v.AsList().Items {
+			if b.Len() > maxValue {
+				return // the caller's size check refuses the result
+			}
 			if i > 0 {
 				b.WriteString(", ")
 			}
@@ -78,6 +81,9 @@ func pyRepr(b *strings.Builder, v jinja.Value) {
 		b.WriteByte('{')
 		d := v.AsDict()
 		for i, k := range d.OrderedKeys() {
+			if b.Len() > maxValue {
+				return // the caller's size check refuses the result
+			}
 			if i > 0 {
 				b.WriteString(", ")
 			}

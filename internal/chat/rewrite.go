@@ -26,7 +26,10 @@ import (
 //     environment's versions (hfFilters);
 //   - the iterable of every for loop is checked, so iterating an undefined
 //     or none value is an error as in Hugging Face's renderers;
-//   - macro bodies count their depth, so runaway recursion is an error.
+//   - macro bodies count their depth, so runaway recursion is an error;
+//   - every loop iteration, macro call, printed value and text run, and
+//     the functions above are metered against the rendering's Budget
+//     (budget.go); str.replace calls go to the metered replace.
 
 // pieceKind is the kind of one lexed template piece.
 type pieceKind int
@@ -49,6 +52,9 @@ type piece struct {
 // hfFilters maps filter names to the environment's replacements.
 var hfFilters = map[string]string{
 	"tojson":     "__hf_tojson",
+	"join":       "__hf_join",
+	"replace":    "__hf_replace",
+	"indent":     "__hf_indent",
 	"selectattr": "__hf_selectattr",
 	"rejectattr": "__hf_rejectattr",
 	"sort":       "__hf_sort",
@@ -227,9 +233,9 @@ func rewriteSource(src string) (string, error) {
 		switch p.kind {
 		case pieceText:
 			if p.body != "" {
-				b.WriteString("{{ ")
+				b.WriteString("{{ __hf_print(")
 				b.WriteString(quoteLiteral(p.body))
-				b.WriteString(" }}")
+				b.WriteString(") }}")
 			}
 		case pieceExpr:
 			body, err := rewriteCode(p.body, false)
@@ -237,7 +243,8 @@ func rewriteSource(src string) (string, error) {
 				return "", err
 			}
 			// Print floats, lists and dicts as Python does.
-			b.WriteString("{{ __hf_str(" + body + ") }}")
+			// __hf_print also counts the text against the budget.
+			b.WriteString("{{ __hf_print(" + body + ") }}")
 		case pieceStmt:
 			body, err := rewriteCode(p.body, true)
 			if err != nil {
@@ -252,6 +259,10 @@ func rewriteSource(src string) (string, error) {
 			b.WriteString("{% " + body + " %}")
 			if kw == "macro" {
 				b.WriteString("{{ __hf_enter_macro() }}")
+			}
+			// Every loop iteration is a step of the budget.
+			if kw == "for" {
+				b.WriteString("{{ __hf_step() }}")
 			}
 		}
 	}

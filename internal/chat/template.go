@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,6 +177,8 @@ type Input struct {
 	BOSToken, EOSToken string
 	// Now is the time strftime_now formats; zero means time.Now().
 	Now time.Time
+	// Budget bounds the rendering; zero fields take DefaultBudget's.
+	Budget Budget
 }
 
 // reserved are the variables Render sets itself.
@@ -184,30 +187,44 @@ var reserved = map[string]bool{
 	"bos_token": true, "eos_token": true,
 }
 
-// Render renders the conversation. A template's raise_exception(msg) comes
-// back as a *RaiseError.
-func (t *Template) Render(in Input) (out string, err error) {
+// Render renders the conversation within in.Budget; see RenderContext.
+func (t *Template) Render(in Input) (string, error) {
+	return t.RenderContext(context.Background(), in)
+}
+
+// RenderContext renders the conversation. A template's
+// raise_exception(msg) comes back as a *RaiseError; a template exceeding
+// in.Budget, or still rendering when ctx ends, as a *BudgetError.
+func (t *Template) RenderContext(ctx context.Context, in Input) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("%w while rendering: %v", ErrEngine, r)
 		}
 	}()
-	data, err := t.data(in)
+	m := newMeter(ctx, in.Budget)
+	if err := m.check(); err != nil {
+		return "", err
+	}
+	data, err := t.data(in, m)
 	if err != nil {
 		return "", err
 	}
 	out, err = t.compiled.RenderValues(data)
 	if err != nil {
 		var re *RaiseError
+		var be *BudgetError
 		if errors.As(err, &re) {
 			return "", err
+		}
+		if errors.As(err, &be) {
+			return "", be
 		}
 		return "", fmt.Errorf("chat: render template: %w", err)
 	}
 	return out, nil
 }
 
-func (t *Template) data(in Input) (map[string]jinja.Value, error) {
+func (t *Template) data(in Input, m *meter) (map[string]jinja.Value, error) {
 	data := make(map[string]jinja.Value, 8+len(in.Vars))
 	for k, v := range in.Vars {
 		if reserved[k] {
@@ -253,7 +270,8 @@ func (t *Template) data(in Input) (map[string]jinja.Value, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	addEnvironment(data, now)
-	addFilters(data)
+	addEnvironment(data, now, m)
+	addFilters(data, m)
+	addBudget(data, m)
 	return data, nil
 }
