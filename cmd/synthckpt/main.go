@@ -83,11 +83,7 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fields, err := testckpt.ParseConfig(config)
-	if err != nil {
-		return err
-	}
-	spec, err := testckpt.Synthesize(fields, modelSeed, dt.st.String())
+	spec, err := testckpt.Synthesize(config, modelSeed, dt.st.String())
 	if err != nil {
 		return err
 	}

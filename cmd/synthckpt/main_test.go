@@ -88,11 +88,7 @@ func TestRealShapesHavePublishedParameterCounts(t *testing.T) {
 			if !bytes.Contains(cfg, []byte(`"torch_dtype": "`+tt.dtype+`"`)) {
 				t.Errorf("config does not say torch_dtype %s", tt.dtype)
 			}
-			fields, err := testckpt.ParseConfig(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec, err := testckpt.Synthesize(fields, 1, "F32")
+			spec, err := testckpt.Synthesize(cfg, 1, "F32")
 			if err != nil {
 				t.Fatal(err)
 			}

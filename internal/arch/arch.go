@@ -10,13 +10,32 @@ import (
 	"strings"
 
 	"github.com/hfstatic/hfstatic/internal/arch/decoder"
+	"github.com/hfstatic/hfstatic/internal/arch/gemma"
 	"github.com/hfstatic/hfstatic/internal/arch/llama"
 )
 
-// Architecture turns a raw config.json into a validated decoder spec and the model's
-// trained context length (max_position_embeddings).
+// Architecture is one Hugging Face class of a model family: it turns a raw config.json
+// into a validated decoder spec (sizes, graph switches, weight names, RoPE) and the
+// model's trained context length (max_position_embeddings).
 type Architecture interface {
+	// Name is the Hugging Face class name, e.g. "LlamaForCausalLM".
+	Name() string
 	Spec(raw json.RawMessage) (*decoder.Spec, int, error)
+}
+
+// families lists every model family package's architectures: adding a family is one
+// line here (see docs/adding-a-family.md).
+var families = [][]Architecture{
+	all(llama.Variants),
+	all(gemma.Variants),
+}
+
+func all[A Architecture](variants []A) []Architecture {
+	out := make([]Architecture, len(variants))
+	for i, v := range variants {
+		out[i] = v
+	}
+	return out
 }
 
 // UnsupportedError reports an architecture with no registry entry.
@@ -33,17 +52,13 @@ var registry = build()
 
 func build() map[string]Architecture {
 	m := map[string]Architecture{}
-	add := func(name string, a Architecture) {
-		if _, dup := m[name]; dup {
-			panic("arch: duplicate registration of " + name) // programming error, caught by tests
+	for _, family := range families {
+		for _, a := range family {
+			if _, dup := m[a.Name()]; dup {
+				panic("arch: duplicate registration of " + a.Name()) // programming error, caught by tests
+			}
+			m[a.Name()] = a
 		}
-		m[name] = a
-	}
-	for _, v := range llama.Variants {
-		add(v.Name, v)
-	}
-	for _, v := range gemmaVariants() {
-		add(v.name, v.arch)
 	}
 	return m
 }

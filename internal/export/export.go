@@ -193,60 +193,13 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 	return p, nil
 }
 
-// weightItem is one tensor to export.
-type weightItem struct {
-	name  string
-	shape program.Shape // expected [rows, cols] or [n]
-	norm  bool          // f32, plus the spec's norm offset
-	bias  bool          // f32
-}
-
-func (p *plan) items() []weightItem {
-	s := p.spec
-	D, qw, kvw := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	items := []weightItem{{name: s.Names.Embed, shape: program.Shape{s.Vocab, D}}}
-	for l := 0; l < s.Layers; l++ {
-		for _, r := range s.LayerRoles() {
-			it := weightItem{name: s.Names.Layer(l, r), norm: decoder.IsNorm(r), bias: decoder.IsBias(r)}
-			switch r {
-			case decoder.AttnNorm, decoder.FFNNorm, decoder.PostAttnNorm, decoder.PostFFNNorm, decoder.OBias, decoder.DownBias:
-				it.shape = program.Shape{D}
-			case decoder.QNorm, decoder.KNorm:
-				it.shape = program.Shape{s.HeadDim}
-			case decoder.Q:
-				it.shape = program.Shape{qw, D}
-			case decoder.K, decoder.V:
-				it.shape = program.Shape{kvw, D}
-			case decoder.O:
-				it.shape = program.Shape{D, qw}
-			case decoder.QBias:
-				it.shape = program.Shape{qw}
-			case decoder.KBias, decoder.VBias:
-				it.shape = program.Shape{kvw}
-			case decoder.Gate, decoder.Up:
-				it.shape = program.Shape{s.FFN, D}
-			case decoder.Down:
-				it.shape = program.Shape{D, s.FFN}
-			case decoder.GateBias, decoder.UpBias:
-				it.shape = program.Shape{s.FFN}
-			}
-			items = append(items, it)
-		}
-	}
-	items = append(items, weightItem{name: s.Names.FinalNorm, shape: program.Shape{D}, norm: true})
-	if !s.Tied {
-		items = append(items, weightItem{name: s.Names.LMHead, shape: program.Shape{s.Vocab, D}})
-	}
-	return items
-}
-
 func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 	cw := &countingWriter{w: w}
 	pw, err := program.NewWriter(cw)
 	if err != nil {
 		return nil, err
 	}
-	items := p.items()
+	items := p.spec.Weights()
 	layerTypes := slices.Compact(slices.Sorted(slices.Values(p.spec.LayerTypes)))
 	total := len(items) + 2*len(layerTypes)
 	done := 0
@@ -263,7 +216,7 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 		if err := p.writeWeight(pw, it); err != nil {
 			return nil, err
 		}
-		report(it.name)
+		report(it.Name)
 	}
 	for _, t := range layerTypes {
 		cos, sin := p.spec.RoPETables(t, p.context)
@@ -301,39 +254,39 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors()}, nil
 }
 
-func (p *plan) writeWeight(pw *program.Writer, it weightItem) error {
-	t, ok := p.ckpt.Tensor(it.name)
+func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
+	t, ok := p.ckpt.Tensor(it.Name)
 	if !ok {
-		return &TensorError{Name: it.name, Problem: "missing from the checkpoint"}
+		return &TensorError{Name: it.Name, Problem: "missing from the checkpoint"}
 	}
-	if !slices.Equal(t.Shape, []int(it.shape)) {
-		return &TensorError{Name: it.name, Problem: fmt.Sprintf("shape %v, the config implies %v", t.Shape, it.shape)}
+	if !slices.Equal(t.Shape, []int(it.Shape)) {
+		return &TensorError{Name: it.Name, Problem: fmt.Sprintf("shape %v, the config implies %v", t.Shape, it.Shape)}
 	}
-	vals, _, err := p.ckpt.Float32(it.name)
+	vals, _, err := p.ckpt.Float32(it.Name)
 	if err != nil {
-		return &TensorError{Name: it.name, Problem: err.Error()}
+		return &TensorError{Name: it.Name, Problem: err.Error()}
 	}
-	if it.norm || it.bias {
-		if it.norm && p.spec.NormOffset != 0 {
+	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) {
+		if norm && p.spec.NormOffset != 0 {
 			for i := range vals {
 				vals[i] += p.spec.NormOffset
 			}
 		}
-		return pw.WriteTensor(it.name, program.F32, it.shape, f32Bytes(vals))
+		return pw.WriteTensor(it.Name, program.F32, it.Shape, f32Bytes(vals))
 	}
 	wt := p.weights
-	if it.name == p.spec.Names.Embed || it.name == p.spec.Names.LMHead {
+	if it.Role == decoder.Embed || it.Role == decoder.LMHead {
 		wt = p.embed
 	}
-	if p.keep[it.name] {
+	if p.keep[it.Name] {
 		wt = p.float
 	}
-	rows, cols := it.shape[0], it.shape[1]
+	rows, cols := it.Shape[0], it.Shape[1]
 	buf := make([]byte, rows*wt.RowBytes(cols))
-	if err := kernels.QuantizeWeighted(wt, buf, vals, rows, cols, p.opts.Importance[it.name]); err != nil {
-		return &TensorError{Name: it.name, Problem: err.Error()}
+	if err := kernels.QuantizeWeighted(wt, buf, vals, rows, cols, p.opts.Importance[it.Name]); err != nil {
+		return &TensorError{Name: it.Name, Problem: err.Error()}
 	}
-	return pw.WriteTensor(it.name, programDType(wt), it.shape, buf)
+	return pw.WriteTensor(it.Name, programDType(wt), it.Shape, buf)
 }
 
 func programDType(t kernels.WeightType) program.DType {

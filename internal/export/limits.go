@@ -43,9 +43,9 @@ func (p *plan) checkClaims() error {
 				ErrConfigClaims, s.Layers, name)
 		}
 	}
-	for _, it := range p.items() {
-		if !p.has(it.name) {
-			return &TensorError{Name: it.name, Problem: "missing from the checkpoint"}
+	for _, w := range s.Weights() {
+		if !p.has(w.Name) {
+			return &TensorError{Name: w.Name, Problem: "missing from the checkpoint"}
 		}
 	}
 	cacheBytes := int64(s.Layers) * 2 * int64(p.context) * int64(s.KVHeads*s.HeadDim) * int64(p.opts.CacheDType.ElemBytes())

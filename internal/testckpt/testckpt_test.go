@@ -3,7 +3,9 @@ package testckpt
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,14 +32,15 @@ func TestSynthesizeReproducesFixtureSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := ParseConfig(cfgData)
+			got, err := Synthesize(cfgData, want.ModelSeed, want.DType)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Synthesize(cfg, want.ModelSeed, want.DType)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The order of the tensors is not part of the weights: seeds derive from
+			// names and the file sorts by name. Synthesize lists them in program order.
+			byName := func(a, b TensorSpec) int { return strings.Compare(a.Name, b.Name) }
+			slices.SortFunc(want.Tensors, byName)
+			slices.SortFunc(got.Tensors, byName)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Synthesize(config.json) differs from weights_spec.json (-want +got):\n%s", diff)
 			}
@@ -235,23 +238,45 @@ func TestGenerateF16RoundsValues(t *testing.T) {
 	}
 }
 
+// tinyConfig is a complete config.json of a one-layer model of arch with fields replaced
+// (nil deletes a field).
+func tinyConfig(t *testing.T, arch string, set map[string]any) []byte {
+	t.Helper()
+	cfg := map[string]any{"architectures": []string{arch}, "vocab_size": 10, "hidden_size": 8,
+		"intermediate_size": 12, "num_hidden_layers": 1, "num_attention_heads": 2, "head_dim": 4,
+		"rms_norm_eps": 1e-6, "max_position_embeddings": 64}
+	for k, v := range set {
+		if v == nil {
+			delete(cfg, k)
+		} else {
+			cfg[k] = v
+		}
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestSynthesizeOptions(t *testing.T) {
-	yes, no, kv := true, false, 2
 	tests := []struct {
 		name      string
-		cfg       RawConfigFields
+		cfg       []byte
 		has, lack []string
 		count     int
 	}{
-		{"llama untied with bias", RawConfigFields{Architectures: []string{"LlamaForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12,
-			NumHiddenLayers: 1, NumAttentionHeads: 2, TieWordEmbeddings: &no, AttentionBias: &yes},
-			[]string{"lm_head.weight", "model.layers.0.self_attn.v_proj.bias"}, []string{"model.layers.0.self_attn.q_norm.weight"}, 15},
-		{"llama defaults untied like transformers", RawConfigFields{Architectures: []string{"LlamaForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12,
-			NumHiddenLayers: 2, NumAttentionHeads: 2, NumKeyValueHeads: &kv},
+		{"llama untied with bias", tinyConfig(t, "LlamaForCausalLM", map[string]any{"tie_word_embeddings": false, "attention_bias": true}),
+			[]string{"lm_head.weight", "model.layers.0.self_attn.v_proj.bias", "model.layers.0.self_attn.o_proj.bias"},
+			[]string{"model.layers.0.self_attn.q_norm.weight"}, 16},
+		{"llama defaults untied like transformers", tinyConfig(t, "LlamaForCausalLM", map[string]any{"num_hidden_layers": 2, "num_key_value_heads": 2, "head_dim": nil}),
 			[]string{"lm_head.weight", "model.layers.1.mlp.down_proj.weight"}, []string{"model.layers.0.self_attn.q_proj.bias"}, 21},
-		{"gemma3 defaults tied", RawConfigFields{Architectures: []string{"Gemma3ForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12,
-			NumHiddenLayers: 1, NumAttentionHeads: 2},
+		{"qwen2 has q/k/v biases", tinyConfig(t, "Qwen2ForCausalLM", nil),
+			[]string{"model.layers.0.self_attn.k_proj.bias"}, []string{"model.layers.0.self_attn.o_proj.bias"}, 15},
+		{"gemma3 defaults tied", tinyConfig(t, "Gemma3ForCausalLM", map[string]any{"num_key_value_heads": 1}),
 			[]string{"model.layers.0.pre_feedforward_layernorm.weight"}, []string{"lm_head.weight"}, 15},
+		{"gemma2 has no q/k norms", tinyConfig(t, "Gemma2ForCausalLM", map[string]any{"num_key_value_heads": 1}),
+			[]string{"model.layers.0.post_feedforward_layernorm.weight"}, []string{"model.layers.0.self_attn.q_norm.weight"}, 13},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,32 +303,29 @@ func TestSynthesizeOptions(t *testing.T) {
 			}
 		})
 	}
-	gemma := tests[2].cfg
-	s, _ := Synthesize(gemma, 1, "F32")
+	s, _ := Synthesize(tests[3].cfg, 1, "F32")
 	for _, ts := range s.Tensors {
-		if ts.Name == "model.layers.0.self_attn.q_norm.weight" && (ts.Shape[0] != 256 || ts.Center != 0) {
-			t.Errorf("gemma3 q_norm = %+v, want head_dim default 256 and centre 0", ts)
+		if ts.Name == "model.layers.0.self_attn.q_norm.weight" && (ts.Shape[0] != 4 || ts.Center != 0) {
+			t.Errorf("gemma3 q_norm = %+v, want [head_dim 4] centred at 0 (Gemma stores w of (1+w))", ts)
 		}
 	}
 }
 
 func TestSynthesizeRejectsBadConfigs(t *testing.T) {
-	base := RawConfigFields{Architectures: []string{"LlamaForCausalLM"}, VocabSize: 10, HiddenSize: 8, IntermediateSize: 12, NumHiddenLayers: 1, NumAttentionHeads: 2}
 	tests := []struct {
 		name, want string
-		edit       func(*RawConfigFields)
+		cfg        []byte
 		dtype      string
 	}{
-		{"unknown architecture", "PhiForCausalLM", func(c *RawConfigFields) { c.Architectures = []string{"PhiForCausalLM"} }, "F32"},
-		{"no architectures", "no architectures", func(c *RawConfigFields) { c.Architectures = nil }, "F32"},
-		{"zero hidden", "hidden_size", func(c *RawConfigFields) { c.HiddenSize = 0 }, "F32"},
-		{"bad dtype", "I8", func(c *RawConfigFields) {}, "I8"},
+		{"unknown architecture", "PhiForCausalLM", tinyConfig(t, "PhiForCausalLM", nil), "F32"},
+		{"no architectures", "no architectures", tinyConfig(t, "x", map[string]any{"architectures": []string{}}), "F32"},
+		{"zero hidden", "hidden_size", tinyConfig(t, "LlamaForCausalLM", map[string]any{"hidden_size": 0}), "F32"},
+		{"not json", "config.json", []byte("{"), "F32"},
+		{"bad dtype", "I8", tinyConfig(t, "LlamaForCausalLM", nil), "I8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := base
-			tt.edit(&c)
-			_, err := Synthesize(c, 1, tt.dtype)
+			_, err := Synthesize(tt.cfg, 1, tt.dtype)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want one mentioning %q", err, tt.want)
 			}

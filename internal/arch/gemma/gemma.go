@@ -55,7 +55,7 @@ type rawConfig struct {
 
 // Variant is one Gemma generation. The defaults are transformers' for absent fields.
 type Variant struct {
-	Name string
+	Class string // the Hugging Face class name (config.json architectures[0])
 	// ModelTypes lists the accepted model_type values.
 	ModelTypes []string
 	// Sliding decides the layer types when config.json has no layer_types.
@@ -76,29 +76,32 @@ type Variant struct {
 // Variants lists the supported architectures by Hugging Face class name.
 var Variants = []Variant{
 	{
-		Name: "Gemma2ForCausalLM", ModelTypes: []string{"gemma2"}, Sliding: decoder.AlternateSliding,
+		Class: "Gemma2ForCausalLM", ModelTypes: []string{"gemma2"}, Sliding: decoder.AlternateSliding,
 		defaultTheta: 10000, defaultMaxPos: 8192, defaultAttnSoftCap: 50, defaultFinalSoftCap: 30,
 		defaultWindow: 4096, defaultQueryPreAttnScalar: 256,
 	},
 	{
-		Name: "Gemma3ForCausalLM", ModelTypes: []string{"gemma3_text"}, Sliding: decoder.PatternSliding,
+		Class: "Gemma3ForCausalLM", ModelTypes: []string{"gemma3_text"}, Sliding: decoder.PatternSliding,
 		QKNorm: true, LocalRoPE: true,
 		defaultTheta: 1e6, defaultMaxPos: 131072, defaultWindow: 4096, defaultPattern: 6,
 		defaultQueryPreAttnScalar: 256, defaultLocalTheta: 1e4,
 	},
 }
 
+// Name is the class name the variant is registered under.
+func (v Variant) Name() string { return v.Class }
+
 // Spec validates a raw config and returns the model's decoder spec and its trained context.
 func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	var c rawConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	bad := func(field string, val any, want string) error {
-		return fmt.Errorf("%s config: %s = %v, %s", v.Name, field, val, want)
+		return fmt.Errorf("%s config: %s = %v, %s", v.Class, field, val, want)
 	}
 	if c.ModelType != "" && !slices.Contains(v.ModelTypes, c.ModelType) {
-		return nil, 0, bad("model_type", fmt.Sprintf("%q", c.ModelType), fmt.Sprintf("want one of %q for %s", v.ModelTypes, v.Name))
+		return nil, 0, bad("model_type", fmt.Sprintf("%q", c.ModelType), fmt.Sprintf("want one of %q for %s", v.ModelTypes, v.Class))
 	}
 	sizes := []struct {
 		field string
@@ -131,15 +134,15 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	}
 	eps, err := positive(c.RMSNormEps, 1e-6, "rms_norm_eps")
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	maxPos, err := positive(c.MaxPositionEmbeddings, v.defaultMaxPos, "max_position_embeddings")
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	scalar, err := positive(c.QueryPreAttnScalar, v.defaultQueryPreAttnScalar, "query_pre_attn_scalar")
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	attnCap, finalCap := optional(c.AttnLogitSoftcapping, v.defaultAttnSoftCap), optional(c.FinalLogitSoftcapping, v.defaultFinalSoftCap)
 	if attnCap < 0 || finalCap < 0 {
@@ -149,7 +152,7 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	types, window, err := decoder.LayerTypes(v.Name, v.Sliding, decoder.SlidingConfig{
+	types, window, err := decoder.LayerTypes(v.Class, v.Sliding, decoder.SlidingConfig{
 		Layers:     c.NumHiddenLayers,
 		LayerTypes: c.LayerTypes,
 		Window:     c.SlidingWindow.Or(v.defaultWindow),
@@ -187,7 +190,7 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.RoPE, error) {
 	theta, err := positive(c.RopeTheta, v.defaultTheta, "rope_theta")
 	if err != nil {
-		return nil, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	global := decoder.RopeParameters{RopeTheta: &theta}
 	if c.RopeScaling != nil {
@@ -197,7 +200,7 @@ func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.
 	if v.LocalRoPE {
 		localTheta, err := positive(c.RopeLocalBaseFreq, v.defaultLocalTheta, "rope_local_base_freq")
 		if err != nil {
-			return nil, fmt.Errorf("%s config: %w", v.Name, err)
+			return nil, fmt.Errorf("%s config: %w", v.Class, err)
 		}
 		local = decoder.RopeParameters{RopeTheta: &localTheta}
 	}
@@ -207,11 +210,11 @@ func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.
 	out := map[program.LayerType]decoder.RoPE{}
 	for t, p := range map[program.LayerType]decoder.RopeParameters{program.LayerFull: global, program.LayerSliding: local} {
 		if p.RopeTheta == nil || *p.RopeTheta <= 0 {
-			return nil, fmt.Errorf("%s config: rope_parameters for %s layers need rope_theta > 0", v.Name, t)
+			return nil, fmt.Errorf("%s config: rope_parameters for %s layers need rope_theta > 0", v.Class, t)
 		}
 		r, err := decoder.NewRoPE(c.HeadDim, *p.RopeTheta, &p.RopeScaling, maxPos)
 		if err != nil {
-			return nil, fmt.Errorf("%s config: %s layers: %w", v.Name, t, err)
+			return nil, fmt.Errorf("%s config: %s layers: %w", v.Class, t, err)
 		}
 		out[t] = r
 	}
@@ -228,7 +231,7 @@ func (v Variant) applyRopeParameters(raw json.RawMessage, global, local *decoder
 	}
 	var byType map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &byType); err != nil {
-		return fmt.Errorf("%s config: rope_parameters: %w", v.Name, err)
+		return fmt.Errorf("%s config: rope_parameters: %w", v.Class, err)
 	}
 	merge := func(field string, b json.RawMessage, dst *decoder.RopeParameters) error {
 		if len(b) == 0 || string(b) == "null" {
@@ -236,10 +239,10 @@ func (v Variant) applyRopeParameters(raw json.RawMessage, global, local *decoder
 		}
 		var p decoder.RopeParameters
 		if err := json.Unmarshal(b, &p); err != nil {
-			return fmt.Errorf("%s config: %s: %w", v.Name, field, err)
+			return fmt.Errorf("%s config: %s: %w", v.Class, field, err)
 		}
 		if p.RopeTheta == nil {
-			return fmt.Errorf("%s config: %s has no rope_theta", v.Name, field)
+			return fmt.Errorf("%s config: %s has no rope_theta", v.Class, field)
 		}
 		*dst = p
 		return nil

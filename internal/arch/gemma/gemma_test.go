@@ -55,7 +55,7 @@ func edit(t *testing.T, config string, set map[string]any, drop ...string) json.
 func variant(t *testing.T, name string) Variant {
 	t.Helper()
 	for _, v := range Variants {
-		if v.Name == name {
+		if v.Class == name {
 			return v
 		}
 	}

@@ -43,7 +43,7 @@ type rawConfig struct {
 
 // Variant is one architecture of the family.
 type Variant struct {
-	Name string
+	Class string // the Hugging Face class name (config.json architectures[0])
 	// QKVBias: Qwen2 always has q/k/v biases; others follow attention_bias.
 	QKVBias bool
 	// QKNorm: Qwen3's per-head q/k RMSNorm.
@@ -58,11 +58,14 @@ type Variant struct {
 
 // Variants lists the supported architectures by Hugging Face class name.
 var Variants = []Variant{
-	{Name: "LlamaForCausalLM", Sliding: decoder.NoSliding, defaultTheta: 10000},
-	{Name: "MistralForCausalLM", Sliding: decoder.AllSliding, defaultWindow: 4096, defaultTheta: 10000},
-	{Name: "Qwen2ForCausalLM", QKVBias: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
-	{Name: "Qwen3ForCausalLM", QKNorm: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Class: "LlamaForCausalLM", Sliding: decoder.NoSliding, defaultTheta: 10000},
+	{Class: "MistralForCausalLM", Sliding: decoder.AllSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Class: "Qwen2ForCausalLM", QKVBias: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Class: "Qwen3ForCausalLM", QKNorm: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
 }
+
+// Name is the class name the variant is registered under.
+func (v Variant) Name() string { return v.Class }
 
 // defaultMaxWindowLayers is Qwen2Config's and Qwen3Config's max_window_layers default.
 const defaultMaxWindowLayers = 28
@@ -71,10 +74,10 @@ const defaultMaxWindowLayers = 28
 func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	var c rawConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	bad := func(field string, val any, want string) error {
-		return fmt.Errorf("%s config: %s = %v, %s", v.Name, field, val, want)
+		return fmt.Errorf("%s config: %s = %v, %s", v.Class, field, val, want)
 	}
 	if c.HiddenSize <= 0 {
 		return nil, 0, bad("hidden_size", c.HiddenSize, "must be > 0")
@@ -133,7 +136,7 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	}
 	rope, err := decoder.NewRoPE(headDim, theta, scaling, c.MaxPositionEmbeddings)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s config: %w", v.Name, err)
+		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	types, window, err := v.layerTypes(&c)
 	if err != nil {
@@ -165,7 +168,7 @@ func (v Variant) layerTypes(c *rawConfig) ([]program.LayerType, int, error) {
 	if p := c.MaxWindowLayers.Value; p != nil {
 		maxWindow = *p
 	}
-	return decoder.LayerTypes(v.Name, v.Sliding, decoder.SlidingConfig{
+	return decoder.LayerTypes(v.Class, v.Sliding, decoder.SlidingConfig{
 		Layers:           c.NumHiddenLayers,
 		LayerTypes:       c.LayerTypes,
 		Window:           c.SlidingWindow.Or(v.defaultWindow),

@@ -12,7 +12,7 @@ import (
 func variant(t *testing.T, name string) Variant {
 	t.Helper()
 	for _, v := range Variants {
-		if v.Name == name {
+		if v.Class == name {
 			return v
 		}
 	}

@@ -1,0 +1,30 @@
+package arch
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRegistryListsEveryFamilyOnce(t *testing.T) {
+	want := []string{"Gemma2ForCausalLM", "Gemma3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
+	if diff := cmp.Diff(want, Supported()); diff != "" {
+		t.Errorf("Supported (-want +got):\n%s", diff)
+	}
+	n := 0
+	for _, f := range families {
+		n += len(f)
+	}
+	if n != len(want) {
+		t.Errorf("%d registrations for %d names: a class is registered twice", n, len(want))
+	}
+}
+
+func TestLookupNamesTheSupportedClasses(t *testing.T) {
+	_, err := Lookup("PhiForCausalLM")
+	var u *UnsupportedError
+	if !errors.As(err, &u) || u.Name != "PhiForCausalLM" || len(u.Supported) != 6 {
+		t.Errorf("Lookup(PhiForCausalLM) = %v, want an *UnsupportedError listing the 6 classes", err)
+	}
+}

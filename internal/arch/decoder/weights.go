@@ -1,0 +1,151 @@
+package decoder
+
+import "github.com/hfstatic/hfstatic/program"
+
+// Role is a weight's function in the graph.
+type Role string
+
+// Model-wide roles.
+const (
+	Embed     Role = "embed"      // [vocab, hidden]
+	FinalNorm Role = "final_norm" // [hidden]
+	LMHead    Role = "lm_head"    // [vocab, hidden]; absent when tied
+)
+
+// Per-layer roles, with the shape each weight has (q = heads*head_dim, kv =
+// kv_heads*head_dim; matrices are [out, in]).
+const (
+	AttnNorm     Role = "attn_norm"      // [hidden]
+	Q            Role = "q"              // [q, hidden]
+	K            Role = "k"              // [kv, hidden]
+	V            Role = "v"              // [kv, hidden]
+	O            Role = "o"              // [hidden, q]
+	QBias        Role = "q_bias"         // [q]
+	KBias        Role = "k_bias"         // [kv]
+	VBias        Role = "v_bias"         // [kv]
+	OBias        Role = "o_bias"         // [hidden]
+	QNorm        Role = "q_norm"         // [head_dim]
+	KNorm        Role = "k_norm"         // [head_dim]
+	PostAttnNorm Role = "post_attn_norm" // [hidden]
+	FFNNorm      Role = "ffn_norm"       // [hidden]
+	Gate         Role = "gate"           // [ffn, hidden]
+	Up           Role = "up"             // [ffn, hidden]
+	Down         Role = "down"           // [hidden, ffn]
+	GateBias     Role = "gate_bias"      // [ffn]
+	UpBias       Role = "up_bias"        // [ffn]
+	DownBias     Role = "down_bias"      // [hidden]
+	PostFFNNorm  Role = "post_ffn_norm"  // [hidden]
+)
+
+// Shape is the shape of a weight of role r under the spec.
+func (s *Spec) Shape(r Role) program.Shape {
+	D, qw, kvw := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	switch r {
+	case Embed, LMHead:
+		return program.Shape{s.Vocab, D}
+	case FinalNorm, AttnNorm, FFNNorm, PostAttnNorm, PostFFNNorm, OBias, DownBias:
+		return program.Shape{D}
+	case QNorm, KNorm:
+		return program.Shape{s.HeadDim}
+	case Q:
+		return program.Shape{qw, D}
+	case K, V:
+		return program.Shape{kvw, D}
+	case O:
+		return program.Shape{D, qw}
+	case QBias:
+		return program.Shape{qw}
+	case KBias, VBias:
+		return program.Shape{kvw}
+	case Gate, Up:
+		return program.Shape{s.FFN, D}
+	case Down:
+		return program.Shape{D, s.FFN}
+	case GateBias, UpBias:
+		return program.Shape{s.FFN}
+	}
+	return nil
+}
+
+// Names maps graph roles to checkpoint tensor names: a family's naming scheme.
+type Names struct {
+	Embed, FinalNorm, LMHead string
+	Layer                    func(l int, r Role) string
+}
+
+// IsNorm reports whether a role is an RMSNorm weight (exported as f32, with NormOffset added).
+func IsNorm(r Role) bool {
+	switch r {
+	case FinalNorm, AttnNorm, QNorm, KNorm, PostAttnNorm, FFNNorm, PostFFNNorm:
+		return true
+	}
+	return false
+}
+
+// IsBias reports whether a role is a bias (exported as f32).
+func IsBias(r Role) bool {
+	switch r {
+	case QBias, KBias, VBias, OBias, GateBias, UpBias, DownBias:
+		return true
+	}
+	return false
+}
+
+// LayerRoles lists the weights layer l uses, in a stable order.
+func (s *Spec) LayerRoles() []Role {
+	roles := []Role{AttnNorm, Q, K, V, O}
+	if s.QKVBias {
+		roles = append(roles, QBias, KBias, VBias)
+	}
+	if s.OBias {
+		roles = append(roles, OBias)
+	}
+	if s.QKNorm {
+		roles = append(roles, QNorm, KNorm)
+	}
+	if s.SandwichNorms {
+		roles = append(roles, PostAttnNorm)
+	}
+	roles = append(roles, FFNNorm, Gate, Up, Down)
+	if s.MLPBias {
+		roles = append(roles, GateBias, UpBias, DownBias)
+	}
+	if s.SandwichNorms {
+		roles = append(roles, PostFFNNorm)
+	}
+	return roles
+}
+
+// Weight is one checkpoint tensor the graph reads.
+type Weight struct {
+	Name  string // the checkpoint's (and the program's) tensor name
+	Role  Role
+	Layer int // -1 for the model-wide roles
+	Shape program.Shape
+}
+
+// Weights lists every checkpoint tensor the spec's graph reads, with its shape, in program
+// order: the embedding, each layer's LayerRoles, the final norm and, when untied, the output
+// projection. The exporter and the synthetic checkpoints both derive from this list.
+func (s *Spec) Weights() []Weight {
+	w := []Weight{{Name: s.Names.Embed, Role: Embed, Layer: -1, Shape: s.Shape(Embed)}}
+	roles := s.LayerRoles()
+	for l := range s.Layers {
+		for _, r := range roles {
+			w = append(w, Weight{Name: s.Names.Layer(l, r), Role: r, Layer: l, Shape: s.Shape(r)})
+		}
+	}
+	w = append(w, Weight{Name: s.Names.FinalNorm, Role: FinalNorm, Layer: -1, Shape: s.Shape(FinalNorm)})
+	if !s.Tied {
+		w = append(w, Weight{Name: s.Names.LMHead, Role: LMHead, Layer: -1, Shape: s.Shape(LMHead)})
+	}
+	return w
+}
+
+// OutputName is the tensor the logits projection reads.
+func (s *Spec) OutputName() string {
+	if s.Tied {
+		return s.Names.Embed
+	}
+	return s.Names.LMHead
+}
