@@ -37,12 +37,29 @@ func (s *Sampler) Options() Options { return s.o }
 // penalties (ids outside the vocabulary are ignored). NaN logits are never
 // chosen. It returns -1 only when logits is empty.
 func (s *Sampler) Sample(logits []float32, history []int) int {
+	return s.SampleMasked(logits, history, nil)
+}
+
+// SampleMasked is Sample restricted to the token ids whose bit is set in allowed (bit i%64 of
+// allowed[i/64]; nil allows every id): the others get -Inf before penalties, temperature and
+// the filters apply, so every sampler works unchanged over the allowed set. It returns -1
+// when logits is empty or allowed admits no id of it.
+func (s *Sampler) SampleMasked(logits []float32, history []int, allowed []uint64) int {
 	n := len(logits)
 	if n == 0 {
 		return -1
 	}
 	s.grow(n)
 	work := s.penalise(logits, history)
+	if allowed != nil {
+		if &work[0] == &logits[0] {
+			work = s.work[:n]
+			copy(work, logits)
+		}
+		if !applyMask(work, allowed) {
+			return -1
+		}
+	}
 	best := argmax(work)
 	if best < 0 {
 		return 0 // every logit is NaN: nothing to prefer, pick the lowest id
@@ -104,6 +121,30 @@ func (s *Sampler) penalise(logits []float32, history []int) []float32 {
 		work[t] = l - float32(c)*freq - pres
 	}
 	return work
+}
+
+// applyMask sets the logits of ids outside allowed to -Inf and reports whether any id is
+// allowed.
+func applyMask(work []float32, allowed []uint64) bool {
+	inf := float32(math.Inf(-1))
+	any := false
+	for w := 0; w*64 < len(work); w++ {
+		var bits uint64
+		if w < len(allowed) {
+			bits = allowed[w]
+		}
+		any = any || bits != 0
+		if bits == ^uint64(0) {
+			continue
+		}
+		row := work[w*64 : min(w*64+64, len(work))]
+		for i := range row {
+			if bits&(1<<uint(i)) == 0 {
+				row[i] = inf
+			}
+		}
+	}
+	return any
 }
 
 // argmax returns the id of the largest non-NaN logit, ties to the lowest

@@ -1,0 +1,129 @@
+package grammar
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// dfa is the subset automaton of an nfa, built lazily: a state's successor on a byte is
+// computed the first time it is asked for.
+type dfa struct {
+	n      *nfa
+	states map[string]*dstate // by the sorted NFA state set
+	start  *dstate
+	dead   *dstate // no NFA state: every byte fails
+	full   bool    // MaxDFAStates reached: new states are no longer shared
+
+	// scratch for closures
+	mark  []uint32
+	epoch uint32
+	stack []int32
+	set   []int32
+	key   []byte
+}
+
+// dstate is a set of NFA states closed under epsilon edges.
+type dstate struct {
+	set    []int32
+	accept bool
+	next   *[256]*dstate // nil until the first step from this state
+	bytes  []int32       // NFA states with a byte edge (the only ones a step reads)
+}
+
+func newDFA(n *nfa) *dfa {
+	d := &dfa{n: n, states: map[string]*dstate{}, mark: make([]uint32, len(n.states))}
+	d.dead = &dstate{}
+	d.dead.next = new([256]*dstate)
+	for i := range d.dead.next {
+		d.dead.next[i] = d.dead
+	}
+	d.start = d.closure([]int32{0})
+	return d
+}
+
+// closure returns the state for the epsilon closure of seeds.
+func (d *dfa) closure(seeds []int32) *dstate {
+	d.epoch++
+	if d.epoch == 0 {
+		clear(d.mark)
+		d.epoch = 1
+	}
+	set, stack := d.set[:0], d.stack[:0]
+	for _, s := range seeds {
+		if d.mark[s] != d.epoch {
+			d.mark[s] = d.epoch
+			stack = append(stack, s)
+		}
+	}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		set = append(set, s)
+		for _, e := range d.n.states[s].eps {
+			if d.mark[e] != d.epoch {
+				d.mark[e] = d.epoch
+				stack = append(stack, e)
+			}
+		}
+	}
+	d.stack = stack
+	// Only states with a byte edge, and the accept state, distinguish DFA states.
+	keep := set[:0]
+	for _, s := range set {
+		if d.n.states[s].next >= 0 || s == d.n.accept {
+			keep = append(keep, s)
+		}
+	}
+	d.set = keep
+	if len(keep) == 0 {
+		return d.dead
+	}
+	slices.Sort(keep)
+	key := d.key[:0]
+	for _, s := range keep {
+		key = binary.LittleEndian.AppendUint32(key, uint32(s))
+	}
+	d.key = key
+	if st, ok := d.states[string(key)]; ok {
+		return st
+	}
+	st := &dstate{set: slices.Clone(keep)}
+	for _, s := range st.set {
+		if s == d.n.accept {
+			st.accept = true
+		} else {
+			st.bytes = append(st.bytes, s)
+		}
+	}
+	if len(d.states) < MaxDFAStates {
+		d.states[string(key)] = st
+	} else {
+		d.full = true // states past the limit are built again when met again
+	}
+	return st
+}
+
+// step returns the state after byte c (d.dead if none).
+func (d *dfa) step(s *dstate, c byte) *dstate {
+	if s.next == nil {
+		s.next = new([256]*dstate)
+	} else if nx := s.next[c]; nx != nil {
+		return nx
+	}
+	seeds := make([]int32, 0, 8)
+	for _, q := range s.bytes {
+		st := &d.n.states[q]
+		if st.lo <= c && c <= st.hi {
+			seeds = append(seeds, st.next)
+		}
+	}
+	nx := d.dead
+	if len(seeds) > 0 {
+		nx = d.closure(seeds)
+	}
+	s.next[c] = nx
+	return nx
+}
+
+func (d *dfa) String() string { return fmt.Sprintf("dfa(%d states)", len(d.states)) }

@@ -1,0 +1,231 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// toyVocab has every single byte as a token plus common JSON pieces, so that both
+// byte-by-byte and multi-byte paths are exercised. Id len-1 is the EOS token.
+func toyVocab() *Vocab {
+	var toks [][]byte
+	for b := 0; b < 256; b++ {
+		toks = append(toks, []byte{byte(b)})
+	}
+	for _, s := range []string{`{"`, `":`, `": "`, `",`, `", "`, `"}`, `}}`, `[]`, `["`, `"]`, `true`, `false`, `null`,
+		`name`, `age`, `tags`, `12`, `345`, `-1`, `0.5`, `e+`, ` "`, `\n`, `\"`, "é", "日本", `Hello world`, `}`, `]`, `, `} {
+		toks = append(toks, []byte(s))
+	}
+	toks = append(toks, nil) // a special token: never allowed
+	toks = append(toks, nil) // EOS
+	return NewVocab(toks, []int{len(toks) - 1})
+}
+
+// generate samples uniformly among the allowed tokens until EOS; it fails the test if the
+// mask ever allows nothing or a masked token is rejected.
+func generate(t testing.TB, g *Grammar, v *Vocab, rng *rand.Rand, maxTokens int) []byte {
+	t.Helper()
+	m := g.NewMatcher(v)
+	mask := make([]uint64, v.MaskWords())
+	var out []byte
+	for i := 0; i < maxTokens; i++ {
+		m.FillMask(mask)
+		var allowed []int
+		for id := 0; id < v.Size(); id++ {
+			if mask[id>>6]>>(id&63)&1 != 0 {
+				allowed = append(allowed, id)
+			}
+		}
+		if len(allowed) == 0 {
+			t.Fatalf("nothing allowed after %q", out)
+		}
+		id := allowed[rng.IntN(len(allowed))]
+		// Late in the budget, prefer tokens that close things, so documents finish.
+		if i > maxTokens/3 {
+			var closing []int
+			for _, a := range allowed {
+				if b := v.TokenBytes(a); v.isEOS(a) || (len(b) == 1 && strings.IndexByte(`"}]`, b[0]) >= 0) {
+					closing = append(closing, a)
+				}
+			}
+			if len(closing) > 0 {
+				id = closing[rng.IntN(len(closing))]
+			}
+		}
+		if err := m.Accept(id); err != nil {
+			t.Fatalf("masked token %d rejected after %q: %v", id, out, err)
+		}
+		if m.Ended() {
+			return out
+		}
+		out = append(out, v.TokenBytes(id)...)
+	}
+	t.Fatalf("no end within %d tokens: %q", maxTokens, out)
+	return nil
+}
+
+func compileValidator(t testing.TB, schema string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var testSchemas = []string{
+	`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150}},"required":["name","age"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","maxLength":5},"minItems":1,"maxItems":3},"ok":{"type":"boolean"},"n":{"type":"null"}},"required":["tags"]}`,
+	`{"type":"object","properties":{"kind":{"enum":["a","b",3,null]},"v":{"const":{"x":[1,2]}},"score":{"type":"number"}},"required":["kind","v","score"]}`,
+	`{"anyOf":[{"type":"string","pattern":"^[a-z]{2,4}-[0-9]+$"},{"type":"integer","exclusiveMinimum":-20,"exclusiveMaximum":-3}]}`,
+	`{"$defs":{"node":{"type":"object","properties":{"value":{"type":"integer"},"children":{"type":"array","items":{"$ref":"#/$defs/node"},"maxItems":2}},"required":["value","children"],"additionalProperties":false}},"$ref":"#/$defs/node"}`,
+	`{"type":"object","properties":{"when":{"type":"string","format":"date-time"},"id":{"type":"string","format":"uuid"},"x":{"type":["integer","null"]}},"required":["when","id","x"]}`,
+	`{"type":"object"}`,
+	`{"type":"array","items":{"type":"integer","minimum":1234,"maximum":98765}}`,
+	`{"type":"object","properties":{"s":{"type":"string","pattern":"^\"q\"\\\\"}},"required":["s"]}`,
+}
+
+func TestSchemaOutputsValidate(t *testing.T) {
+	v := toyVocab()
+	for i, schema := range testSchemas {
+		g, err := FromJSONSchema([]byte(schema))
+		if err != nil {
+			t.Fatalf("schema %d: %v", i, err)
+		}
+		val := compileValidator(t, schema)
+		for seed := uint64(0); seed < 50; seed++ {
+			out := generate(t, g, v, rand.New(rand.NewPCG(seed, uint64(i))), 400)
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("schema %d seed %d: %q is not JSON: %v", i, seed, out, err)
+			}
+			if err := val.Validate(doc); err != nil {
+				t.Fatalf("schema %d seed %d: %q does not validate: %v", i, seed, out, err)
+			}
+		}
+	}
+}
+
+func TestAnyJSONObject(t *testing.T) {
+	v := toyVocab()
+	g := AnyJSONObject()
+	for seed := uint64(0); seed < 50; seed++ {
+		out := generate(t, g, v, rand.New(rand.NewPCG(seed, 1)), 300)
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("seed %d: %q: %v", seed, out, err)
+		}
+	}
+}
+
+// TestMaskMatchesBruteForce compares the trie walk with running every token's bytes
+// through the automaton, in states reached by random walks.
+func TestMaskMatchesBruteForce(t *testing.T) {
+	v := toyVocab()
+	for i, schema := range testSchemas {
+		g, err := FromJSONSchema([]byte(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(i)))
+		m := g.NewMatcher(v)
+		mask := make([]uint64, v.MaskWords())
+		for step := 0; step < 60 && !m.Ended(); step++ {
+			m.FillMask(mask)
+			var allowed []int
+			for id := 0; id < v.Size(); id++ {
+				got := mask[id>>6]>>(id&63)&1 != 0
+				want := false
+				if v.isEOS(id) {
+					want = m.CanEnd()
+				} else if b := v.TokenBytes(id); len(b) > 0 {
+					s := m.cur
+					for _, c := range b {
+						s = g.dfa.step(s, c)
+					}
+					want = s != g.dfa.dead
+				}
+				if got != want {
+					t.Fatalf("schema %d step %d token %d %q: mask %v, brute force %v", i, step, id, v.TokenBytes(id), got, want)
+				}
+				if got {
+					allowed = append(allowed, id)
+				}
+			}
+			if err := m.Accept(allowed[rng.IntN(len(allowed))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestSchemaErrors(t *testing.T) {
+	for _, c := range []struct{ schema, keyword string }{
+		{`{"type":"object","patternProperties":{"a":{}}}`, "patternProperties"},
+		{`{"type":"object","properties":{"a":{"type":"string","format":"email"}}}`, "format"},
+		{`{"oneOf":[{"type":"string"}]}`, "oneOf"},
+		{`{"type":"number","minimum":1}`, "minimum"},
+		{`{"type":"string","pattern":"a\\bb"}`, "pattern"},
+		{`{"type":"array","items":[{"type":"string"}]}`, "items"},
+		{`{"type":"array","minItems":3,"maxItems":1}`, "minItems"},
+		{`{"$ref":"http://example.com/x.json"}`, "$ref"},
+		{`{"type":"integer","minimum":5,"maximum":4}`, "minimum"},
+		{`{"type":"wat"}`, "type"},
+	} {
+		_, err := FromJSONSchema([]byte(c.schema))
+		var se *SchemaError
+		if !errors.As(err, &se) || se.Keyword != c.keyword {
+			t.Errorf("%s: %v; want a SchemaError naming %q", c.schema, err, c.keyword)
+		}
+	}
+	// A schema whose only strings recurse forever cannot end.
+	_, err := FromJSONSchema([]byte(`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`))
+	if !errors.Is(err, ErrNoEnd) {
+		t.Errorf("endless recursion: %v", err)
+	}
+	if _, err := FromJSONSchema([]byte(`{`)); err == nil {
+		t.Error("malformed JSON accepted")
+	}
+}
+
+func TestPropertyOrderFollowsSchemaText(t *testing.T) {
+	v := toyVocab()
+	g, err := FromJSONSchema([]byte(`{"type":"object","properties":{"zeta":{"const":1},"alpha":{"const":2}},"required":["zeta","alpha"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := generate(t, g, v, rand.New(rand.NewPCG(1, 1)), 100)
+	if want := `{"zeta":1,"alpha":2}`; strings.ReplaceAll(string(out), " ", "") != want {
+		t.Fatalf("got %s, want %s", out, want)
+	}
+}
+
+func TestSequenceAndLiterals(t *testing.T) {
+	v := toyVocab()
+	args, err := FromJSONSchema([]byte(`{"type":"object","properties":{"q":{"type":"string","maxLength":3}},"required":["q"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Sequence(Literal(`<tool_call>{"name": "search", "arguments": `), args, Literal("}</tool_call>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := generate(t, g, v, rand.New(rand.NewPCG(3, 3)), 200)
+	if !strings.HasPrefix(string(out), `<tool_call>{"name": "search", "arguments": {"q":`) || !strings.HasSuffix(string(out), "}}</tool_call>") {
+		t.Fatalf("got %s", out)
+	}
+}
