@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -17,15 +18,19 @@ const defaultAccuracyPrompt = "Once upon a time, in a small town by the sea,"
 func newAccuracyCmd() *cobra.Command {
 	var (
 		tokens, prompt  string
+		textFile        string
 		extend, threads int
 	)
 	cmd := &cobra.Command{
-		Use:   "accuracy REFERENCE CANDIDATE [--tokens IDS | --prompt TEXT] [--generate N]",
+		Use:   "accuracy REFERENCE CANDIDATE [--text FILE | --tokens IDS | --prompt TEXT] [--generate N]",
 		Short: "Compare a candidate program's logits (e.g. quantized) with a reference program's",
 		Long: `accuracy runs one token sequence through both programs and prints the argmax agreement and the
-mean KL divergence KL(reference ‖ candidate) over every position. The sequence is --tokens, or
---prompt encoded with the reference's tokenizer (default: "` + defaultAccuracyPrompt + `"; --prompt ""
-is just BOS), extended by --generate N greedy tokens of the reference.`,
+mean KL divergence KL(reference ‖ candidate) over every position, and the bits per weight of the
+candidate's weight matrices (what its linear and embedding ops read). The sequence is the text of
+--text FILE encoded with the reference's tokenizer (BOS first; cut at the context), or --tokens, or
+--prompt encoded likewise (default: "` + defaultAccuracyPrompt + `"; --prompt "" is just BOS)
+extended by --generate N greedy tokens of the reference (--text is not extended unless --generate
+is given).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -40,6 +45,19 @@ is just BOS), extended by --generate N greedy tokens of the reference.`,
 			}
 			defer cand.Close()
 			var seq []int
+			if textFile != "" {
+				if cmd.Flags().Changed("tokens") || cmd.Flags().Changed("prompt") {
+					return usagef("--text, --tokens and --prompt each give the sequence: pass one")
+				}
+				b, err := os.ReadFile(textFile)
+				if err != nil {
+					return err
+				}
+				prompt = string(b)
+				if !cmd.Flags().Changed("generate") {
+					extend = 0
+				}
+			}
 			if cmd.Flags().Changed("tokens") {
 				if seq, err = parseTokens(tokens); err != nil {
 					return err
@@ -61,18 +79,21 @@ is just BOS), extended by --generate N greedy tokens of the reference.`,
 					return err
 				}
 			}
+			seq = seq[:min(len(seq), ref.Runner.Shape().Context, cand.Runner.Shape().Context)]
 			rep, err := compareLogits(ctx, ref, cand, seq)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) vs %s (%s): %s\n", ref.name, ref.Runner.Metadata().Source.Weights,
-				cand.name, cand.Runner.Metadata().Source.Weights, rep)
+			bits, n := accuracy.BitsPerWeight(&cand.File.Manifest)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) vs %s (%s, %.3f bits per weight over %s weights): %s\n", ref.name, ref.Runner.Metadata().Source.Weights,
+				cand.name, cand.Runner.Metadata().Source.Weights, bits, groupDigits(n), rep)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&tokens, "tokens", "", "comma-separated token ids")
 	f.StringVar(&prompt, "prompt", defaultAccuracyPrompt, "prompt text")
+	f.StringVar(&textFile, "text", "", "file whose text is the sequence (held-out text, not the calibration text)")
 	f.IntVar(&extend, "generate", 200, "extend the sequence with N greedy tokens of the reference")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	return cmd

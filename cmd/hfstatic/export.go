@@ -12,16 +12,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hfstatic/hfstatic"
+	"github.com/hfstatic/hfstatic/internal/calib"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
 func newExportCmd() *cobra.Command {
 	var (
 		out, cacheDType, weights, embedWeights, prefillLogits, layout string
+		calibrate                                                     string
 		prefill, context                                              int
 		keep                                                          []string
 		quiet, noTokenizer                                            bool
@@ -69,6 +72,11 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			opts := export.Options{
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
+			}
+			if calibrate != "" {
+				if opts.Calibration, err = calibrationStats(cmd, ckpt, calibrate, weights, embedWeights); err != nil {
+					return err
+				}
 			}
 			var bar *progressbar.ProgressBar
 			switch {
@@ -144,8 +152,45 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 	f.StringVar(&prefillLogits, "prefill-logits", "last", "rows of logits the prefill method returns: last or all")
 	f.StringVar(&layout, "sliding-layout", "ring", "cache layout of sliding-window layers: ring or full")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	f.StringVar(&calibrate, "calibrate", "", "choose q8/q4 scales for how the float model uses its weights on a text FILE (paragraphs separated by blank lines), or on the embedded text with \"default\"")
 	f.BoolVar(&noTokenizer, "no-tokenizer", false, "export a folder without tokenizer.json (the program then takes token ids only)")
 	return cmd
+}
+
+// calibrationMaxLen caps calibration sequences (tokens); longer paragraphs are cut.
+const calibrationMaxLen = 512
+
+// calibrationStats runs the float model on the calibration text (FILE or "default") and
+// returns the statistics for export.Options.Calibration.
+func calibrationStats(cmd *cobra.Command, ckpt *hf.Checkpoint, source, weights, embedWeights string) (map[string]kernels.Calibration, error) {
+	if !strings.HasPrefix(weights, "q") && !strings.HasPrefix(embedWeights, "q") {
+		return nil, usagef("--calibrate chooses quantization scales: it needs --weights q8 or q4 (or --embed-weights)")
+	}
+	text := calib.DefaultText()
+	if source != "default" {
+		b, err := os.ReadFile(source)
+		if err != nil {
+			return nil, fmt.Errorf("--calibrate: %w", err)
+		}
+		text = string(b)
+	}
+	if ckpt.TokenizerJSON == nil {
+		return nil, usagef("--calibrate needs the model's tokenizer.json to encode the text")
+	}
+	tok, err := tokenizer.Load(ckpt.TokenizerJSON, ckpt.TokenizerConfigJSON)
+	if err != nil {
+		return nil, err
+	}
+	seqs, err := calib.Sequences(tok, text, calibrationMaxLen)
+	if err != nil {
+		return nil, fmt.Errorf("--calibrate %s: %w", source, err)
+	}
+	st, err := calib.Run(cmd.Context(), ckpt, seqs, calib.Options{Threads: defaultThreads(), MaxGram: calib.DefaultMaxGram})
+	if err != nil {
+		return nil, fmt.Errorf("--calibrate %s: %w", source, err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "calibrated on %d tokens (%d sequences of %s)\n", st.Tokens, len(seqs), source)
+	return st.Matrices, nil
 }
 
 // groupDigits formats n with thousands separators.

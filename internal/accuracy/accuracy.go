@@ -6,6 +6,8 @@ package accuracy
 import (
 	"fmt"
 	"math"
+
+	"github.com/hfstatic/hfstatic/program"
 )
 
 // Report summarizes a comparison over n positions.
@@ -88,4 +90,28 @@ func argmax(v []float32) int {
 		}
 	}
 	return best
+}
+
+// BitsPerWeight is the storage of a program's weight matrices, the constant tensors its
+// linear and embedding ops read (each counted once), in bits per element: block scales
+// included, norms and tables excluded. n is the number of elements.
+func BitsPerWeight(m *program.Manifest) (bits float64, n int64) {
+	seen := map[string]bool{}
+	var size int64
+	for _, mt := range m.Methods {
+		for _, op := range mt.Ops {
+			if (op.Kind != program.OpLinear && op.Kind != program.OpEmbed) || seen[op.In[1]] {
+				continue
+			}
+			seen[op.In[1]] = true
+			if t, ok := m.Tensor(op.In[1]); ok {
+				size += t.Size
+				n += int64(t.Shape.Elems())
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return 8 * float64(size) / float64(n), n
 }

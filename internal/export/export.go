@@ -40,6 +40,9 @@ type Options struct {
 	// Weights is the weight type of matrices (f32, f16, bf16, q8, q4); "" keeps the
 	// checkpoint's float type.
 	Weights string
+	// Matrices quantized to q8 or q4 whose columns are not a multiple of the 32-column block
+	// are stored in f16 (bf16 for bf16 checkpoints) instead.
+	//
 	// EmbedWeights is the type of the embedding and output (lm_head) matrices; "" means
 	// q8 when Weights is q4 (they are the most sensitive to quantization), else Weights.
 	EmbedWeights string
@@ -47,12 +50,10 @@ type Options struct {
 	Keep []string
 	// SlidingLayout is ring (default when "") or full.
 	SlidingLayout program.SlidingLayout
-	// Importance maps a matrix's checkpoint name to the importance of each of its columns
-	// (input channels) when it is quantized to q8 or q4, e.g. the mean square of its input
-	// activations on calibration text (internal/calib); each block's scale then minimises
-	// the importance-weighted squared error. Matrices it does not name, and nil, use the
-	// plain squared error.
-	Importance map[string][]float32
+	// Calibration maps a matrix's checkpoint name to a description of its inputs (from
+	// internal/calib) for quantizing it to q8 or q4 with less error on such inputs.
+	// Matrices it does not name, and nil, use the plain squared error.
+	Calibration map[string]kernels.Calibration
 	// Progress, if set, is called after each tensor is written.
 	Progress func(Progress)
 }
@@ -278,12 +279,20 @@ func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 	if it.Role == decoder.Embed || it.Role == decoder.LMHead {
 		wt = p.embed
 	}
+	rows, cols := it.Shape[0], it.Shape[1]
+	if (wt == kernels.Q8 || wt == kernels.Q4) && cols%kernels.BlockSize != 0 {
+		// A partial last block costs a whole one and its products take the slower routes;
+		// llama.cpp's quantizer makes the same choice.
+		wt = kernels.F16
+		if p.float == kernels.BF16 {
+			wt = kernels.BF16
+		}
+	}
 	if p.keep[it.Name] {
 		wt = p.float
 	}
-	rows, cols := it.Shape[0], it.Shape[1]
 	buf := make([]byte, rows*wt.RowBytes(cols))
-	if err := kernels.QuantizeWeighted(wt, buf, vals, rows, cols, p.opts.Importance[it.Name]); err != nil {
+	if err := kernels.QuantizeCalibrated(wt, buf, vals, rows, cols, p.opts.Calibration[it.Name]); err != nil {
 		return &TensorError{Name: it.Name, Problem: err.Error()}
 	}
 	return pw.WriteTensor(it.Name, programDType(wt), it.Shape, buf)

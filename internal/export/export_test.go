@@ -73,9 +73,10 @@ func TestExportRecordsWhatItWrote(t *testing.T) {
 	for _, tt := range f.Manifest.Tensors {
 		types[tt.DType]++
 	}
-	// 5 layers × 7 matrices + the tied embedding are q8; norms and RoPE tables stay f32.
-	if types[program.Q8] != 36 || types[program.F32] != 13 {
-		t.Errorf("tensor types %v, want 36 q8 and 13 f32", types)
+	// 5 layers × 6 matrices + the tied embedding are q8; the 5 down projections (172
+	// columns, not whole blocks of 32) f16; norms and RoPE tables stay f32.
+	if types[program.Q8] != 31 || types[program.F16] != 5 || types[program.F32] != 13 {
+		t.Errorf("tensor types %v, want 31 q8, 5 f16 and 13 f32", types)
 	}
 	if _, ok := f.Asset(program.AssetTokenizer); !ok {
 		t.Error("tokenizer.json is not embedded")

@@ -13,26 +13,40 @@ import (
 // dst must be exactly rows*t.RowBytes(cols) bytes. F32 copies, F16 and BF16
 // round to nearest even, Q8 and Q4 quantize each block of 32 columns with a
 // binary16 scale (see the package comment) chosen to minimise the block's
-// squared error (see QuantizeWeighted). NaN or infinite inputs, and blocks
+// squared error (see QuantizeCalibrated). NaN or infinite inputs, and blocks
 // whose scale would overflow binary16 (|x| > 8.3e6 for Q8), are rejected
 // with ErrNotFinite.
 func Quantize(t WeightType, dst []byte, src []float32, rows, cols int) error {
-	return QuantizeWeighted(t, dst, src, rows, cols, nil)
+	return QuantizeCalibrated(t, dst, src, rows, cols, Calibration{})
 }
 
-// QuantizeWeighted is Quantize with an importance per column
-// (importance[c] >= 0, len cols, or nil for all ones): each Q8/Q4 block's
-// scale and values minimise sum over the block of importance[c] *
-// (x[c] - stored[c])^2, the error a linear layer's output gets from the
-// block when importance[c] is the mean square of input channel c. The
-// search tries the scales that map the block's largest magnitude to levels
-// around each end of the integer range ([-128, 127] for Q8, [-8, 7] for Q4,
-// so either sign of scale), takes the least-squares scale of each rounding,
-// rounds it to binary16 and rounds every value to nearest for it; the
-// symmetric max|x|/127 (Q8) or max|x|/7 (Q4) scale is one candidate, so no
-// block is worse than plain rounding with it. The result is deterministic.
-// Float types ignore importance.
-func QuantizeWeighted(t WeightType, dst []byte, src []float32, rows, cols int, importance []float32) error {
+// Calibration describes the inputs a matrix will multiply, for quantizing it
+// to Q8 or Q4 with less error where the inputs make it count. The zero value
+// is plain squared error.
+type Calibration struct {
+	// Importance [cols], each >= 0 (nil: all ones): each block's scale and
+	// values minimise sum over the block of Importance[c] * (x[c] -
+	// stored[c])^2, the error a layer's output gets from the block when
+	// Importance[c] is the mean square of input channel c.
+	Importance []float32
+	// Gram [cols][cols] (optional): the mean of x xᵀ over the inputs. When
+	// set, each row minimises the mean squared error of its output, (w -
+	// ŵ)ᵀ Gram (w - ŵ): columns are quantized in order and each rounding error
+	// is compensated by the columns after it (GPTQ), block scales weighted by
+	// Gram's diagonal; Importance is not used.
+	Gram []float32
+}
+
+// QuantizeCalibrated is Quantize for inputs described by cal. Each Q8/Q4
+// block's scale is searched among those that map the block's largest
+// magnitude to levels around each end of the integer range ([-128, 127]
+// for Q8, [-8, 7] for Q4, so either sign of scale): the least-squares scale
+// of each rounding, rounded to binary16, every value rounded to nearest for
+// it. The symmetric max|x|/127 (Q8) or max|x|/7 (Q4) scale is a candidate,
+// so without Gram no block is worse than plain rounding with it. The result
+// is deterministic. Float types ignore cal.
+func QuantizeCalibrated(t WeightType, dst []byte, src []float32, rows, cols int, cal Calibration) error {
+	importance := cal.Importance
 	if !t.valid() {
 		return fmt.Errorf("quantize: %w %d", ErrUnknownType, uint8(t))
 	}
@@ -88,6 +102,9 @@ func QuantizeWeighted(t WeightType, dst []byte, src []float32, rows, cols int, i
 			}
 		}
 		return nil
+	}
+	if cal.Gram != nil && (t == Q8 || t == Q4) {
+		return quantizeGPTQ(t, dst, src, rows, cols, cal.Gram)
 	}
 	if t != Q8 && t != Q4 {
 		for r := range rows {

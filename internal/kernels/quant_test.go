@@ -293,10 +293,10 @@ func TestQuantizeUsesWholeRangeAndBothSigns(t *testing.T) {
 	}
 }
 
-// QuantizeWeighted puts the error where the importance is: a block whose
+// QuantizeCalibrated puts the error where the importance is: a block whose
 // second half matters 100 times more has less error there than plain
 // Quantize leaves, and validates its importance.
-func TestQuantizeWeightedFollowsImportance(t *testing.T) {
+func TestQuantizeCalibratedFollowsImportance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
 	const rows, cols = 200, 32
 	src := randVec(rng, rows*cols)
@@ -324,14 +324,14 @@ func TestQuantizeWeightedFollowsImportance(t *testing.T) {
 	if err := Quantize(Q4, plain, src, rows, cols); err != nil {
 		t.Fatal(err)
 	}
-	if err := QuantizeWeighted(Q4, weighted, src, rows, cols, imp); err != nil {
+	if err := QuantizeCalibrated(Q4, weighted, src, rows, cols, Calibration{Importance: imp}); err != nil {
 		t.Fatal(err)
 	}
 	if p, w := weightedErr(plain), weightedErr(weighted); !(w < 0.9*p) {
 		t.Errorf("weighted error %g with importance, %g without: want at least 10%% less", w, p)
 	}
 	for _, bad := range [][]float32{imp[:3], append(make([]float32, cols-1), -1), append(make([]float32, cols-1), float32(math.NaN()))} {
-		if err := QuantizeWeighted(Q4, weighted, src, rows, cols, bad); err == nil {
+		if err := QuantizeCalibrated(Q4, weighted, src, rows, cols, Calibration{Importance: bad}); err == nil {
 			t.Errorf("importance %v: no error", bad[len(bad)-1])
 		}
 	}

@@ -96,7 +96,7 @@ func (lv levels) blockError(x, w []float32, h uint16) float64 {
 	return e
 }
 
-// searchScale returns the binary16 scale of one block (see QuantizeWeighted).
+// searchScale returns the binary16 scale of one block (see QuantizeCalibrated).
 func (lv levels) searchScale(x, w []float32) (uint16, error) {
 	var amax, m float64 // largest magnitude, and that value with its sign
 	for _, v := range x {
