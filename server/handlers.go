@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -181,7 +182,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	prompt, set, err := s.chatInput(&req)
+	prompt, set, err := s.chatInput(r.Context(), &req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -223,7 +224,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // chatInput validates a chat request, renders the conversation with the model's template
 // and tokenizes it.
-func (s *Server) chatInput(req *chatRequest) ([]int, settings, error) {
+func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settings, error) {
 	if s.o.Template == nil {
 		return nil, settings{}, badRequest("messages", "no_chat_template",
 			"model %q has no chat template; use /v1/completions, or export the model from a folder whose tokenizer_config.json has one", s.o.ModelID)
@@ -253,7 +254,11 @@ func (s *Server) chatInput(req *chatRequest) ([]int, settings, error) {
 	if err != nil {
 		return nil, set, err
 	}
-	text, err := s.o.Template.Render(chat.Input{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Vars: req.ChatTemplateKwargs})
+	text, err := s.render(ctx, chat.Input{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Vars: req.ChatTemplateKwargs})
+	var overloaded *apiError
+	if errors.As(err, &overloaded) || errors.Is(err, context.Canceled) {
+		return nil, set, err
+	}
 	if err != nil {
 		var raised *chat.RaiseError
 		if errors.As(err, &raised) {

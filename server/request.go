@@ -226,6 +226,11 @@ func (p *samplingParams) settings(defaultMax int) (settings, error) {
 			return s, err
 		}
 	}
+	if p.RepetitionPenalty != nil && *p.RepetitionPenalty <= 0 {
+		// sample.Options reads 0 as "off"; in a request it is a mistake (Hugging Face
+		// refuses it too): the neutral value is 1.
+		return s, badRequest("repetition_penalty", "invalid_value", "repetition_penalty = %v: must be > 0 (1 means off)", *p.RepetitionPenalty)
+	}
 	if p.TopK != nil {
 		o.TopK = *p.TopK
 	}

@@ -15,7 +15,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +59,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds a request body (> 0); larger bodies get 413.
 	MaxBodyBytes int64
+	// Limits bound connections, bodies in flight, read times and template
+	// rendering (limits.go); zero fields take DefaultLimits'.
+	Limits Limits
 	// Logger receives one record per request and every recovered panic; nil discards.
 	Logger *slog.Logger
 }
@@ -103,6 +105,7 @@ type Server struct {
 	eos     []int
 	created int64
 	slots   chan struct{} // one token per running generation
+	guards  *guards       // connection, body and rendering limits
 	metrics *metrics
 	batch   batcher // the generations' sessions step through it
 	mux     *http.ServeMux
@@ -116,9 +119,12 @@ func New(opts Options) (*Server, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	limits, err := opts.Limits.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{o: opts, log: opts.Logger, created: time.Now().Unix(),
-		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics()}
-	var err error
+		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics(), guards: newGuards(limits, opts.MaxSessions)}
 	if s.batch, err = newBatcher(opts.Runner, opts.MaxBatch, s.metrics.step); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -199,12 +205,12 @@ func (s *Server) route(path, method string, h func(w http.ResponseWriter, r *htt
 				writeError(w, jsonError(&http.MaxBytesError{Limit: s.o.MaxBodyBytes}))
 				return
 			}
-			body, err := readBody(w, r, s.o.MaxBodyBytes)
+			release, err := s.readBodyLimited(w, r)
 			if err != nil {
 				writeError(w, err)
 				return
 			}
-			r.Body = body
+			defer release()
 		}
 		h(w, r)
 	})
@@ -264,7 +270,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.guards.limits.HeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -278,7 +284,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limitConns(ln, s.guards.limits.MaxConns)) }()
 	select {
 	case err := <-errc:
 		return err
@@ -299,24 +305,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return e
 	}
 	return err
-}
-
-// bodyReadTimeout bounds reading a request body, so a client that sends slowly cannot hold
-// a connection forever (http.Server.ReadTimeout would also cancel long streams).
-const bodyReadTimeout = time.Minute
-
-// readBody reads the whole body, at most limit bytes, within bodyReadTimeout.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (io.ReadCloser, error) {
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, jsonError(err)
-		}
-		return nil, badRequest("", "invalid_body", "cannot read the request body: %v", err)
-	}
-	return io.NopCloser(bytes.NewReader(data)), nil
 }

@@ -21,6 +21,7 @@ func newServeCmd() *cobra.Command {
 		memoryBudget, maxBody        int64
 		timeout, queueTimeout, grace time.Duration
 		logJSON, mlock               bool
+		limits                       server.Limits
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [PROGRAM] [--addr 127.0.0.1:8080] [--sessions N] [--memory-budget BYTES]",
@@ -103,7 +104,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			s, err := server.New(server.Options{
 				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID,
 				MaxSessions: pool.Limit(), MaxBatch: maxBatch, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
-				MaxBodyBytes: maxBody, Logger: log,
+				MaxBodyBytes: maxBody, Logger: log, Limits: limits,
 			})
 			if err != nil {
 				return err
@@ -131,6 +132,14 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.DurationVar(&queueTimeout, "queue-timeout", 30*time.Second, "longest wait for a session before 503")
 	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes (larger: 413)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest generation (0: no limit)")
+	d := server.DefaultLimits
+	f.IntVar(&limits.MaxConns, "max-conns", d.MaxConns, "most connections open at once (more wait to be accepted)")
+	f.Int64Var(&limits.MaxBodyInFlight, "max-body-in-flight", d.MaxBodyInFlight, "most request-body bytes read or held at once across connections (more: 503)")
+	f.DurationVar(&limits.HeaderTimeout, "header-timeout", d.HeaderTimeout, "longest time to read a request's headers")
+	f.DurationVar(&limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest time to read a request's body")
+	f.IntVar(&limits.Template.MaxSteps, "template-steps", d.Template.MaxSteps, "most chat-template steps (loop iterations, calls) per request")
+	f.IntVar(&limits.Template.MaxOutput, "template-output", d.Template.MaxOutput, "most bytes a chat template may render per request")
+	f.DurationVar(&limits.Template.Timeout, "template-timeout", d.Template.Timeout, "longest chat-template rendering per request")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	f.StringVar(&modelID, "model-id", "", "model name in /v1/models (default: the program's file name)")

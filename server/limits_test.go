@@ -1,0 +1,184 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hfstatic/hfstatic/internal/chat"
+	"github.com/hfstatic/hfstatic/runner"
+)
+
+// serveOn runs s.Serve on a loopback listener until the test ends.
+func serveOn(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestSlowBodiesAreBounded is the regression test for 60 connections each
+// trickling a large body (RSS grew by 1.1 GB and stayed up): bodies in
+// flight are capped, trickling clients time out, and once they are gone
+// the heap and the goroutines return to their baseline.
+func TestSlowBodiesAreBounded(t *testing.T) {
+	o := testOptions(t)
+	o.MaxBodyBytes = 8 << 20
+	o.Limits = Limits{MaxConns: 32, MaxBodyInFlight: 24 << 20, BodyTimeout: time.Second, HeaderTimeout: time.Second}
+	s := newTestServer(t, o)
+	addr := serveOn(t, s)
+
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	baseG := runtime.NumGoroutine()
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
+
+	const clients = 60
+	statuses := make([]string, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				statuses[i] = "dial: " + err.Error()
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 8<<20)
+			// Trickle 1 MiB in 64 KiB pieces, then stall.
+			chunk := []byte(strings.Repeat(" ", 64<<10))
+			for range 16 {
+				if _, err := c.Write(chunk); err != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				statuses[i] = "read: " + err.Error()
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			statuses[i] = resp.Status
+		})
+	}
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+
+	counts := map[string]int{}
+	for _, st := range statuses {
+		counts[st]++
+	}
+	if counts["503 Service Unavailable"] == 0 || counts["400 Bad Request"] == 0 {
+		t.Errorf("statuses %v: want some refused before reading (503) and the rest timed out (400)", counts)
+	}
+	if grew := int64(peak.Load()) - int64(base.HeapInuse); grew > 64<<20 {
+		t.Errorf("heap in use grew by %d MiB during the attack, want < 64", grew>>20)
+	}
+	// Memory and goroutines return to the baseline once the clients are gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		g := runtime.NumGoroutine()
+		heapBack := int64(m.HeapInuse)-int64(base.HeapInuse) < 8<<20
+		if heapBack && g <= baseG+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the attack: heap in use %d MiB over baseline, %d goroutines (baseline %d)",
+				(int64(m.HeapInuse)-int64(base.HeapInuse))>>20, g, baseG)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSpinningTemplateIsBounded: a template that loops for minutes answers
+// 400 naming the budget it hit, within seconds.
+func TestSpinningTemplateIsBounded(t *testing.T) {
+	o := testOptions(t)
+	tmpl, err := chat.Parse("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Template = tmpl
+	o.Limits.Template = chat.Budget{MaxSteps: 100_000, Timeout: time.Second}
+	s := newTestServer(t, o)
+	addr := serveOn(t, s)
+	start := time.Now()
+	status, _, body := post(t, "http://"+addr+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`)
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "steps budget") {
+		t.Errorf("status %d %s, want 400 naming the steps budget", status, body)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
+
+func TestRepetitionPenaltyZeroIsRefused(t *testing.T) {
+	_, base, _ := startServer(t, nil)
+	status, _, body := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":2,"repetition_penalty":0}`)
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "repetition_penalty") {
+		t.Errorf("status %d %s, want 400 naming repetition_penalty", status, body)
+	}
+}
+
+// newTestServer builds a server of o with its own pool, closed with the test.
+func newTestServer(t *testing.T, o Options) *Server {
+	t.Helper()
+	pool, err := runner.NewPool(o.Runner, runner.PoolOptions{MaxSessions: o.MaxSessions, MemoryBudget: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Pool = RunnerPool(pool)
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		pool.Close()
+	})
+	return s
+}
