@@ -4,7 +4,9 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hfstatic/hfstatic/internal/exec"
 	"github.com/hfstatic/hfstatic/program"
@@ -46,7 +48,7 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := runner.New(&f.Manifest, f.Fingerprint, executor{x}, runner.Options{Allocator: opts.Allocator})
+	r, err := runner.New(&f.Manifest, f.Fingerprint, &executor{p: x}, runner.Options{Allocator: opts.Allocator})
 	if err != nil {
 		x.Close()
 		return nil, err
@@ -57,12 +59,33 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 // Close stops the executor's threads.
 func (m *Model) Close() error { return m.exec.Close() }
 
-type executor struct{ p *exec.Program }
+// executor adapts an exec.Program to runner.Executor and runner.BatchExecutor.
+type executor struct {
+	p     *exec.Program
+	mu    sync.Mutex   // guards steps
+	steps []*exec.Step // RunBatch's steps, reused
+}
 
-func (e executor) Bind(name string, bufs map[string][]byte) (runner.Step, error) {
+func (e *executor) Bind(name string, bufs map[string][]byte) (runner.Step, error) {
 	m, ok := e.p.Method(name)
 	if !ok {
 		return nil, fmt.Errorf("program has no method %q", name)
 	}
 	return m.Bind(bufs)
+}
+
+// RunBatch runs steps bound by Bind as one pass.
+func (e *executor) RunBatch(ctx context.Context, steps []runner.Step, errs []error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.steps = e.steps[:0]
+	for i, st := range steps {
+		s, ok := st.(*exec.Step)
+		if !ok {
+			errs[i] = fmt.Errorf("engine: RunBatch: step %d was not bound by this executor", i)
+			s = nil
+		}
+		e.steps = append(e.steps, s)
+	}
+	e.p.RunBatch(ctx, e.steps, errs)
 }

@@ -2,37 +2,31 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/program"
 )
 
-// operand is a resolved op operand: a constant tensor or a step buffer.
+// operand is a resolved op operand: a constant tensor or a buffer.
 type operand struct {
 	name  string
 	dtype program.DType
 	shape program.Shape
 	konst *constant
+	idx   int // program buffer index (-1 for a constant)
 }
 
 func (o operand) elems() int { return o.shape.Elems() }
 
 func (m *Method) operand(name string) (operand, error) {
 	if b, ok := m.buffers[name]; ok {
-		return operand{name: name, dtype: b.DType, shape: b.Shape}, nil
+		return operand{name: name, dtype: b.DType, shape: b.Shape, idx: m.prog.index[name]}, nil
 	}
 	if c, ok := m.prog.consts[name]; ok {
-		return operand{name: name, dtype: c.t.DType, shape: c.t.Shape, konst: &c}, nil
+		return operand{name: name, dtype: c.t.DType, shape: c.t.Shape, konst: &c, idx: -1}, nil
 	}
 	return operand{}, fmt.Errorf("unknown tensor %q", name)
-}
-
-// f32 returns an operand's float32 data in a bound step.
-func (o operand) f32(s *Step) []float32 {
-	if o.konst != nil {
-		return asF32(o.konst.data)
-	}
-	return asF32(s.bufs[o.name])
 }
 
 func (o operand) matrix() (kernels.Matrix, error) {
@@ -72,10 +66,15 @@ func rows2(o operand) (rows, width int) {
 }
 
 func (p *Program) compile(spec *program.Method) (*Method, error) {
-	m := &Method{prog: p, spec: spec, buffers: map[string]program.IO{}}
+	m := &Method{prog: p, spec: spec, buffers: map[string]program.IO{}, selected: make([]bool, len(p.index)), output: -1}
 	for _, list := range [][]program.IO{spec.Inputs, spec.Outputs, spec.Activations} {
 		for _, b := range list {
 			m.buffers[b.Name] = b
+		}
+	}
+	for _, b := range spec.Outputs {
+		if _, inPlace := spec.Input(b.Name); !inPlace {
+			m.output, m.outWidth = p.index[b.Name], b.Shape[len(b.Shape)-1]
 		}
 	}
 	used := map[string]bool{}
@@ -103,13 +102,32 @@ func (p *Program) compile(spec *program.Method) (*Method, error) {
 		if err != nil || out.konst != nil {
 			return nil, opErr(spec, i, op, fmt.Errorf("output %q is not a buffer", op.Out[0]))
 		}
-		b, err := m.compileOp(op, in, out)
+		o, err := m.compileOp(op, in, out)
 		if err != nil {
 			return nil, opErr(spec, i, op, err)
 		}
-		m.binders = append(m.binders, b)
+		m.ops = append(m.ops, o)
 	}
 	return m, nil
+}
+
+// sameOps reports whether the methods run the same op list: the same kinds, operands and
+// attributes but last_row (shapes differ with the step).
+func sameOps(methods []program.Method) bool {
+	for _, mt := range methods[1:] {
+		a, b := methods[0].Ops, mt.Ops
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			x, y := a[i], b[i]
+			x.Attr.LastRow, y.Attr.LastRow = false, false
+			if x.Kind != y.Kind || !slices.Equal(x.In, y.In) || !slices.Equal(x.Out, y.Out) || x.Attr != y.Attr {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func opErr(spec *program.Method, i int, op *program.Op, err error) error {
@@ -125,47 +143,13 @@ func wantF32(os ...operand) error {
 	return nil
 }
 
-func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, error) {
-	S := m.spec.Step
+// compileOp checks one op against its operands and returns its implementation.
+func (m *Method) compileOp(op *program.Op, in []operand, out operand) (op, error) {
 	switch op.Kind {
 	case program.OpEmbed:
 		return m.compileEmbed(op, in, out)
 	case program.OpRMSNorm:
-		x := in[0]
-		if err := wantF32(x, out); err != nil {
-			return nil, err
-		}
-		rows, width := rows2(x)
-		w := op.Attr.Width
-		if width%w != 0 || x.elems() != out.elems() {
-			return nil, fmt.Errorf("norm width %d does not divide %q %v or output %v differs", w, x.name, x.shape, out.shape)
-		}
-		var weight *operand
-		if len(in) == 2 {
-			if err := wantF32(in[1]); err != nil {
-				return nil, err
-			}
-			if in[1].elems() != w {
-				return nil, fmt.Errorf("norm weight %q has %d values, want %d", in[1].name, in[1].elems(), w)
-			}
-			weight = &in[1]
-		}
-		eps := op.Attr.Eps
-		return func(s *Step) (func(*Step) error, error) {
-			xs, ys := x.f32(s), out.f32(s)
-			var ws []float32
-			if weight != nil {
-				ws = weight.f32(s)
-			}
-			perRow := width / w
-			return func(s *Step) error {
-				nr := min(s.n, rows)
-				for g := 0; g < nr*perRow; g++ {
-					kernels.RMSNorm(ys[g*w:(g+1)*w], xs[g*w:(g+1)*w], ws, eps)
-				}
-				return nil
-			}, nil
-		}, nil
+		return m.compileRMSNorm(op, in, out)
 	case program.OpLinear:
 		return m.compileLinear(op, in, out)
 	case program.OpRoPE:
@@ -175,80 +159,13 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (binder, e
 	case program.OpCacheWrite:
 		return m.compileCacheWrite(op, in, out)
 	case program.OpAdvance:
-		c := in[0]
-		if c.dtype != program.I64 || c.elems() != 1 || c.name != out.name {
-			return nil, fmt.Errorf("advance needs an in-place i64 scalar, got %q %s %v", c.name, c.dtype, c.shape)
-		}
-		return func(s *Step) (func(*Step) error, error) {
-			v := &asI64(s.bufs[c.name])[0]
-			return func(s *Step) error { *v += int64(s.n); return nil }, nil
-		}, nil
+		return m.compileAdvance(op, in, out)
 	case program.OpAdd:
-		a, b := in[0], in[1]
-		if err := wantF32(a, b, out); err != nil {
-			return nil, err
-		}
-		if a.elems() != b.elems() || a.elems() != out.elems() {
-			return nil, fmt.Errorf("add of %v and %v into %v", a.shape, b.shape, out.shape)
-		}
-		rows, width := rows2(a)
-		return func(s *Step) (func(*Step) error, error) {
-			as, bs, ys := a.f32(s), b.f32(s), out.f32(s)
-			return func(s *Step) error {
-				// Row by row: a row's result must not depend on how many rows the step has.
-				for off := 0; off < min(s.n, rows)*width; off += width {
-					kernels.Add(ys[off:off+width], as[off:off+width], bs[off:off+width])
-				}
-				return nil
-			}, nil
-		}, nil
+		return m.compileAdd(op, in, out)
 	case program.OpGLU:
-		g, u := in[0], in[1]
-		if err := wantF32(g, u, out); err != nil {
-			return nil, err
-		}
-		if g.elems() != u.elems() || g.elems() != out.elems() {
-			return nil, fmt.Errorf("glu of %v and %v into %v", g.shape, u.shape, out.shape)
-		}
-		rows, width := rows2(g)
-		gelu := op.Attr.Activation == program.ActGELUTanh
-		return func(s *Step) (func(*Step) error, error) {
-			gs, us, ys := g.f32(s), u.f32(s), out.f32(s)
-			return func(s *Step) error {
-				for off := 0; off < min(s.n, rows)*width; off += width {
-					y, g, u := ys[off:off+width], gs[off:off+width], us[off:off+width]
-					if gelu {
-						kernels.GELUTanhMul(y, g, u)
-					} else {
-						kernels.SiLUMul(y, g, u)
-					}
-				}
-				return nil
-			}, nil
-		}, nil
+		return m.compileGLU(op, in, out)
 	case program.OpSoftCap:
-		x := in[0]
-		if err := wantF32(x); err != nil {
-			return nil, err
-		}
-		if x.name != out.name {
-			return nil, fmt.Errorf("soft_cap is in place")
-		}
-		rows, width := rows2(x)
-		c := op.Attr.SoftCap
-		return func(s *Step) (func(*Step) error, error) {
-			xs := x.f32(s)
-			return func(s *Step) error {
-				nr := rows
-				if rows == S {
-					nr = s.n
-				}
-				for off := 0; off < nr*width; off += width {
-					kernels.SoftCap(xs[off:off+width], c)
-				}
-				return nil
-			}, nil
-		}, nil
+		return m.compileSoftCap(op, in, out)
 	}
 	return nil, fmt.Errorf("op kind %q is not implemented by this executor", op.Kind)
 }

@@ -31,26 +31,36 @@ type Options struct {
 }
 
 // Program is a loaded program: weights viewed in place from the decoded file and
-// compiled methods. It is safe for concurrent use by several bound steps; steps run one
-// at a time on the shared thread pool.
+// compiled methods. It is safe for concurrent use by several bound steps; passes (one
+// step, or one step of several sessions: RunBatch) run one at a time on the shared
+// thread pool.
 type Program struct {
 	File    *program.File
 	pool    *kernels.Pool
-	mu      sync.Mutex // serializes steps on the pool
+	mu      sync.Mutex // serializes passes on the pool; guards pass
 	methods map[string]*Method
 	consts  map[string]constant
 	perHead bool // Options.PerHeadAttention
+	threads int  // Options.Threads
 
-	// Scratch memory (activations, op scratch) shared by every bound step: steps run
-	// one at a time, so one copy serves all sessions and stays warm in the caches and
-	// page tables instead of being first touched by each new session.
+	// index numbers every buffer name of every method (I/O and activations) across the
+	// program, so that ops find a step's buffers by slice index, not by map lookup.
+	index map[string]int
+	// batchable: every method runs the same op list (the same kinds, operands and
+	// attributes but last_row), so steps of different methods can share a pass.
+	batchable bool
+	maxStep   int  // the largest method step (rows)
+	pass      pass // the running pass's scratch, reused
+
+	// Scratch memory shared by the ops of every method (they run one pass at a time), so
+	// that it stays warm in the caches and page tables.
 	smu     sync.Mutex
 	scratch map[string][]byte
 }
 
 // shared returns n bytes (64-byte aligned) of the scratch buffer called key, growing it
-// if needed. Only one step runs at a time, so steps may share a buffer as long as each
-// uses it only while it runs; two buffers a step uses at the same time need two keys.
+// if needed. Only one pass runs at a time, so ops may share a buffer as long as each
+// uses it only while it runs; two buffers an op uses at the same time need two keys.
 func (p *Program) shared(key string, n int) []byte {
 	p.smu.Lock()
 	defer p.smu.Unlock()
@@ -79,13 +89,24 @@ func Load(f *program.File, opts Options) (*Program, error) {
 	if opts.Threads < 1 {
 		return nil, fmt.Errorf("exec: Options.Threads = %d, must be ≥ 1", opts.Threads)
 	}
-	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}, scratch: map[string][]byte{}, perHead: opts.PerHeadAttention}
+	p := &Program{File: f, methods: map[string]*Method{}, consts: map[string]constant{}, scratch: map[string][]byte{}, perHead: opts.PerHeadAttention, threads: opts.Threads}
 	for _, t := range f.Manifest.Tensors {
 		_, data, _ := f.TensorData(t.Name)
 		if uintptr(unsafe.Pointer(unsafe.SliceData(data)))%8 != 0 && len(data) > 0 {
 			return nil, fmt.Errorf("exec: tensor %q data is not aligned", t.Name)
 		}
 		p.consts[t.Name] = constant{t: t, data: data}
+	}
+	p.index = map[string]int{}
+	for _, mt := range f.Manifest.Methods {
+		for _, list := range [][]program.IO{mt.Inputs, mt.Outputs, mt.Activations} {
+			for _, b := range list {
+				if _, ok := p.index[b.Name]; !ok {
+					p.index[b.Name] = len(p.index)
+				}
+			}
+		}
+		p.maxStep = max(p.maxStep, mt.Step)
 	}
 	for i := range f.Manifest.Methods {
 		m, err := p.compile(&f.Manifest.Methods[i])
@@ -94,6 +115,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 		}
 		p.methods[m.spec.Name] = m
 	}
+	p.batchable = sameOps(f.Manifest.Methods)
 	p.pool = kernels.NewPool(opts.Threads)
 	return p, nil
 }
@@ -112,31 +134,34 @@ func (p *Program) Method(name string) (*Method, bool) {
 
 // Method is a compiled method.
 type Method struct {
-	prog    *Program
-	spec    *program.Method
-	binders []binder
+	prog *Program
+	spec *program.Method
+	ops  []op
 	// buffers of the method (inputs, outputs, activations) by name.
 	buffers map[string]program.IO
+	// selected[i] reports that buffer i (program index) holds only the selected rows of
+	// each step (those a last_row linear keeps), not all of them.
+	selected []bool
+	selects  bool // an op selects rows (a last_row linear)
+	output   int  // program index of the logits-like output written by the ops, or -1
+	outWidth int  // its last dimension
 }
 
 // Spec is the method's description from the program.
 func (m *Method) Spec() *program.Method { return m.spec }
 
-// binder turns an op into a runnable closure over a step's buffers.
-type binder func(s *Step) (func(s *Step) error, error)
-
 // Step is a method bound to a fixed set of buffers. Running it allocates nothing.
 // A Step is not safe for concurrent use.
 type Step struct {
 	m    *Method
-	bufs map[string][]byte
-	ops  []func(s *Step) error
+	bufs [][]byte // by program buffer index; nil for buffers the method does not bind
 
 	ids, positions []int64
-	mask           []byte // attention_mask, one byte per bool
+	mask           []byte // attention_mask, one byte per bool: [S][C]
 	counters       []*int64
 	context        int // C, the mask's last dimension
 	pos, n         int // per run: absolute position of row 0, real rows
+	outRows        int // rows of the output buffer that may hold values of an earlier run
 }
 
 // Bind binds buffers to a method: every input and output by name (an in-place buffer,
@@ -144,7 +169,7 @@ type Step struct {
 // among its steps (they run one at a time). The buffers must stay valid and must not be
 // resized while the Step is used.
 func (m *Method) Bind(io map[string][]byte) (*Step, error) {
-	s := &Step{m: m, bufs: map[string][]byte{}}
+	s := &Step{m: m, bufs: make([][]byte, len(m.prog.index))}
 	for _, list := range [][]program.IO{m.spec.Inputs, m.spec.Outputs} {
 		for _, b := range list {
 			buf, ok := io[b.Name]
@@ -157,33 +182,26 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 			if len(buf) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%8 != 0 {
 				return nil, fmt.Errorf("%w: method %q: buffer %q is not 8-byte aligned", ErrBinding, m.spec.Name, b.Name)
 			}
-			s.bufs[b.Name] = buf
+			s.bufs[m.prog.index[b.Name]] = buf
 		}
 	}
-	for _, a := range m.spec.Activations {
-		s.bufs[a.Name] = m.prog.shared("activation "+a.Name, a.Bytes())
-	}
-	if b, ok := s.bufs[program.InputIDs]; ok {
+	if b, ok := io[program.InputIDs]; ok {
 		s.ids = asI64(b)
 	}
-	if b, ok := s.bufs[program.PositionIDs]; ok {
+	if b, ok := io[program.PositionIDs]; ok {
 		s.positions = asI64(b)
 	}
-	if io, ok := m.buffers[program.AttentionMask]; ok {
-		s.mask = s.bufs[program.AttentionMask]
-		s.context = io.Shape[len(io.Shape)-1]
+	if b, ok := m.buffers[program.AttentionMask]; ok {
+		s.mask = io[program.AttentionMask]
+		s.context = b.Shape[len(b.Shape)-1]
 	}
 	for _, b := range m.spec.Inputs {
 		if b.DType == program.I64 && len(b.Shape) == 0 {
-			s.counters = append(s.counters, &asI64(s.bufs[b.Name])[0])
+			s.counters = append(s.counters, &asI64(io[b.Name])[0])
 		}
 	}
-	for _, bind := range m.binders {
-		f, err := bind(s)
-		if err != nil {
-			return nil, err
-		}
-		s.ops = append(s.ops, f)
+	if m.output >= 0 {
+		s.outRows = len(s.bufs[m.output]) / 4 / m.outWidth // the first run clears every padding row
 	}
 	return s, nil
 }
@@ -192,21 +210,32 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 // (the runner) treats the session as poisoned. A step is not interrupted part-way: ctx is
 // for the caller to check between steps.
 func (s *Step) Run(ctx context.Context) error {
-	if err := s.begin(); err != nil {
+	p := s.m.prog
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	one := [1]*Step{s}
+	var err [1]error
+	p.runPass(one[:], err[:])
+	return err[0]
+}
+
+// begin derives pos and n from the inputs and checks them against the counters and
+// every op's bounds.
+func (s *Step) begin() error {
+	if err := s.readInputs(); err != nil {
 		return fmt.Errorf("method %q: %w", s.m.spec.Name, err)
 	}
-	s.m.prog.mu.Lock()
-	defer s.m.prog.mu.Unlock()
-	for i, op := range s.ops {
-		if err := op(s); err != nil {
-			return fmt.Errorf("method %q op %d (%s): %w", s.m.spec.Name, i, s.m.spec.Ops[i].Kind, err)
+	for i, o := range s.m.ops {
+		if c, ok := o.(checker); ok {
+			if err := c.check(s); err != nil {
+				return fmt.Errorf("method %q op %d (%s): %w", s.m.spec.Name, i, s.m.spec.Ops[i].Kind, err)
+			}
 		}
 	}
 	return nil
 }
 
-// begin derives pos and n from the inputs and checks them against the counters.
-func (s *Step) begin() error {
+func (s *Step) readInputs() error {
 	S := s.m.spec.Step
 	s.pos, s.n = 0, S
 	if s.positions != nil {

@@ -7,10 +7,40 @@ import (
 	"github.com/hfstatic/hfstatic/program"
 )
 
-func (m *Method) compileEmbed(op *program.Op, in []operand, out operand) (binder, error) {
+// op is one compiled op. run applies it to every real row of a pass: row-wise ops to the
+// rows of all segments at once, ops on session state (caches, counters) segment by
+// segment.
+type op interface {
+	run(ps *pass)
+}
+
+// checker is an op that can refuse a step's inputs; every check runs before any op, so a
+// refused step changes nothing and never affects the other steps of its pass.
+type checker interface {
+	check(s *Step) error
+}
+
+// rowsOf is how many rows of buffer o a pass holds: all real rows, or the selected ones.
+func (m *Method) rowsOf(ps *pass, o operand) int {
+	if o.idx >= 0 && m.selected[o.idx] {
+		return ps.sel
+	}
+	return ps.rows
+}
+
+// embedOp gathers the embedding rows of the input ids: x = table[ids] * scale.
+type embedOp struct {
+	ids   operand
+	table kernels.Matrix // (vocab, dim)
+	out   operand        // (rows, dim)
+	width int
+	scale float32
+}
+
+func (m *Method) compileEmbed(op *program.Op, in []operand, out operand) (op, error) {
 	ids, table := in[0], in[1]
-	if ids.dtype != program.I64 {
-		return nil, fmt.Errorf("ids %q has dtype %s, want i64", ids.name, ids.dtype)
+	if ids.dtype != program.I64 || ids.name != program.InputIDs {
+		return nil, fmt.Errorf("ids %q (%s) are not the i64 %s input", ids.name, ids.dtype, program.InputIDs)
 	}
 	mat, err := table.matrix()
 	if err != nil {
@@ -23,23 +53,86 @@ func (m *Method) compileEmbed(op *program.Op, in []operand, out operand) (binder
 	if width != mat.Cols || rows != ids.elems() {
 		return nil, fmt.Errorf("embedding %v of %d ids into %v", table.shape, ids.elems(), out.shape)
 	}
-	scale := op.Attr.Scale
-	return func(s *Step) (func(*Step) error, error) {
-		idv, ys := asI64(s.bufs[ids.name]), out.f32(s)
-		return func(s *Step) error {
-			n := min(s.n, rows)
-			for i, id := range idv[:n] {
-				if id < 0 || id >= int64(mat.Rows) {
-					return fmt.Errorf("%w: token id %d at row %d is outside the vocabulary [0,%d)", ErrStep, id, i, mat.Rows)
-				}
-			}
-			kernels.GatherRows(ys[:n*width], mat, idv[:n], scale)
-			return nil
-		}, nil
-	}, nil
+	return &embedOp{ids: ids, table: mat, out: out, width: width, scale: op.Attr.Scale}, nil
 }
 
-func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (binder, error) {
+func (o *embedOp) check(s *Step) error {
+	for i, id := range s.ids[:s.n] {
+		if id < 0 || id >= int64(o.table.Rows) {
+			return fmt.Errorf("%w: token id %d at row %d is outside the vocabulary [0,%d)", ErrStep, id, i, o.table.Rows)
+		}
+	}
+	return nil
+}
+
+func (o *embedOp) run(ps *pass) {
+	kernels.GatherRows(ps.f32(o.out)[:ps.rows*o.width], o.table, ps.ids[:ps.rows], o.scale)
+}
+
+// rmsNormOp normalizes each group of width values of every row: y = x/rms(x) * w.
+type rmsNormOp struct {
+	m            *Method
+	x, out       operand // (rows, width)
+	weight       *operand
+	width, group int // row width, values per norm
+	eps          float32
+}
+
+func (m *Method) compileRMSNorm(op *program.Op, in []operand, out operand) (op, error) {
+	x := in[0]
+	if err := wantF32(x, out); err != nil {
+		return nil, err
+	}
+	_, width := rows2(x)
+	w := op.Attr.Width
+	if w <= 0 || width%w != 0 || x.elems() != out.elems() {
+		return nil, fmt.Errorf("norm width %d does not divide %q %v or output %v differs", w, x.name, x.shape, out.shape)
+	}
+	o := &rmsNormOp{m: m, x: x, out: out, width: width, group: w, eps: op.Attr.Eps}
+	if len(in) == 2 {
+		if err := wantF32(in[1]); err != nil {
+			return nil, err
+		}
+		if in[1].elems() != w {
+			return nil, fmt.Errorf("norm weight %q has %d values, want %d", in[1].name, in[1].elems(), w)
+		}
+		o.weight = &in[1]
+	}
+	m.propagate(x, out)
+	return o, nil
+}
+
+func (o *rmsNormOp) run(ps *pass) {
+	xs, ys := ps.f32(o.x), ps.f32(o.out)
+	var ws []float32
+	if o.weight != nil {
+		ws = ps.f32(*o.weight)
+	}
+	w := o.group
+	for g := 0; g < o.m.rowsOf(ps, o.x)*o.width/w; g++ {
+		kernels.RMSNorm(ys[g*w:(g+1)*w], xs[g*w:(g+1)*w], ws, o.eps)
+	}
+}
+
+// propagate gives a row-wise op's output the row layout of its input.
+func (m *Method) propagate(in, out operand) {
+	if in.idx >= 0 && out.idx >= 0 {
+		m.selected[out.idx] = m.selected[in.idx]
+	}
+}
+
+// linearOp is y = x Wᵀ + b over every row, or (last_row) over each step's selected
+// rows: its last real row, or all of them where the step's method keeps every row.
+type linearOp struct {
+	m       *Method
+	x, out  operand        // (rows, k), (rows or selected rows, n)
+	w       kernels.Matrix // (n, k)
+	bias    *operand       // (n)
+	k, n    int
+	selects bool
+}
+
+func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (op, error) {
 	x := in[0]
 	w, err := in[1].matrix()
 	if err != nil {
@@ -57,7 +150,10 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (binde
 	if (last && orows != 1) || (!last && orows != rows) {
 		return nil, fmt.Errorf("linear output %q %v has %d rows for %d input rows (last_row %v)", out.name, out.shape, orows, rows, last)
 	}
-	var bias *operand
+	if last && x.idx >= 0 && m.selected[x.idx] {
+		return nil, fmt.Errorf("last_row linear of %q, whose rows are already selected", x.name)
+	}
+	o := &linearOp{m: m, x: x, out: out, w: w, k: k, n: n, selects: last}
 	if len(in) == 3 {
 		if err := wantF32(in[2]); err != nil {
 			return nil, err
@@ -65,34 +161,52 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (binde
 		if in[2].elems() != n {
 			return nil, fmt.Errorf("bias %q has %d values, want %d", in[2].name, in[2].elems(), n)
 		}
-		bias = &in[2]
+		o.bias = &in[2]
 	}
-	_, isOutput := m.spec.Output(out.name)
-	return func(s *Step) (func(*Step) error, error) {
-		xs, ys := x.f32(s), out.f32(s)
-		written := rows // rows of a method output that may hold values from an earlier step
-		var bs []float32
-		if bias != nil {
-			bs = bias.f32(s)
-		}
-		pool := m.prog.pool
-		return func(s *Step) error {
-			nr := min(s.n, rows)
-			if last {
-				pool.MatMul(ys, xs[(nr-1)*k:nr*k], 1, w, bs)
-				return nil
-			}
-			pool.MatMul(ys[:nr*n], xs[:nr*k], nr, w, bs)
-			if isOutput && written > nr {
-				clear(ys[nr*n : written*n]) // padding rows of a method output hold zeros, not stale values
-			}
-			written = nr
-			return nil
-		}, nil
-	}, nil
+	if last {
+		m.selected[out.idx], m.selects = true, true
+	} else {
+		m.propagate(x, out)
+	}
+	return o, nil
 }
 
-func (m *Method) compileRoPE(op *program.Op, in []operand, out operand) (binder, error) {
+func (o *linearOp) run(ps *pass) {
+	xs, ys := ps.f32(o.x), ps.f32(o.out)
+	var bs []float32
+	if o.bias != nil {
+		bs = ps.f32(*o.bias)
+	}
+	pool, k := o.m.prog.pool, o.k
+	if !o.selects {
+		nr := o.m.rowsOf(ps, o.x)
+		pool.MatMul(ys[:nr*o.n], xs[:nr*k], nr, o.w, bs)
+		return
+	}
+	if len(ps.segs) == 1 { // one step: its kept rows are contiguous
+		g := &ps.segs[0]
+		first := g.off + g.n - g.sel
+		pool.MatMul(ys[:g.sel*o.n], xs[first*k:(g.off+g.n)*k], g.sel, o.w, bs)
+		return
+	}
+	xsel := ps.selRows(k)
+	for i := range ps.segs {
+		g := &ps.segs[i]
+		first := g.off + g.n - g.sel
+		copy(xsel[g.selOff*k:(g.selOff+g.sel)*k], xs[first*k:(g.off+g.n)*k])
+	}
+	pool.MatMul(ys[:ps.sel*o.n], xsel[:ps.sel*k], ps.sel, o.w, bs)
+}
+
+// ropeOp rotates each head of every row in place by the row's position.
+type ropeOp struct {
+	x               operand // (rows, heads*head_dim), in place
+	cos, sin        operand // (positions, half)
+	width, headDim  int
+	tableRows, half int
+}
+
+func (m *Method) compileRoPE(op *program.Op, in []operand, out operand) (op, error) {
 	x, positions, cos, sin := in[0], in[1], in[2], in[3]
 	if err := wantF32(x, cos, sin); err != nil {
 		return nil, err
@@ -100,38 +214,50 @@ func (m *Method) compileRoPE(op *program.Op, in []operand, out operand) (binder,
 	if x.name != out.name {
 		return nil, fmt.Errorf("rope is in place")
 	}
-	if positions.dtype != program.I64 {
-		return nil, fmt.Errorf("positions %q have dtype %s", positions.name, positions.dtype)
+	if positions.dtype != program.I64 || positions.name != program.PositionIDs {
+		return nil, fmt.Errorf("positions %q (%s) are not the i64 %s input", positions.name, positions.dtype, program.PositionIDs)
 	}
 	rows, width := rows2(x)
 	hd := op.Attr.HeadDim
-	if width%hd != 0 || positions.elems() != rows {
+	if hd <= 0 || width%hd != 0 || positions.elems() != rows {
 		return nil, fmt.Errorf("rope over %v with head_dim %d and %d positions", x.shape, hd, positions.elems())
 	}
 	if len(cos.shape) != 2 || !cos.shape.Equal(sin.shape) || 2*cos.shape[1] > hd {
 		return nil, fmt.Errorf("rope tables %v and %v do not fit head_dim %d", cos.shape, sin.shape, hd)
 	}
-	tableRows, half := cos.shape[0], cos.shape[1]
-	return func(s *Step) (func(*Step) error, error) {
-		xs, ps, cs, ss := x.f32(s), asI64(s.bufs[positions.name]), cos.f32(s), sin.f32(s)
-		return func(s *Step) error {
-			for i := 0; i < min(s.n, rows); i++ {
-				p := int(ps[i])
-				if p < 0 || p >= tableRows {
-					return fmt.Errorf("%w: position %d at row %d is outside the RoPE table [0,%d)", ErrStep, p, i, tableRows)
-				}
-				c, sn := cs[p*half:(p+1)*half], ss[p*half:(p+1)*half]
-				row := xs[i*width : (i+1)*width]
-				for h := 0; h < width; h += hd {
-					kernels.RoPE(row[h:h+2*half], c, sn)
-				}
-			}
-			return nil
-		}, nil
-	}, nil
+	return &ropeOp{x: x, cos: cos, sin: sin, width: width, headDim: hd, tableRows: cos.shape[0], half: cos.shape[1]}, nil
 }
 
-func (m *Method) compileCacheWrite(op *program.Op, in []operand, out operand) (binder, error) {
+func (o *ropeOp) check(s *Step) error {
+	for i, p := range s.positions[:s.n] {
+		if p < 0 || p >= int64(o.tableRows) {
+			return fmt.Errorf("%w: position %d at row %d is outside the RoPE table [0,%d)", ErrStep, p, i, o.tableRows)
+		}
+	}
+	return nil
+}
+
+func (o *ropeOp) run(ps *pass) {
+	xs, cs, ss, half := ps.f32(o.x), ps.f32(o.cos), ps.f32(o.sin), o.half
+	for i, p := range ps.positions[:ps.rows] {
+		c, sn := cs[int(p)*half:(int(p)+1)*half], ss[int(p)*half:(int(p)+1)*half]
+		row := xs[i*o.width : (i+1)*o.width]
+		for h := 0; h < o.width; h += o.headDim {
+			kernels.RoPE(row[h:h+2*half], c, sn)
+		}
+	}
+}
+
+// cacheWriteOp writes each step's real rows into its own cache, position a in slot
+// a mod L (only the last L rows when a step has more).
+type cacheWriteOp struct {
+	x       operand // (rows, heads*dim)
+	cache   int     // program index of the cache: (1, heads, L, dim), in place
+	f16     bool
+	H, L, D int
+}
+
+func (m *Method) compileCacheWrite(op *program.Op, in []operand, out operand) (op, error) {
 	x, cache := in[0], in[1]
 	if cache.name != out.name || cache.konst != nil {
 		return nil, fmt.Errorf("cache_write writes its cache in place")
@@ -146,29 +272,131 @@ func (m *Method) compileCacheWrite(op *program.Op, in []operand, out operand) (b
 		return nil, fmt.Errorf("cache %q dtype %s is not f32 or f16", cache.name, cache.dtype)
 	}
 	H, L, D := cache.shape[1], cache.shape[2], cache.shape[3]
-	rows, width := rows2(x)
-	if width != H*D {
+	if _, width := rows2(x); width != H*D {
 		return nil, fmt.Errorf("cache_write of %q %v into %q %v", x.name, x.shape, cache.name, cache.shape)
 	}
-	f16 := cache.dtype == program.F16
-	return func(s *Step) (func(*Step) error, error) {
-		xs, buf := x.f32(s), s.bufs[cache.name]
+	return &cacheWriteOp{x: x, cache: cache.idx, f16: cache.dtype == program.F16, H: H, L: L, D: D}, nil
+}
+
+func (o *cacheWriteOp) run(ps *pass) {
+	xs, H, L, D := ps.f32(o.x), o.H, o.L, o.D
+	for _, g := range ps.segs {
+		buf := g.s.bufs[o.cache]
 		c32, c16 := asF32(buf), asU16(buf)
-		return func(s *Step) error {
-			n := min(s.n, rows)
-			for i := max(0, n-L); i < n; i++ {
-				slot := (s.pos + i) % L
-				for h := 0; h < H; h++ {
-					src := xs[i*width+h*D : i*width+(h+1)*D]
-					off := (h*L + slot) * D
-					if f16 {
-						kernels.F32ToF16(c16[off:off+D], src)
-					} else {
-						copy(c32[off:off+D], src)
-					}
+		for i := max(0, g.n-L); i < g.n; i++ {
+			slot := (g.pos + i) % L
+			for h := 0; h < H; h++ {
+				src := xs[(g.off+i)*H*D+h*D : (g.off+i)*H*D+(h+1)*D]
+				off := (h*L + slot) * D
+				if o.f16 {
+					kernels.F32ToF16(c16[off:off+D], src)
+				} else {
+					copy(c32[off:off+D], src)
 				}
 			}
-			return nil
-		}, nil
-	}, nil
+		}
+	}
+}
+
+// advanceOp adds each step's real rows to its cache counter.
+type advanceOp struct{ counter int } // program index of an i64 scalar, in place
+
+func (m *Method) compileAdvance(_ *program.Op, in []operand, out operand) (op, error) {
+	c := in[0]
+	if c.dtype != program.I64 || c.elems() != 1 || c.name != out.name || c.idx < 0 {
+		return nil, fmt.Errorf("advance needs an in-place i64 scalar, got %q %s %v", c.name, c.dtype, c.shape)
+	}
+	return &advanceOp{counter: c.idx}, nil
+}
+
+func (o *advanceOp) run(ps *pass) {
+	for _, g := range ps.segs {
+		asI64(g.s.bufs[o.counter])[0] += int64(g.n)
+	}
+}
+
+// addOp is y = a + b, row by row (a row's result must not depend on the rows beside it).
+type addOp struct {
+	m         *Method
+	a, b, out operand // (rows, width)
+	width     int
+}
+
+func (m *Method) compileAdd(_ *program.Op, in []operand, out operand) (op, error) {
+	a, b := in[0], in[1]
+	if err := wantF32(a, b, out); err != nil {
+		return nil, err
+	}
+	if a.elems() != b.elems() || a.elems() != out.elems() {
+		return nil, fmt.Errorf("add of %v and %v into %v", a.shape, b.shape, out.shape)
+	}
+	_, width := rows2(a)
+	m.propagate(a, out)
+	return &addOp{m: m, a: a, b: b, out: out, width: width}, nil
+}
+
+func (o *addOp) run(ps *pass) {
+	as, bs, ys, w := ps.f32(o.a), ps.f32(o.b), ps.f32(o.out), o.width
+	for off := 0; off < o.m.rowsOf(ps, o.a)*w; off += w {
+		kernels.Add(ys[off:off+w], as[off:off+w], bs[off:off+w])
+	}
+}
+
+// gluOp is y = act(gate) * up, row by row.
+type gluOp struct {
+	m             *Method
+	gate, up, out operand // (rows, width)
+	width         int
+	gelu          bool
+}
+
+func (m *Method) compileGLU(op *program.Op, in []operand, out operand) (op, error) {
+	g, u := in[0], in[1]
+	if err := wantF32(g, u, out); err != nil {
+		return nil, err
+	}
+	if g.elems() != u.elems() || g.elems() != out.elems() {
+		return nil, fmt.Errorf("glu of %v and %v into %v", g.shape, u.shape, out.shape)
+	}
+	_, width := rows2(g)
+	m.propagate(g, out)
+	return &gluOp{m: m, gate: g, up: u, out: out, width: width, gelu: op.Attr.Activation == program.ActGELUTanh}, nil
+}
+
+func (o *gluOp) run(ps *pass) {
+	gs, us, ys, w := ps.f32(o.gate), ps.f32(o.up), ps.f32(o.out), o.width
+	for off := 0; off < o.m.rowsOf(ps, o.gate)*w; off += w {
+		if o.gelu {
+			kernels.GELUTanhMul(ys[off:off+w], gs[off:off+w], us[off:off+w])
+		} else {
+			kernels.SiLUMul(ys[off:off+w], gs[off:off+w], us[off:off+w])
+		}
+	}
+}
+
+// softCapOp is x = c·tanh(x/c) in place, row by row.
+type softCapOp struct {
+	m     *Method
+	x     operand // (rows, width)
+	width int
+	c     float32
+}
+
+func (m *Method) compileSoftCap(op *program.Op, in []operand, out operand) (op, error) {
+	x := in[0]
+	if err := wantF32(x); err != nil {
+		return nil, err
+	}
+	if x.name != out.name {
+		return nil, fmt.Errorf("soft_cap is in place")
+	}
+	_, width := rows2(x)
+	return &softCapOp{m: m, x: x, width: width, c: op.Attr.SoftCap}, nil
+}
+
+func (o *softCapOp) run(ps *pass) {
+	xs, w := ps.f32(o.x), o.width
+	for off := 0; off < o.m.rowsOf(ps, o.x)*w; off += w {
+		kernels.SoftCap(xs[off:off+w], o.c)
+	}
 }
