@@ -110,3 +110,114 @@ func TestInvalidStepInputsAreErrors(t *testing.T) {
 		})
 	}
 }
+
+// decodeSteps binds the decode method of one loaded stories260K program to n sessions'
+// buffers.
+func decodeSteps(t *testing.T, n int) (*exec.Program, []*exec.Step, []map[string][]byte) {
+	t.Helper()
+	_, b0 := decodeStep(t)
+	ckpt, err := hf.Open(models.Stories260K())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	var buf bytes.Buffer
+	if _, err := export.Export(context.Background(), ckpt, &buf, export.Options{Context: 8, CacheDType: program.F32}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := program.Decode(programtest.Aligned(buf.Bytes()), program.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := exec.Load(f, exec.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	m, _ := p.Method("decode")
+	var steps []*exec.Step
+	var all []map[string][]byte
+	for range n {
+		bufs := map[string][]byte{}
+		for name, b := range b0 {
+			bufs[name] = programtest.Aligned(make([]byte, len(b)))
+		}
+		s, err := m.Bind(bufs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, all = append(steps, s), append(all, bufs)
+	}
+	return p, steps, all
+}
+
+func TestBatchedDecodeEqualsLoneStepsAndAllocatesNothing(t *testing.T) {
+	const n = 3
+	p, steps, bufs := decodeSteps(t, n)
+	_, lone, loneBufs := decodeSteps(t, n)
+	ctx := context.Background()
+	errs := make([]error, n)
+	pos := 0
+	allocs := testing.AllocsPerRun(5, func() {
+		for i := range n {
+			setStep(bufs[i], int64(1+i*7+pos), pos)
+			setStep(loneBufs[i], int64(1+i*7+pos), pos)
+			if err := lone[i].Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.RunBatch(ctx, steps, errs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("step %d at %d: %v", i, pos, err)
+			}
+		}
+		pos++
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per batched step (and lone steps), want 0", allocs)
+	}
+	for i := range n {
+		for name, b := range loneBufs[i] {
+			if !bytes.Equal(b, bufs[i][name]) {
+				t.Errorf("session %d: %s after %d batched steps differs from running alone", i, name, pos)
+			}
+		}
+	}
+}
+
+// A step refused in a batch changes nothing; the others run as they would alone.
+func TestBatchedStepWithBadInputFailsAlone(t *testing.T) {
+	p, steps, bufs := decodeSteps(t, 3)
+	_, lone, loneBufs := decodeSteps(t, 3)
+	ctx := context.Background()
+	for i := range 3 {
+		setStep(bufs[i], int64(3+i), 0)
+		setStep(loneBufs[i], int64(3+i), 0)
+	}
+	setStep(bufs[1], 512, 0) // outside the vocabulary
+	before := map[string][]byte{}
+	for name, b := range bufs[1] {
+		before[name] = bytes.Clone(b)
+	}
+	errs := make([]error, 3)
+	p.RunBatch(ctx, steps, errs)
+	if !errors.Is(errs[1], exec.ErrStep) || errs[0] != nil || errs[2] != nil {
+		t.Fatalf("errors %v, want ErrStep for step 1 only", errs)
+	}
+	for name, b := range bufs[1] {
+		if !bytes.Equal(b, before[name]) {
+			t.Errorf("the refused step's %s changed", name)
+		}
+	}
+	for _, i := range []int{0, 2} {
+		if err := lone[i].Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range loneBufs[i] {
+			if !bytes.Equal(b, bufs[i][name]) {
+				t.Errorf("session %d: %s differs from running alone", i, name)
+			}
+		}
+	}
+}
