@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/hfstatic/hfstatic"
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 // Generate with the embedded model, streaming the text as it comes.
@@ -103,4 +104,42 @@ func ExampleModel_NewChat() {
 	// > One day, Tom
 	//  went to the park to play. He saw
 	// templated false, 38 of 512 tokens used
+}
+
+// Chat answers a list of messages in a new session. The embedded model has no chat
+// template, so the messages' text is continued.
+func ExampleModel_Chat() {
+	ctx := context.Background()
+	m, err := hfstatic.OpenEmbedded(ctx, hfstatic.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	res, err := m.Chat(ctx, []hfstatic.Message{{Role: "user", Content: "Sam found a shiny stone."}}, hfstatic.GenerateOptions{MaxTokens: 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q\n", res.Text)
+	// Output: " He wanted to show his friends"
+}
+
+// Sampling takes sample.Options; a seed makes a random run reproducible.
+func ExampleGenerateOptions_sampling() {
+	ctx := context.Background()
+	m, err := hfstatic.OpenEmbedded(ctx, hfstatic.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	opts := hfstatic.GenerateOptions{MaxTokens: 12, Sampling: sample.Options{Temperature: 0.8, TopP: 0.95, Seed: 42}}
+	a, err := m.Generate(ctx, "The dog", opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := m.Generate(ctx, "The dog", opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(a.Text == b.Text)
+	// Output: true
 }
