@@ -26,14 +26,35 @@ type Sampler interface {
 	Sample(logits []float32, history []int) int
 }
 
+// Constraint restricts which tokens may come next (a grammar.Matcher is one): FillMask sets
+// the bits of the allowed ids before each sampling, Accept follows the chosen token.
+type Constraint interface {
+	FillMask(allowed []uint64)
+	Accept(token int) error
+}
+
+// MaskedSampler samples within a bitset of allowed ids (sample.Sampler is one); a Sampler
+// used with a Constraint must be one.
+type MaskedSampler interface {
+	SampleMasked(logits []float32, history []int, allowed []uint64) int
+}
+
 // Greedy picks the argmax (lowest id on ties).
 type Greedy struct{}
 
 // Sample implements Sampler.
 func (Greedy) Sample(logits []float32, _ []int) int {
-	best := 0
+	return Greedy{}.SampleMasked(logits, nil, nil)
+}
+
+// SampleMasked implements MaskedSampler: the argmax among the allowed ids (-1 if none).
+func (Greedy) SampleMasked(logits []float32, _ []int, allowed []uint64) int {
+	best := -1
 	for i, x := range logits {
-		if x > logits[best] {
+		if allowed != nil && (i>>6 >= len(allowed) || allowed[i>>6]>>(i&63)&1 == 0) {
+			continue
+		}
+		if best < 0 || x > logits[best] {
 			best = i
 		}
 	}
@@ -69,6 +90,9 @@ type Options struct {
 	Vocab int
 	// Stepper runs the prompt and each new token; nil means the session itself.
 	Stepper Stepper
+	// Constraint, if set, restricts every token (structured output); Sampler must then be
+	// a MaskedSampler, and nil means a greedy one.
+	Constraint Constraint
 }
 
 // Result describes a finished generation.
@@ -89,6 +113,17 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 	sampler := opts.Sampler
 	if sampler == nil {
 		sampler = Greedy{}
+	}
+	var masked MaskedSampler
+	var mask []uint64
+	if opts.Constraint != nil {
+		var ok bool
+		if masked, ok = sampler.(MaskedSampler); !ok {
+			if _, greedy := sampler.(Greedy); !greedy {
+				return Result{}, fmt.Errorf("generate: the sampler %T cannot apply a Constraint's mask", sampler)
+			}
+			masked = Greedy{}
+		}
 	}
 	var step Stepper = s
 	if opts.Stepper != nil {
@@ -119,7 +154,21 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 		if opts.Vocab > 0 && opts.Vocab < len(logits) {
 			logits = logits[:opts.Vocab]
 		}
-		tok := sampler.Sample(logits, s.Tokens())
+		var tok int
+		if opts.Constraint != nil {
+			if words := (len(logits) + 63) / 64; len(mask) != words {
+				mask = make([]uint64, words)
+			}
+			opts.Constraint.FillMask(mask)
+			if tok = masked.SampleMasked(logits, s.Tokens(), mask); tok < 0 {
+				return res, fmt.Errorf("generate: the constraint allows no token after %d tokens", len(res.Tokens))
+			}
+			if err := opts.Constraint.Accept(tok); err != nil {
+				return res, fmt.Errorf("generate: %w", err)
+			}
+		} else {
+			tok = sampler.Sample(logits, s.Tokens())
+		}
 		res.Tokens = append(res.Tokens, tok)
 		if opts.OnToken != nil {
 			if err := opts.OnToken(tok); err != nil {

@@ -22,6 +22,14 @@ func (g *Grammar) NewMatcher(v *Vocab) *Matcher {
 // those whose bytes continue a string of the language, and the end-of-sequence ids where
 // the language may end here. After the end, nothing is allowed.
 func (m *Matcher) FillMask(allowed []uint64) {
+	if len(allowed) < m.v.MaskWords() {
+		// A shorter mask (a model with fewer output rows than tokens): fill a full one.
+		full := make([]uint64, m.v.MaskWords())
+		m.FillMask(full)
+		copy(allowed, full)
+		return
+	}
+	clear(allowed[m.v.MaskWords():])
 	allowed = allowed[:m.v.MaskWords()]
 	if m.ended {
 		clear(allowed)

@@ -116,8 +116,13 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
 	}
 	lastToken := arrived
+	var constraint generate.Constraint
+	if g.set.format != nil {
+		constraint = g.set.format.NewMatcher(s.vocab())
+	}
 	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
 		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(), Stepper: seq,
+		Constraint: constraint,
 		OnToken: func(tok int) error {
 			now := time.Now()
 			s.metrics.token(out.completionTokens == 0, now.Sub(lastToken))

@@ -163,6 +163,9 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 	if err != nil {
 		return nil, set, err
 	}
+	if set.format, err = s.formats.get(req.ResponseFormat); err != nil {
+		return nil, set, err
+	}
 	p, err := parsePrompt(req.Prompt)
 	if err != nil {
 		return nil, set, err
@@ -232,8 +235,6 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 	switch {
 	case req.Logprobs != nil && *req.Logprobs:
 		return nil, settings{}, badRequest("logprobs", "unsupported_value", "logprobs are not supported")
-	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
-		return nil, settings{}, badRequest("response_format", "unsupported_value", "response_format %q is not supported (only text)", req.ResponseFormat.Type)
 	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
 		return nil, settings{}, badRequest("modalities", "unsupported_value", "modalities %q: this model outputs text only", req.Modalities)
 	case req.MaxCompletionTokens != nil && req.MaxTokens != nil && *req.MaxCompletionTokens != *req.MaxTokens:
@@ -244,6 +245,9 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 	}
 	set, err := req.settings(0) // until the context is full, as OpenAI's chat default
 	if err != nil {
+		return nil, set, err
+	}
+	if set.format, err = s.formats.get(req.ResponseFormat); err != nil {
 		return nil, set, err
 	}
 	msgs, err := parseMessages(req.Messages)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hfstatic/hfstatic/grammar"
 	"github.com/hfstatic/hfstatic/internal/chat"
 	"github.com/hfstatic/hfstatic/sample"
 )
@@ -61,6 +62,8 @@ type completionRequest struct {
 	Suffix   *string         `json:"suffix"`
 	BestOf   *int            `json:"best_of"`
 	Logprobs *int            `json:"logprobs"`
+	// ResponseFormat constrains the completion as on chat (an extension of this server).
+	ResponseFormat *responseFormat `json:"response_format"`
 }
 
 // chatRequest is the body of POST /v1/chat/completions.
@@ -80,10 +83,6 @@ type chatRequest struct {
 	// reasoning.
 	ReasoningEffort string `json:"reasoning_effort"`
 	Verbosity       string `json:"verbosity"`
-}
-
-type responseFormat struct {
-	Type string `json:"type"`
 }
 
 // decodeBody reads one JSON object from the request body into v: unknown fields, wrong
@@ -168,7 +167,8 @@ func isNull(raw json.RawMessage) bool {
 
 // settings is a validated request, ready to generate.
 type settings struct {
-	maxTokens    int // 0: until the context is full
+	format       *grammar.Grammar // the reply's language (response_format); nil: any text
+	maxTokens    int              // 0: until the context is full
 	sampling     sample.Options
 	stops        []string
 	stream       bool

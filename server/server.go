@@ -109,6 +109,8 @@ type Server struct {
 	metrics *metrics
 	batch   batcher // the generations' sessions step through it
 	mux     *http.ServeMux
+	gv      grammarVocab // for structured outputs, built on first use
+	formats grammarCache
 
 	// tokenHook, when set (by tests only), runs after each generated token.
 	tokenHook atomic.Pointer[func(ctx context.Context)]
