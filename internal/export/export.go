@@ -191,6 +191,9 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 	if err := p.checkClaims(); err != nil {
 		return nil, err
 	}
+	if err := checkAssets(ckpt.TokenizerJSON, ckpt.TokenizerConfigJSON); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
