@@ -24,6 +24,7 @@ type benchOptions struct {
 	promptTokens int    // tokens appended by the measured prefill
 	genTokens    int    // decode steps measured after the prompt
 	depth        int    // tokens already in the session before the measured prefill
+	batch        int    // sessions that prefill and then decode together (1: one session alone)
 	threads      int    // executor threads
 	repeat       int    // measured repeats; medians are reported
 	asJSON       bool   // print benchReport as JSON
@@ -42,6 +43,7 @@ type benchReport struct {
 	PromptTokens int       `json:"prompt_tokens"`
 	GenTokens    int       `json:"gen_tokens"`
 	Depth        int       `json:"depth"` // tokens in the cache before the measured prefill
+	Batch        int       `json:"batch"` // sessions measured together; rates are totals over all of them
 	Repeat       int       `json:"repeat"`
 	LoadS        float64   `json:"load_s"`          // opening and loading the program
 	FirstTokenS  float64   `json:"first_token_s"`   // load plus the first one-token step (startup)
@@ -64,7 +66,10 @@ session for each repeat, times the prefill of a prompt of --prompt-tokens fixed
 pseudo-random token ids and --gen-tokens greedy decode steps after it. It prints
 the median tokens per second of --repeat runs (like llama-bench -p and -n).
 --depth N first fills the session with N tokens, untimed, so that both phases run
-against a cache of N tokens (like llama-bench -d).`,
+against a cache of N tokens (like llama-bench -d).
+--batch B runs B sessions joined to one batcher: each prefills the prompt, then all
+decode together; the rates are totals over the B sessions (like llama-batched-bench's
+S_PP and S_TG).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := runBench(cmd.Context(), argOr(args, 0), o)
@@ -84,6 +89,7 @@ against a cache of N tokens (like llama-bench -d).`,
 	f.IntVar(&o.promptTokens, "prompt-tokens", 128, "prompt tokens processed by the measured prefill")
 	f.IntVar(&o.genTokens, "gen-tokens", 64, "tokens generated (decode steps) after the prompt")
 	f.IntVar(&o.depth, "depth", 0, "tokens in the cache before the measured prefill (untimed), like llama-bench -d")
+	f.IntVar(&o.batch, "batch", 1, "sessions that prefill, then decode together (rates are their totals)")
 	f.IntVar(&o.threads, "threads", defaultThreads(), "worker threads")
 	f.IntVar(&o.repeat, "repeat", 3, "measured repeats (medians are reported)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
@@ -101,6 +107,8 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		return benchReport{}, usagef("--depth %d must be ≥ 0", o.depth)
 	case o.repeat < 1:
 		return benchReport{}, usagef("--repeat %d must be ≥ 1", o.repeat)
+	case o.batch < 1:
+		return benchReport{}, usagef("--batch %d must be ≥ 1", o.batch)
 	}
 	start := time.Now()
 	m, err := openProgram(ctx, path, o.threads)
@@ -115,7 +123,7 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	rep := benchReport{
 		Program: m.name, Weights: md.Source.Weights, ProgramBytes: m.File.Size(),
 		Threads: o.threads, Context: shape.Context, PrefillStep: shape.Prefill,
-		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Depth: o.depth, Repeat: o.repeat, LoadS: loadS,
+		PromptTokens: o.promptTokens, GenTokens: o.genTokens, Depth: o.depth, Batch: o.batch, Repeat: o.repeat, LoadS: loadS,
 	}
 	rep.Load = "embedded"
 	if m.file != nil {
@@ -146,6 +154,9 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		return rep, fmt.Errorf("warm-up: %w", err)
 	}
 	sess.Close()
+	if o.batch > 1 {
+		return rep, benchBatch(ctx, m.Runner, o, depth, prompt, &rep)
+	}
 
 	// One fresh session per repeat, made up front: Reset writes every cache page once, so
 	// first-touch page faults of new buffers stay out of the timings and the profile.
@@ -167,17 +178,11 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 			return rep, err
 		}
 	}
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return rep, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return rep, fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return rep, err
 	}
+	defer stopProfile()
 	for r, s := range sessions {
 		runtime.GC() // collect earlier garbage outside the timed region
 		pre, dec, err := benchOnce(ctx, s, depth, prompt, o.genTokens)
@@ -191,6 +196,25 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	rep.PrefillTokS = median(rep.PrefillRuns)
 	rep.DecodeTokS = median(rep.DecodeRuns)
 	return rep, nil
+}
+
+// startCPUProfile starts a CPU profile written to path ("" for none); the returned func stops it.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // benchOnce appends depth (untimed) and then prompt to an empty session, then runs gen
@@ -267,6 +291,9 @@ func printBench(w io.Writer, r benchReport) {
 	fmt.Fprintf(tw, "threads\t%d\n", r.Threads)
 	if r.Depth > 0 {
 		fmt.Fprintf(tw, "depth\t%d tokens in the cache before the prefill\n", r.Depth)
+	}
+	if r.Batch > 1 {
+		fmt.Fprintf(tw, "batch\t%d sessions together; tok/s are their totals\n", r.Batch)
 	}
 	fmt.Fprintf(tw, "startup\tload %.3f s, first token at %.3f s\n", r.LoadS, r.FirstTokenS)
 	if r.Load != "embedded" && r.ProgramBytes > 0 {

@@ -21,7 +21,7 @@ func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
 	}
 	for _, k := range []string{"prefill_tok_s", "decode_tok_s", "threads", "weights", "program_bytes",
 		"load_s", "first_token_s", "prompt_tokens", "gen_tokens", "repeat", "context", "prefill_step",
-		"load", "huge_page_bytes", "recached"} {
+		"load", "huge_page_bytes", "recached", "batch"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON has no %q field:\n%s", k, out)
 		}
@@ -32,8 +32,8 @@ func TestBenchJSONReportsEveryFieldOfTheEmbeddedModel(t *testing.T) {
 	}
 	// The embedded program: stories260K exported with context 512, prefill 32, f32 weights.
 	if r.Threads != 1 || r.Weights != "f32" || r.Context != 512 || r.PrefillStep != 32 ||
-		r.PromptTokens != 40 || r.GenTokens != 5 || r.Repeat != 2 {
-		t.Errorf("report = %+v, want threads 1, weights f32, context 512, prefill step 32, 40 prompt and 5 gen tokens, 2 repeats", r)
+		r.PromptTokens != 40 || r.GenTokens != 5 || r.Repeat != 2 || r.Batch != 1 {
+		t.Errorf("report = %+v, want threads 1, weights f32, context 512, prefill step 32, 40 prompt and 5 gen tokens, 2 repeats, batch 1", r)
 	}
 	if r.Load != "embedded" || r.HugeBytes != 0 || r.Recached {
 		t.Errorf("load %q, huge_page_bytes %d, recached %v: want embedded, 0, false", r.Load, r.HugeBytes, r.Recached)
@@ -70,6 +70,31 @@ func TestBenchDepthFillsTheCacheFirst(t *testing.T) {
 	}
 	if !strings.Contains(table, "depth") || !strings.Contains(table, "300 tokens in the cache") {
 		t.Errorf("table does not show the depth:\n%s", table)
+	}
+}
+
+func TestBenchBatchDecodesSessionsTogether(t *testing.T) {
+	out, _, err := run(t, "", "bench", "--batch", "3", "--depth", "20", "--prompt-tokens", "40", "--gen-tokens", "5",
+		"--threads", "1", "--repeat", "2", "--json")
+	if err != nil {
+		t.Fatalf("bench --batch 3: %v\n%s", err, out)
+	}
+	var r benchReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Batch != 3 || r.Depth != 20 || r.PromptTokens != 40 || r.GenTokens != 5 || r.Repeat != 2 {
+		t.Errorf("report = %+v, want batch 3, depth 20, 40 prompt and 5 gen tokens, 2 repeats", r)
+	}
+	if len(r.PrefillRuns) != 2 || len(r.DecodeRuns) != 2 || r.PrefillTokS <= 0 || r.DecodeTokS <= 0 {
+		t.Errorf("runs %v / %v, medians %g / %g: want 2 runs each and rates > 0", r.PrefillRuns, r.DecodeRuns, r.PrefillTokS, r.DecodeTokS)
+	}
+	table, _, err := run(t, "", "bench", "--batch", "2", "--prompt-tokens", "8", "--gen-tokens", "2", "--repeat", "1")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, table)
+	}
+	if !strings.Contains(table, "2 sessions together") {
+		t.Errorf("table does not show the batch:\n%s", table)
 	}
 }
 
@@ -112,6 +137,7 @@ func TestBenchRejectsBadRequestsAsUsageErrors(t *testing.T) {
 		{"no repeat", []string{"--repeat", "0"}, "--repeat 0 must be ≥ 1"},
 		{"no threads", []string{"--threads", "0"}, "--threads 0 must be ≥ 1"},
 		{"negative depth", []string{"--depth", "-1"}, "--depth -1 must be ≥ 0"},
+		{"no batch", []string{"--batch", "0"}, "--batch 0 must be ≥ 1"},
 		{"depth past the context", []string{"--depth", "400", "--prompt-tokens", "100", "--gen-tokens", "64"}, "need 564 positions, but the program's context is 512"},
 	}
 	for _, tt := range tests {
