@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"sync"
 
 	"github.com/hfstatic/hfstatic/runner"
 )
@@ -27,50 +26,28 @@ type batchStats struct {
 	Running int // sequences joined: each takes part in steps until it leaves
 }
 
-// newBatcher makes the batcher of a server: at most maxBatch sequences in one step;
-// onStep is told each step's sequences and tokens.
-func newBatcher(r *runner.Runner, maxBatch int, onStep func(seqs, tokens int)) (batcher, error) {
-	return &aloneBatcher{onStep: onStep}, nil
+// newBatcher makes the batcher of a server: at most maxBatch sequences and one prefill
+// chunk of at most prefillChunk rows (0: the prefill step) in one step; onStep is told each
+// step's sequences and tokens.
+func newBatcher(r *runner.Runner, maxBatch, prefillChunk int, onStep func(seqs, tokens int)) (batcher, error) {
+	b, err := runner.NewBatcher(r, runner.BatchOptions{MaxBatch: maxBatch, PrefillChunk: prefillChunk,
+		OnStep: func(st runner.StepStats) { onStep(st.Sessions, st.Rows) }})
+	if err != nil {
+		return nil, err
+	}
+	return runnerBatcher{b}, nil
 }
 
-// aloneBatcher steps each session on its own.
-type aloneBatcher struct {
-	onStep func(seqs, tokens int)
-	mu     sync.Mutex
-	joined int
+// runnerBatcher adapts a *runner.Batcher.
+type runnerBatcher struct{ b *runner.Batcher }
+
+func (rb runnerBatcher) Join(s *runner.Session) (sequence, error) {
+	q, err := rb.b.Join(s)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
 }
 
-func (b *aloneBatcher) Join(s *runner.Session) (sequence, error) {
-	b.mu.Lock()
-	b.joined++
-	b.mu.Unlock()
-	return &aloneSeq{b: b, s: s}, nil
-}
-
-func (b *aloneBatcher) Stats() batchStats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return batchStats{Running: b.joined}
-}
-
-func (b *aloneBatcher) Close() error { return nil }
-
-type aloneSeq struct {
-	b    *aloneBatcher
-	s    *runner.Session
-	once sync.Once
-}
-
-func (q *aloneSeq) Append(ctx context.Context, tokens []int) error {
-	err := q.s.Append(ctx, tokens)
-	q.b.onStep(1, len(tokens))
-	return err
-}
-
-func (q *aloneSeq) Leave() {
-	q.once.Do(func() {
-		q.b.mu.Lock()
-		q.b.joined--
-		q.b.mu.Unlock()
-	})
-}
+func (rb runnerBatcher) Stats() batchStats { return batchStats{Running: rb.b.Stats().Joined} }
+func (rb runnerBatcher) Close() error      { return rb.b.Close() }

@@ -11,14 +11,24 @@ import (
 	"testing"
 )
 
-func TestOptionsRefuseABadMaxBatch(t *testing.T) {
-	for _, n := range []int{0, -1, 5} {
+func TestOptionsRefuseABadBatch(t *testing.T) {
+	tests := []struct {
+		field string
+		edit  func(*Options)
+	}{
+		{"MaxBatch", func(o *Options) { o.MaxBatch = 0 }},
+		{"MaxBatch", func(o *Options) { o.MaxBatch = -1 }},
+		{"MaxBatch", func(o *Options) { o.MaxBatch = o.MaxSessions + 1 }},
+		{"PrefillChunk", func(o *Options) { o.PrefillChunk = -1 }},
+		{"PrefillChunk", func(o *Options) { o.PrefillChunk = o.Runner.Shape().Prefill + 1 }},
+	}
+	for _, tc := range tests {
 		o := testOptions(t)
 		o.Pool = RunnerPool(nil)
-		o.MaxSessions, o.MaxBatch = 4, n
+		tc.edit(&o)
 		_, err := New(o)
-		if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "MaxBatch") {
-			t.Errorf("MaxBatch %d: error %v, want ErrOptions naming MaxBatch", n, err)
+		if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("MaxBatch %d, PrefillChunk %d: error %v, want ErrOptions naming %s", o.MaxBatch, o.PrefillChunk, err, tc.field)
 		}
 	}
 }

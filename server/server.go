@@ -51,6 +51,11 @@ type Options struct {
 	// (1 ≤ MaxBatch ≤ MaxSessions): a request joins the running batch at its next step and
 	// leaves it when done; a long prompt is prefilled in chunks between decode steps.
 	MaxBatch int
+	// PrefillChunk is the most prompt tokens of one request a batched step runs beside the
+	// others' decode rows, from 0 to the program's prefill step; 0 means the prefill step.
+	// Smaller chunks keep the gaps between the running streams' tokens short while a long
+	// prompt is prefilled; larger ones prefill faster.
+	PrefillChunk int
 	// MaxQueue is how many requests may wait for a session (≥ 0); more get 429.
 	MaxQueue int
 	// QueueTimeout is how long a request waits for a session before it gets 503 (> 0).
@@ -86,6 +91,8 @@ func (o *Options) validate() error {
 		return bad("MaxSessions", "= %d, must be ≥ 1", o.MaxSessions)
 	case o.MaxBatch < 1 || o.MaxBatch > o.MaxSessions:
 		return bad("MaxBatch", "= %d, must be between 1 and MaxSessions (%d)", o.MaxBatch, o.MaxSessions)
+	case o.PrefillChunk < 0 || o.PrefillChunk > o.Runner.Shape().Prefill:
+		return bad("PrefillChunk", "= %d, must be between 0 (the prefill step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Shape().Prefill)
 	case o.MaxQueue < 0:
 		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
 	case o.QueueTimeout <= 0:
@@ -127,7 +134,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{o: opts, log: opts.Logger, created: time.Now().Unix(),
 		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics(), guards: newGuards(limits, opts.MaxSessions)}
-	if s.batch, err = newBatcher(opts.Runner, opts.MaxBatch, s.metrics.step); err != nil {
+	if s.batch, err = newBatcher(opts.Runner, opts.MaxBatch, opts.PrefillChunk, s.metrics.step); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if s.log == nil {

@@ -16,7 +16,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		addr, modelID                string
-		sessions, maxBatch           int
+		sessions, maxBatch, chunk    int
 		queue, threads               int
 		memoryBudget, maxBody        int64
 		timeout, queueTimeout, grace time.Duration
@@ -33,7 +33,7 @@ Up to --sessions generations run at once, each on a pooled session; a request wh
 starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
 Up to --max-batch of them step together, one read of the weights for all (continuous
 batching): a request joins the running batch at its next step and leaves it when done, and
-a long prompt is prefilled in chunks between the others' decode steps.
+a long prompt is prefilled in chunks of --prefill-chunk tokens beside the others' decode rows.
 Up to --queue more requests wait, each for at most --queue-timeout; beyond that requests get
 429 or 503 with Retry-After. It listens on loopback unless --addr says otherwise. On SIGINT or
 SIGTERM it stops accepting, lets running requests finish for --grace, then cancels them.`,
@@ -44,6 +44,8 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				return usagef("--sessions %d must be ≥ 1", sessions)
 			case cmd.Flags().Changed("max-batch") && (maxBatch < 1 || maxBatch > sessions):
 				return usagef("--max-batch %d must be between 1 and --sessions (%d)", maxBatch, sessions)
+			case chunk < 0:
+				return usagef("--prefill-chunk %d must be ≥ 0 (0: the program's prefill step)", chunk)
 			case queue < 0:
 				return usagef("--queue %d must be ≥ 0", queue)
 			case maxBody < 1:
@@ -98,12 +100,15 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				log.Warn("--memory-budget holds fewer sessions than --sessions", "sessions", pool.Limit(),
 					"session_bytes", m.Runner.SessionBytes(), "memory_budget", memoryBudget)
 			}
+			if p := m.Runner.Shape().Prefill; chunk > p {
+				return usagef("--prefill-chunk %d is more than the program's prefill step (%d)", chunk, p)
+			}
 			if !cmd.Flags().Changed("max-batch") || maxBatch > pool.Limit() {
 				maxBatch = pool.Limit() // --sessions, or fewer when --memory-budget holds fewer
 			}
 			s, err := server.New(server.Options{
 				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID,
-				MaxSessions: pool.Limit(), MaxBatch: maxBatch, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
+				MaxSessions: pool.Limit(), MaxBatch: maxBatch, PrefillChunk: chunk, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
 				MaxBodyBytes: maxBody, Logger: log, Limits: limits,
 			})
 			if err != nil {
@@ -127,6 +132,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	f.IntVar(&sessions, "sessions", 4, "generations that run at once (pooled sessions)")
 	f.IntVar(&maxBatch, "max-batch", 0, "most generations that step together (default: --sessions)")
+	f.IntVar(&chunk, "prefill-chunk", 0, "most prompt tokens of one request per batched step (0: the program's prefill step)")
 	f.Int64Var(&memoryBudget, "memory-budget", 1<<30, "most bytes of session buffers the pool holds")
 	f.IntVar(&queue, "queue", 32, "requests that may wait for a session")
 	f.DurationVar(&queueTimeout, "queue-timeout", 30*time.Second, "longest wait for a session before 503")

@@ -145,6 +145,8 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{"zero batch", []string{"serve", "--max-batch", "0"}},
 		{"negative batch", []string{"serve", "--max-batch", "-2"}},
 		{"batch above sessions", []string{"serve", "--sessions", "2", "--max-batch", "3"}},
+		{"negative prefill chunk", []string{"serve", "--prefill-chunk", "-1"}},
+		{"prefill chunk above the prefill step", []string{"serve", "--prefill-chunk", "33", "--addr", "127.0.0.1:0"}},
 		{"negative queue", []string{"serve", "--queue", "-1"}},
 		{"zero body limit", []string{"serve", "--max-body", "0"}},
 		{"memory budget below one session", []string{"serve", "--memory-budget", "1", "--addr", "127.0.0.1:0"}},
