@@ -5,8 +5,10 @@
 // It owns request validation (OpenAI-style error objects), admission (at most
 // MaxSessions generations at once, a bounded queue behind them, 429/503 with
 // Retry-After beyond), cancellation (a client that goes away stops its generation and
-// frees its session), streaming and metrics. Sessions come from a SessionPool that reuses
-// the longest cached prompt prefix.
+// frees its session), streaming and metrics (the hfstatic_* series and the vllm:* ones an
+// inference router reads). Sessions come from a SessionPool that reuses the longest cached
+// prompt prefix; each generation's session joins a runner.Batcher, so that running
+// generations step together (continuous batching).
 //
 // It does not know programs, kernels or files: it drives runner sessions through
 // package generate, samples with package sample, and tokenizes with package tokenizer.
