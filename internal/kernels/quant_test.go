@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -334,5 +335,24 @@ func TestQuantizeCalibratedFollowsImportance(t *testing.T) {
 		if err := QuantizeCalibrated(Q4, weighted, src, rows, cols, Calibration{Importance: bad}); err == nil {
 			t.Errorf("importance %v: no error", bad[len(bad)-1])
 		}
+	}
+}
+
+// BenchmarkQuantize/type=q4/576x1536 is one SmolLM2-135M FFN matrix (export time).
+func BenchmarkQuantize(b *testing.B) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	const rows, cols = 576, 1536
+	src := randVec(rng, rows*cols)
+	for _, typ := range []WeightType{Q8, Q4} {
+		b.Run(fmt.Sprintf("type=%v/%dx%d", typ, rows, cols), func(b *testing.B) {
+			dst := make([]byte, rows*typ.RowBytes(cols))
+			b.ReportAllocs()
+			b.SetBytes(int64(4 * rows * cols))
+			for b.Loop() {
+				if err := Quantize(typ, dst, src, rows, cols); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

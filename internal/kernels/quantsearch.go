@@ -81,7 +81,7 @@ func quantizeBlocks(d []byte, x, w []float32, lv levels, put func(d []byte, nb, 
 
 // round is the nearest level to v.
 func (lv levels) round(v float64) float64 {
-	return max(float64(lv.lo), min(float64(lv.hi), math.Round(v)))
+	return max(float64(lv.lo), min(float64(lv.hi), math.RoundToEven(v)))
 }
 
 // blockError is sum w[i] * (x[i] - s*round(x[i]/s))^2 for the binary16 scale h.
@@ -125,24 +125,39 @@ func (lv levels) searchScale(x, w []float32) (uint16, error) {
 		return false
 	}
 	// Candidates: the least-squares scale of the rounding that maps m to a
-	// level near either end of the range.
-	ends := [2]float64{float64(lv.lo), float64(lv.hi)}
+	// level near either end of the range; every third level first, then the
+	// two on each side of the best of those.
 	var cand struct {
 		s, score float64
 	}
-	for _, end := range ends {
-		for k := -lv.span; k <= lv.span; k++ {
-			level := end + math.Copysign(float64(k)*lv.step, end)
-			iscale := level / m
-			var sxl, sll float64
-			for i, v := range x {
-				l := lv.round(float64(v) * iscale)
-				sxl += float64(w[i]) * float64(v) * l
-				sll += float64(w[i]) * l * l
+	score := func(end float64, k int) bool {
+		level := end + math.Copysign(float64(k)*lv.step, end)
+		iscale := level / m
+		var sxl, sll float64
+		for i, v := range x {
+			l := lv.round(float64(v) * iscale)
+			sxl += float64(w[i]) * float64(v) * l
+			sll += float64(w[i]) * l * l
+		}
+		// The error at the least-squares scale is sum w x^2 - sxl^2/sll.
+		if sll > 0 && sxl*sxl/sll > cand.score {
+			cand.s, cand.score = sxl/sll, sxl*sxl/sll
+			return true
+		}
+		return false
+	}
+	bestEnd, bestK := 0.0, 0
+	for _, end := range [2]float64{float64(lv.lo), float64(lv.hi)} {
+		for k := -lv.span; k <= lv.span; k += 3 {
+			if score(end, k) {
+				bestEnd, bestK = end, k
 			}
-			// The error at the least-squares scale is sum w x^2 - sxl^2/sll.
-			if sll > 0 && sxl*sxl/sll > cand.score {
-				cand.s, cand.score = sxl/sll, sxl*sxl/sll
+		}
+	}
+	if bestEnd != 0 {
+		for _, k := range [4]int{bestK - 2, bestK - 1, bestK + 1, bestK + 2} {
+			if k >= -lv.span && k <= lv.span {
+				score(bestEnd, k)
 			}
 		}
 	}
