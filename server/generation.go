@@ -46,6 +46,9 @@ type generation struct {
 	begin func() error
 	// emit receives the text as it becomes final.
 	emit func(text string) error
+	// raw, if set, receives every generated token but end-of-sequence ones (tool calls are
+	// parsed from the tokens, special ones included).
+	raw func(tok int)
 }
 
 // run admits the request, leases a session with the longest cached prefix of the prompt,
@@ -133,6 +136,9 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 			}
 			if slices.Contains(s.eos, tok) {
 				return nil
+			}
+			if g.raw != nil {
+				g.raw(tok)
 			}
 			piece, err := detok.Add(tok)
 			if err != nil {

@@ -66,8 +66,9 @@ type chatChoice struct {
 }
 
 type chatOutput struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 func newID(prefix string) string {
@@ -134,7 +135,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return c
 	}
 	if set.stream {
-		s.stream(w, r, prompt, set, nil, chunk)
+		s.stream(w, r, prompt, set, nil, chunk, nil)
 		return
 	}
 	var text strings.Builder
@@ -209,20 +210,50 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID,
 				Choices: []chatChoice{{Delta: &chatOutput{Role: "assistant", Content: &empty}}}}
 		}
-		s.stream(w, r, prompt, set, role, chunk)
+		toolDelta := func(content string, calls []toolCallOut) any {
+			for i := range calls {
+				calls[i].Index = &i
+			}
+			d := &chatOutput{ToolCalls: calls}
+			if content != "" {
+				d.Content = &content
+			}
+			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID,
+				Choices: []chatChoice{{Delta: d}}}
+		}
+		s.stream(w, r, prompt, set, role, chunk, toolDelta)
 		return
 	}
 	var text strings.Builder
-	out, err := s.run(r.Context(), generation{prompt: prompt, set: set, begin: func() error { return nil },
-		emit: func(t string) error { text.WriteString(t); return nil }})
+	var ids []int
+	g := generation{prompt: prompt, set: set, begin: func() error { return nil },
+		emit: func(t string) error { text.WriteString(t); return nil }}
+	if set.tools != nil {
+		g.raw = func(tok int) { ids = append(ids, tok) }
+	}
+	out, err := s.run(r.Context(), g)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	msg := &chatOutput{Role: "assistant"}
 	content := text.String()
+	if set.tools != nil {
+		rest, calls, err := s.parseReply(set.tools, ids)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if len(calls) > 0 {
+			content, msg.ToolCalls, out.finishReason = rest, calls, "tool_calls"
+		}
+	}
+	if content != "" || len(msg.ToolCalls) == 0 {
+		msg.Content = &content
+	}
 	writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.o.ModelID,
 		Usage:   out.usage(),
-		Choices: []chatChoice{{Message: &chatOutput{Role: "assistant", Content: &content}, FinishReason: &out.finishReason}}})
+		Choices: []chatChoice{{Message: msg, FinishReason: &out.finishReason}}})
 }
 
 // chatInput validates a chat request, renders the conversation with the model's template
@@ -258,6 +289,10 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 	if err != nil {
 		return nil, set, err
 	}
+	if set.tools, err = s.planTools(req, &set); err != nil {
+		return nil, set, err
+	}
+	msgs = s.withTools(msgs, tools)
 	text, err := s.render(ctx, chat.Input{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Vars: req.ChatTemplateKwargs})
 	var overloaded *apiError
 	if errors.As(err, &overloaded) || errors.Is(err, context.Canceled) {

@@ -167,7 +167,8 @@ func isNull(raw json.RawMessage) bool {
 
 // settings is a validated request, ready to generate.
 type settings struct {
-	format       *grammar.Grammar // the reply's language (response_format); nil: any text
+	format       *grammar.Grammar // the reply's language (response_format, forced tool call); nil: any text
+	tools        *toolPlan        // the reply may call tools (read back when it is complete)
 	maxTokens    int              // 0: until the context is full
 	sampling     sample.Options
 	stops        []string
@@ -367,6 +368,7 @@ func parseMessages(raw []json.RawMessage) ([]chat.Message, error) {
 		}
 		out[i] = chat.Message{Role: m.Role, Content: content, Name: m.Name, ToolCalls: m.ToolCalls,
 			ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
+		normalizeAssistant(&out[i])
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -18,7 +19,11 @@ type chunkFunc func(text string, finish *string, u *usage) any
 // text, the final event with the finish reason, the usage event when asked for, and
 // "data: [DONE]". Errors before the first event are ordinary HTTP errors; later ones are
 // sent as an error event.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, prompt []int, set settings, first func() any, chunk chunkFunc) {
+//
+// With set.tools, text is held back until the reply is complete, then sent as one content
+// event or, when it holds calls, as toolDelta's events (delta.tool_calls).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, prompt []int, set settings, first func() any, chunk chunkFunc,
+	toolDelta func(content string, calls []toolCallOut) any) {
 	rc := http.NewResponseController(w)
 	started := false
 	write := func(b []byte) error {
@@ -47,8 +52,27 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, prompt []int, se
 		}
 		return rc.Flush()
 	}
-	out, err := s.run(r.Context(), generation{prompt: prompt, set: set, begin: begin,
-		emit: func(text string) error { return send(chunk(text, nil, nil)) }})
+	g := generation{prompt: prompt, set: set, begin: begin,
+		emit: func(text string) error { return send(chunk(text, nil, nil)) }}
+	var held strings.Builder
+	var ids []int
+	if set.tools != nil && toolDelta != nil {
+		g.emit = func(text string) error { held.WriteString(text); return nil }
+		g.raw = func(tok int) { ids = append(ids, tok) }
+	}
+	out, err := s.run(r.Context(), g)
+	if err == nil && g.raw != nil {
+		content, calls, perr := s.parseReply(set.tools, ids)
+		switch {
+		case perr != nil:
+			err = perr
+		case len(calls) > 0:
+			out.finishReason = "tool_calls"
+			err = send(toolDelta(content, calls))
+		case held.Len() > 0:
+			err = send(chunk(held.String(), nil, nil))
+		}
+	}
 	if err != nil {
 		if !started {
 			s.fail(w, r, err)
