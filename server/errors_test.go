@@ -67,7 +67,7 @@ func TestBadRequestsGetOpenAIErrorsAndTheServerStaysHealthy(t *testing.T) {
 		{"bad tool", chat, `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}`, 400, "tools[0]", "invalid_value"},
 		{"reserved template variable", chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"messages":1}}`, 400, "messages", "invalid_conversation"},
 		{"audio output", chat, `{"messages":[{"role":"user","content":"hi"}],"modalities":["text","audio"]}`, 400, "modalities", "unsupported_value"},
-		{"json response format", chat, `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`, 400, "response_format", "unsupported_value"},
+		{"unknown response format", chat, `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"xml"}}`, 400, "response_format.type", "invalid_value"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
