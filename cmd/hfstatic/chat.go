@@ -121,15 +121,21 @@ func (sh *chatShell) run(ctx context.Context, in io.Reader) error {
 	interrupts.Store(&intr)
 	defer interrupts.Store(nil)
 
-	// The reader ends at end of input; it is blocked in Read otherwise, which only the
-	// process's exit ends.
+	// The reader ends at end of input, or at the next line after the chat ended; while it
+	// is blocked in Read, only the process's exit ends it.
 	lines := make(chan string)
 	readErr := make(chan error, 1)
+	quit := make(chan struct{})
+	defer close(quit)
 	go func() {
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-quit:
+				return
+			}
 		}
 		readErr <- sc.Err()
 		close(lines)
