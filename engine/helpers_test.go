@@ -73,16 +73,6 @@ func maxAbsDiff(a, b [][]float32) (float64, int) {
 	return worst, at
 }
 
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 type runcReference struct {
 	InputIDs  []int `json:"input_ids"`
 	GreedyIDs []int `json:"greedy_ids"`

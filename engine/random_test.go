@@ -8,6 +8,7 @@ import (
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 // compareReference checks logits rows against llama.cpp's summary: log-sum-exp, top-10
@@ -36,7 +37,7 @@ func compareReference(t *testing.T, ref *testckpt.Summary, rows [][]float32, tol
 		for k, id := range ref.ProbeIDs {
 			check(fmt.Sprintf("probe logit[%d]", id), float64(row[id]), float64(p.ProbeLogits[k]))
 		}
-		if got := argmax(row); got != p.Argmax && math.Abs(float64(row[got]-row[p.Argmax]))/span > tol {
+		if got := sample.Argmax(row); got != p.Argmax && math.Abs(float64(row[got]-row[p.Argmax]))/span > tol {
 			t.Errorf("position %d: argmax %d, llama.cpp %d", i, got, p.Argmax)
 		}
 	}

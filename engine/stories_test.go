@@ -10,6 +10,7 @@ import (
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 // run.c (karpathy/llama2.c, float32) is the independent reference for stories260K.
@@ -30,7 +31,7 @@ func TestStories260KLogitsMatchRunC(t *testing.T) {
 					t.Errorf("max |logit - run.c| = %.3g at position %d, want ≤ %g", diff, at, tol)
 				}
 				for i := range want {
-					if a, b := argmax(want[i]), argmax(got[i]); a != b {
+					if a, b := sample.Argmax(want[i]), sample.Argmax(got[i]); a != b {
 						t.Errorf("position %d: argmax %d, run.c %d", i, b, a)
 					}
 				}

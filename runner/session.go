@@ -351,20 +351,6 @@ func (l Logits) CopyTo(dst []float32) bool {
 	return true
 }
 
-// Argmax returns the index of the largest logit (the lowest on ties).
-func (l Logits) Argmax() (int, bool) {
-	if !l.Valid() {
-		return 0, false
-	}
-	best := 0
-	for i, x := range l.v {
-		if x > l.v[best] {
-			best = i
-		}
-	}
-	return best, true
-}
-
 // Reset zeroes positions, counters and caches and clears the poison. Every buffer of a
 // reset session is byte-identical to a new session's.
 func (s *Session) Reset() error {

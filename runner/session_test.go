@@ -272,7 +272,7 @@ func TestLogitsViewGoesStale(t *testing.T) {
 	}
 	appendOK(t, s, 1)
 	l := s.Logits()
-	if _, ok := l.Argmax(); !ok || l.Len() != mixed.V {
+	if !l.Valid() || len(l.View()) != mixed.V || l.Len() != mixed.V {
 		t.Fatalf("fresh logits: Len %d", l.Len())
 	}
 	appendOK(t, s, 2)

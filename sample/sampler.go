@@ -60,7 +60,7 @@ func (s *Sampler) SampleMasked(logits []float32, history []int, allowed []uint64
 			return -1
 		}
 	}
-	best := argmax(work)
+	best := Argmax(work)
 	if best < 0 {
 		return 0 // every logit is NaN: nothing to prefer, pick the lowest id
 	}
@@ -147,9 +147,10 @@ func applyMask(work []float32, allowed []uint64) bool {
 	return any
 }
 
-// argmax returns the id of the largest non-NaN logit, ties to the lowest
-// id, or -1 if every logit is NaN.
-func argmax(x []float32) int {
+// Argmax returns the index of the largest non-NaN value of x, ties to the
+// lowest index, or -1 when x is empty or every value is NaN. It is the one
+// argmax of the module (greedy decoding, accuracy, the CLI's logits dumps).
+func Argmax(x []float32) int {
 	// Four running maxima keep the comparisons independent.
 	inf := float32(math.Inf(-1))
 	m0, m1, m2, m3 := inf, inf, inf, inf

@@ -159,7 +159,7 @@ func renorm(p []float64, ids ...int) []float64 {
 func keptSet(s *Sampler, logits []float32, history []int) []int {
 	s.grow(len(logits))
 	work := s.penalise(logits, history)
-	best := argmax(work)
+	best := Argmax(work)
 	ids, _ := s.filter(work, work[best])
 	var out []int
 	if ids == nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 // parseTokens parses comma-separated token ids.
@@ -73,12 +75,7 @@ logits (export with --prefill-logits all); otherwise decode steps are used.`,
 			buf := make([]byte, 4)
 			err = sess.AppendEach(cmd.Context(), toks, func(i int, row []float32) error {
 				if w == nil {
-					best := 0
-					for j, x := range row {
-						if x > row[best] {
-							best = j
-						}
-					}
+					best := max(sample.Argmax(row), 0)
 					_, err := fmt.Fprintf(stdout, "%d\ttoken %d\targmax %d\tmax %.6f\n", i, toks[i], best, row[best])
 					return err
 				}

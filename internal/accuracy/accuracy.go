@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 // Report summarizes a comparison over n positions.
@@ -51,7 +52,7 @@ func (a *Accumulator) Add(ref, cand []float32) error {
 	a.n++
 	a.kl += kl
 	a.maxKL = math.Max(a.maxKL, kl)
-	if argmax(ref) == argmax(cand) {
+	if sample.Argmax(ref) == sample.Argmax(cand) {
 		a.agree++
 	}
 	return nil
@@ -80,16 +81,6 @@ func logSoftmax(dst []float64, x []float32) []float64 {
 		dst[i] = float64(v) - lse
 	}
 	return dst
-}
-
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // BitsPerWeight is the storage of a program's weight matrices, the constant tensors its
