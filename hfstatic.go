@@ -19,7 +19,6 @@
 package hfstatic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"unsafe"
 
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/export"
@@ -276,33 +274,8 @@ func exportFS(ctx context.Context, fsys fs.FS, opts export.Options) ([]byte, err
 		return nil, err
 	}
 	defer ckpt.Close()
-	// A program is about as large as its checkpoint's files: size the buffer once.
-	size := 1 << 20
-	if entries, err := fs.ReadDir(fsys, "."); err == nil {
-		for _, e := range entries {
-			if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
-				size += int(info.Size())
-			}
-		}
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := export.Export(ctx, ckpt, buf, opts); err != nil {
-		return nil, err
-	}
-	if b := buf.Bytes(); aligned(b) {
-		return b, nil
-	}
-	// The executor views tensors in place: give it 64-byte aligned memory.
-	data, err := runner.HeapAllocator{}.Alloc(buf.Len())
-	if err != nil {
-		return nil, err
-	}
-	copy(data, buf.Bytes())
-	return data, nil
-}
-
-func aligned(b []byte) bool {
-	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%program.Alignment == 0
+	data, _, err := export.ToMemory(ctx, ckpt, opts)
+	return data, err
 }
 
 // Name is the program's path, the folder it was exported from, or EmbeddedName.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/internal/exec"
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
@@ -21,7 +22,7 @@ func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
 	for _, m := range equivalenceModels(t) {
 		for _, cache := range []program.DType{program.F32, program.F16} {
 			opts := export.Options{Context: 80, CacheDType: cache, PrefillLogits: program.LogitsAll}
-			fsys := exportFS(t, m.fsys, opts)
+			fsys := exporttest.Program(t, m.fsys, opts)
 			want := allLogits(t, loadModel(t, fsys, 1), m.tokens)
 			again := allLogits(t, loadModel(t, fsys, 2), m.tokens)
 			if d, at := maxAbsDiff(want, again); d != 0 {
@@ -31,7 +32,7 @@ func TestPrefillSizesMatchDecodeOnly(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/cache=%s/prefill=%d", m.name, cache, p), func(t *testing.T) {
 					o := opts
 					o.Prefill = p
-					got := allLogits(t, loadModel(t, exportFS(t, m.fsys, o), 2), m.tokens)
+					got := allLogits(t, loadModel(t, exporttest.Program(t, m.fsys, o), 2), m.tokens)
 					if d, at := maxAbsDiff(want, got); d != 0 {
 						t.Errorf("max |prefill - decode-only| = %.3g at position %d, want 0 (bit-identical)", d, at)
 					}
@@ -49,7 +50,7 @@ func TestGroupedAttentionEqualsPerHead(t *testing.T) {
 	for _, m := range equivalenceModels(t) {
 		for _, prefill := range []int{0, 7} {
 			opts := export.Options{Context: 80, Prefill: prefill, CacheDType: program.F16, PrefillLogits: program.LogitsAll}
-			data := exportFS(t, m.fsys, opts)
+			data := exporttest.Program(t, m.fsys, opts)
 			perHead, err := load(data, Options{Threads: 2}, exec.Options{Threads: 2, PerHeadAttention: true})
 			if err != nil {
 				t.Fatal(err)

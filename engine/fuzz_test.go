@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/program/programtest"
@@ -13,7 +14,7 @@ import (
 // FuzzLoadManifest: any manifest either loads or is rejected with an error; nothing panics,
 // and a program that loads can run a step.
 func FuzzLoadManifest(f *testing.F) {
-	good := exportFS(f, models.Stories260K(), export.Options{Context: 16, Prefill: 4, CacheDType: program.F32})
+	good := exporttest.Program(f, models.Stories260K(), export.Options{Context: 16, Prefill: 4, CacheDType: program.F32})
 	js := programtest.Manifest(good)
 	f.Add(bytes.Clone(js))
 	f.Add(bytes.ReplaceAll(js, []byte(`"step":4`), []byte(`"step":40`)))

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,14 +10,13 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hfstatic/hfstatic/generate"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/runner"
 
 	"github.com/hfstatic/hfstatic/internal/export"
-	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/safetensors"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
@@ -48,37 +46,12 @@ func exportFixture(t testing.TB, name string, opts export.Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := exportSized(t, fsys, opts)
+	d := exporttest.Program(t, fsys, opts)
 	if exported.data == nil {
 		exported.data = map[string][]byte{}
 	}
 	exported.data[key] = d
 	return d
-}
-
-// exportSized is exportFS with the output buffer sized up front: a program is about as
-// large as the checkpoint, and growing a 33 MB buffer by doubling dominates the export.
-func exportSized(t testing.TB, fsys fstest.MapFS, opts export.Options) []byte {
-	t.Helper()
-	ckpt, err := hf.Open(fsys)
-	if err != nil {
-		t.Fatalf("open checkpoint: %v", err)
-	}
-	defer ckpt.Close()
-	size := 1 << 20
-	for _, f := range fsys {
-		size += len(f.Data)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := export.Export(context.Background(), ckpt, buf, opts); err != nil {
-		t.Fatalf("export %+v: %v", opts, err)
-	}
-	if b := buf.Bytes(); uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64 == 0 {
-		return b
-	}
-	data, _ := runner.HeapAllocator{}.Alloc(buf.Len())
-	copy(data, buf.Bytes())
-	return data
 }
 
 // gemma3Options are the export options the Gemma 3 tests share: C = 40, float32 caches,
@@ -283,7 +256,7 @@ var gemma2Prompt = []int{2, 17, 300, 45, 45, 9, 511, 120, 77, 3, 250, 64, 8}
 
 func gemma2Logits(t *testing.T, set map[string]any, opts export.Options) [][]float32 {
 	t.Helper()
-	m := loadModel(t, exportFS(t, gemma2Checkpoint(t, set), opts), 1)
+	m := loadModel(t, exporttest.Program(t, gemma2Checkpoint(t, set), opts), 1)
 	return allLogits(t, m, gemma2Prompt)
 }
 
@@ -312,7 +285,7 @@ func TestGemma2SoftCapsAndAlternatingWindows(t *testing.T) {
 		t.Errorf("removing the attention soft-cap changed the logits by only %.3g", d)
 	}
 
-	m := loadModel(t, exportFS(t, gemma2Checkpoint(t, nil), opts), 1)
+	m := loadModel(t, exporttest.Program(t, gemma2Checkpoint(t, nil), opts), 1)
 	var types []program.LayerType
 	var rows []int
 	for _, ly := range m.Runner.Metadata().Layers {

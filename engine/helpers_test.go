@@ -1,36 +1,13 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io/fs"
 	"math"
 	"os"
 	"testing"
-
-	"github.com/hfstatic/hfstatic/internal/export"
-	"github.com/hfstatic/hfstatic/internal/hf"
-	"github.com/hfstatic/hfstatic/runner"
 )
-
-// exportFS exports a checkpoint folder into 64-byte aligned memory.
-func exportFS(t testing.TB, fsys fs.FS, opts export.Options) []byte {
-	t.Helper()
-	ckpt, err := hf.Open(fsys)
-	if err != nil {
-		t.Fatalf("open checkpoint: %v", err)
-	}
-	defer ckpt.Close()
-	var buf bytes.Buffer
-	if _, err := export.Export(context.Background(), ckpt, &buf, opts); err != nil {
-		t.Fatalf("export %+v: %v", opts, err)
-	}
-	data, _ := runner.HeapAllocator{}.Alloc(buf.Len())
-	copy(data, buf.Bytes())
-	return data
-}
 
 func loadModel(t testing.TB, data []byte, threads int) *Model {
 	t.Helper()

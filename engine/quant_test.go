@@ -8,6 +8,7 @@ import (
 	"github.com/hfstatic/hfstatic/generate"
 	"github.com/hfstatic/hfstatic/internal/accuracy"
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
@@ -18,7 +19,7 @@ import (
 func TestQuantizedStories260KAgreesWithFloat(t *testing.T) {
 	ref, _ := readRunc(t)
 	opts := export.Options{Context: 512, Prefill: 32, PrefillLogits: program.LogitsAll, CacheDType: program.F32}
-	f32 := loadModel(t, exportFS(t, models.Stories260K(), opts), 2)
+	f32 := loadModel(t, exporttest.Program(t, models.Stories260K(), opts), 2)
 	s, err := f32.Runner.NewSession()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestQuantizedStories260KAgreesWithFloat(t *testing.T) {
 	}{{"q8", 0.97}, {"q4", 0.85}} {
 		o := opts
 		o.Weights = c.weights
-		q := loadModel(t, exportFS(t, models.Stories260K(), o), 2)
+		q := loadModel(t, exporttest.Program(t, models.Stories260K(), o), 2)
 		for name, seq := range sequences {
 			t.Run(fmt.Sprintf("%s/%s", c.weights, name), func(t *testing.T) {
 				want, got := allLogits(t, f32, seq), allLogits(t, q, seq)
@@ -61,7 +62,7 @@ func TestQuantizedProgramSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := func(w string) float64 {
-		return float64(len(exportFS(t, fsys, export.Options{Context: 64, Weights: w})))
+		return float64(len(exporttest.Program(t, fsys, export.Options{Context: 64, Weights: w})))
 	}
 	f32 := size("f32")
 	for _, c := range []struct {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/sample"
@@ -69,7 +70,7 @@ func TestRandomCheckpointsMatchLlamaCpp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				data := exportFS(t, fsys, export.Options{Context: 64, Prefill: prefill, PrefillLogits: program.LogitsAll, CacheDType: program.F32})
+				data := exporttest.Program(t, fsys, export.Options{Context: 64, Prefill: prefill, PrefillLogits: program.LogitsAll, CacheDType: program.F32})
 				rows := allLogits(t, loadModel(t, data, 2), ref.InputIDs)
 				worst := compareReference(t, ref, rows, 1e-3)
 				t.Logf("worst |diff|/range %.2g", worst)

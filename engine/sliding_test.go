@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -50,7 +51,7 @@ func slidingModels(t testing.TB) []slidingModel {
 			}},
 		{name: "mistral-window3", window: 3, prompt: prompt(mref.InputIDs, 3*3+2),
 			export: func(layout program.SlidingLayout, prefill int) []byte {
-				return exportFS(t, mistral, export.Options{Context: 12, Prefill: prefill,
+				return exporttest.Program(t, mistral, export.Options{Context: 12, Prefill: prefill,
 					PrefillLogits: program.LogitsAll, CacheDType: program.F32, SlidingLayout: layout})
 			}},
 	}
@@ -164,7 +165,7 @@ func TestSlidingWindowTakesEffectOnlyBeyondTheWindow(t *testing.T) {
 	prompt := ref.InputIDs[:min(len(ref.InputIDs), C)]
 	logits := func(window any) [][]float32 {
 		fsys := randomWithConfig(t, "mistral", map[string]any{"sliding_window": window})
-		m := loadModel(t, exportFS(t, fsys, export.Options{Context: C, Prefill: 4, PrefillLogits: program.LogitsAll, CacheDType: program.F32}), 1)
+		m := loadModel(t, exporttest.Program(t, fsys, export.Options{Context: C, Prefill: 4, PrefillLogits: program.LogitsAll, CacheDType: program.F32}), 1)
 		if got := m.Runner.Metadata().SlidingWindow; window != nil && got != window.(int) {
 			t.Fatalf("sliding_window %v exported as %d", window, got)
 		}
@@ -209,7 +210,7 @@ func TestSlidingRingEqualsFullLayoutWithFloat16Caches(t *testing.T) {
 	}
 	var rows [][][]float32
 	for _, layout := range []program.SlidingLayout{program.LayoutRing, program.LayoutFull} {
-		m := loadModel(t, exportFS(t, mistral, export.Options{Context: 18, Prefill: 5, PrefillLogits: program.LogitsAll,
+		m := loadModel(t, exporttest.Program(t, mistral, export.Options{Context: 18, Prefill: 5, PrefillLogits: program.LogitsAll,
 			CacheDType: program.F16, SlidingLayout: layout}), 1)
 		rows = append(rows, logitsInPieces(t, m, mref.InputIDs, 2, 7))
 	}
@@ -225,7 +226,7 @@ func TestSlidingWindowLongerThanTheContext(t *testing.T) {
 	fsys := gemma2Checkpoint(t, map[string]any{"sliding_window": 8})
 	var rows [][][]float32
 	for _, layout := range []program.SlidingLayout{program.LayoutRing, program.LayoutFull} {
-		m := loadModel(t, exportFS(t, fsys, export.Options{Context: C, Prefill: 2, PrefillLogits: program.LogitsAll,
+		m := loadModel(t, exporttest.Program(t, fsys, export.Options{Context: C, Prefill: 2, PrefillLogits: program.LogitsAll,
 			CacheDType: program.F32, SlidingLayout: layout}), 1)
 		md := m.Runner.Metadata()
 		for l, ly := range md.Layers {

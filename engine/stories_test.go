@@ -8,6 +8,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/generate"
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/sample"
@@ -19,7 +20,7 @@ func TestStories260KLogitsMatchRunC(t *testing.T) {
 	for _, cache := range []program.DType{program.F32, program.F16} {
 		for _, prefill := range []int{0, 7, 16, 64} {
 			t.Run(fmt.Sprintf("cache=%s/prefill=%d", cache, prefill), func(t *testing.T) {
-				data := exportFS(t, models.Stories260K(), export.Options{Context: 512, Prefill: prefill,
+				data := exporttest.Program(t, models.Stories260K(), export.Options{Context: 512, Prefill: prefill,
 					PrefillLogits: program.LogitsAll, CacheDType: cache})
 				got := allLogits(t, loadModel(t, data, 2), ref.InputIDs)
 				diff, at := maxAbsDiff(want, got)
@@ -46,7 +47,7 @@ func TestStories260KGreedyMatchesRunC(t *testing.T) {
 	want := append(slices.Clone(ref.InputIDs[1:]), ref.GreedyIDs...)
 	for _, cache := range []program.DType{program.F32, program.F16} {
 		t.Run("cache="+string(cache), func(t *testing.T) {
-			m := loadModel(t, exportFS(t, models.Stories260K(), export.Options{Context: 512, Prefill: 16, CacheDType: cache}), 2)
+			m := loadModel(t, exporttest.Program(t, models.Stories260K(), export.Options{Context: 512, Prefill: 16, CacheDType: cache}), 2)
 			s, err := m.Runner.NewSession()
 			if err != nil {
 				t.Fatal(err)

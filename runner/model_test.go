@@ -19,7 +19,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/export"
-	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
@@ -43,17 +43,7 @@ func exportProgram(t testing.TB, key string, fsys func() (fs.FS, error), opts ex
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckpt, err := hf.Open(src)
-	if err != nil {
-		t.Fatalf("open checkpoint %s: %v", key, err)
-	}
-	defer ckpt.Close()
-	var buf bytes.Buffer
-	if _, err := export.Export(context.Background(), ckpt, &buf, opts); err != nil {
-		t.Fatalf("export %s: %v", key, err)
-	}
-	data, _ := runner.HeapAllocator{}.Alloc(buf.Len())
-	copy(data, buf.Bytes())
+	data := exporttest.Program(t, src, opts)
 	programs[key] = data
 	return data
 }

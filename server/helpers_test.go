@@ -74,15 +74,10 @@ func buildTestModel() (*engine.Model, error) {
 		return nil, err
 	}
 	defer ckpt.Close()
-	var buf bytes.Buffer
-	if _, err := export.Export(context.Background(), ckpt, &buf, export.Options{Context: 512, Prefill: 32, CacheDType: program.F32}); err != nil {
-		return nil, err
-	}
-	data, err := runner.HeapAllocator{}.Alloc(buf.Len()) // 64-byte aligned, as the executor needs
+	data, _, err := export.ToMemory(context.Background(), ckpt, export.Options{Context: 512, Prefill: 32, CacheDType: program.F32})
 	if err != nil {
 		return nil, err
 	}
-	copy(data, buf.Bytes())
 	return engine.Load(data, engine.Options{Threads: 1})
 }
 

@@ -1,7 +1,6 @@
 package exec_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -9,7 +8,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/internal/exec"
 	"github.com/hfstatic/hfstatic/internal/export"
-	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/program/programtest"
@@ -19,16 +18,8 @@ import (
 // fresh buffers.
 func decodeStep(t *testing.T) (*exec.Step, map[string][]byte) {
 	t.Helper()
-	ckpt, err := hf.Open(models.Stories260K())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ckpt.Close()
-	var buf bytes.Buffer
-	if _, err := export.Export(context.Background(), ckpt, &buf, export.Options{Context: 8, CacheDType: program.F32}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := program.Decode(programtest.Aligned(buf.Bytes()), program.DecodeOptions{})
+	data := exporttest.Program(t, models.Stories260K(), export.Options{Context: 8, CacheDType: program.F32})
+	f, err := program.Decode(data, program.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
