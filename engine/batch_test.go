@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
@@ -71,7 +72,7 @@ func playScript(s *runner.Session, calls []batchCall, call func(context.Context,
 func TestBatchedSessionsEqualLoneSessions(t *testing.T) {
 	stories := func(weights string, cache program.DType, logits program.LogitsRows) func(t *testing.T) []byte {
 		return func(t *testing.T) []byte {
-			return exportFS(t, models.Stories260K(), export.Options{Context: 48, Prefill: 8, Weights: weights, CacheDType: cache, PrefillLogits: logits})
+			return exporttest.Program(t, models.Stories260K(), export.Options{Context: 48, Prefill: 8, Weights: weights, CacheDType: cache, PrefillLogits: logits})
 		}
 	}
 	gemma3 := func(cache program.DType) func(t *testing.T) []byte {
@@ -80,7 +81,7 @@ func TestBatchedSessionsEqualLoneSessions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return exportSized(t, fsys, export.Options{Context: 40, Prefill: 8, PrefillLogits: program.LogitsAll, CacheDType: cache, SlidingLayout: program.LayoutRing})
+			return exporttest.Program(t, fsys, export.Options{Context: 40, Prefill: 8, PrefillLogits: program.LogitsAll, CacheDType: cache, SlidingLayout: program.LayoutRing})
 		}
 	}
 	for _, tc := range []struct {

@@ -1,6 +1,7 @@
 package exec_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -107,16 +108,8 @@ func TestInvalidStepInputsAreErrors(t *testing.T) {
 func decodeSteps(t *testing.T, n int) (*exec.Program, []*exec.Step, []map[string][]byte) {
 	t.Helper()
 	_, b0 := decodeStep(t)
-	ckpt, err := hf.Open(models.Stories260K())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ckpt.Close()
-	var buf bytes.Buffer
-	if _, err := export.Export(context.Background(), ckpt, &buf, export.Options{Context: 8, CacheDType: program.F32}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := program.Decode(programtest.Aligned(buf.Bytes()), program.DecodeOptions{})
+	data := exporttest.Program(t, models.Stories260K(), export.Options{Context: 8, CacheDType: program.F32})
+	f, err := program.Decode(data, program.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
