@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,12 +103,26 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	if id := r.PathValue("id"); id != s.o.ModelID {
+	if id := r.PathValue("id"); !s.serves(id) || id == "" {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Param: "model", Code: "model_not_found",
 			Message: fmt.Sprintf("model %q does not exist; this server serves %q", id, s.o.ModelID)})
 		return
 	}
 	writeJSON(w, http.StatusOK, s.model())
+}
+
+// serves reports whether a request's model name (empty: not given) names this model.
+func (s *Server) serves(name string) bool {
+	return name == "" || name == s.o.ModelID || slices.Contains(s.o.Aliases, name)
+}
+
+// checkModel answers 404 model_not_found for a request naming another model.
+func (s *Server) checkModel(name string) error {
+	if s.serves(name) {
+		return nil
+	}
+	return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("the model %q does not exist; this server serves %q (GET /v1/models lists it)", name, s.o.ModelID)}
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -150,6 +165,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 
 // completionInput validates a completion request and tokenizes its prompt.
 func (s *Server) completionInput(req *completionRequest) ([]int, settings, error) {
+	if err := s.checkModel(req.Model); err != nil {
+		return nil, settings{}, err
+	}
 	switch {
 	case req.Echo:
 		return nil, settings{}, badRequest("echo", "unsupported_value", "echo is not supported")
@@ -259,6 +277,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // chatInput validates a chat request, renders the conversation with the model's template
 // and tokenizes it.
 func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settings, error) {
+	if err := s.checkModel(req.Model); err != nil {
+		return nil, settings{}, err
+	}
 	if s.o.Template == nil {
 		return nil, settings{}, badRequest("messages", "no_chat_template",
 			"model %q has no chat template; use /v1/completions, or export the model from a folder whose tokenizer_config.json has one", s.o.ModelID)

@@ -46,6 +46,9 @@ type Options struct {
 	Template *chat.Template
 	// ModelID is the name /v1/models lists and responses carry.
 	ModelID string
+	// Aliases are other names requests may use for the model ("model" must be ModelID, an
+	// alias or absent; anything else is 404 model_not_found).
+	Aliases []string
 	// MaxSessions is how many generations run at once (≥ 1); the pool should hold as many
 	// sessions.
 	MaxSessions int

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -120,6 +121,36 @@ func TestToolErrors(t *testing.T) {
 		json.Unmarshal(body, &e)
 		if status != 400 || e.Error.Param == nil || *e.Error.Param != c.param {
 			t.Errorf("%s: %d %s; want 400 naming %s", c.body, status, body, c.param)
+		}
+	}
+}
+
+func TestUnknownModelIs404(t *testing.T) {
+	_, base, _ := startServer(t, func(o *Options) { o.Aliases = []string{"tiny"} })
+	for _, c := range []struct {
+		url, body string
+		status    int
+	}{
+		{"/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"max_tokens":1}`, 404},
+		{"/v1/completions", `{"model":"gpt-4o","prompt":"x","max_tokens":1}`, 404},
+		{"/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":1}`, 200},
+		{"/v1/completions", `{"model":"stories260K","prompt":"x","max_tokens":1}`, 200},
+	} {
+		status, _, body := post(t, base+c.url, c.body)
+		var e errorBody
+		json.Unmarshal(body, &e)
+		if status != c.status || (status == 404 && (e.Error.Code == nil || *e.Error.Code != "model_not_found")) {
+			t.Errorf("%s %s: %d %s", c.url, c.body, status, body)
+		}
+	}
+	for id, want := range map[string]int{"stories260K": 200, "tiny": 200, "gpt-4o": 404} {
+		resp, err := http.Get(base + "/v1/models/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /v1/models/%s: %d, want %d", id, resp.StatusCode, want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		addr, modelID                string
+		aliases                      []string
 		sessions, maxBatch, chunk    int
 		queue, threads               int
 		memoryBudget, maxBody        int64
@@ -107,7 +108,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				maxBatch = pool.Limit() // --sessions, or fewer when --memory-budget holds fewer
 			}
 			s, err := server.New(server.Options{
-				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID,
+				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID, Aliases: aliases,
 				MaxSessions: pool.Limit(), MaxBatch: maxBatch, PrefillChunk: chunk, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
 				MaxBodyBytes: maxBody, Logger: log, Limits: limits,
 			})
@@ -149,6 +150,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	f.StringVar(&modelID, "model-id", "", "model name in /v1/models (default: the program's file name)")
+	f.StringArrayVar(&aliases, "model-alias", nil, "another name requests may use for the model (repeatable); other names get 404 model_not_found")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
 	return cmd
