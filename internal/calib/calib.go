@@ -6,8 +6,8 @@
 // row is, on average, sum over c of importance[c] * e[c]^2 when channels are uncorrelated.
 //
 // It runs the program with the internal executor, after adding to its largest method a
-// copy ("tap") of every linear input as an extra output (an identity matrix product, exact
-// in float32). It owns the embedded default calibration text. It does not quantize
+// copy ("tap") of every linear input: a cache_write op into an extra in-place buffer of
+// one head, which the caller reads after each step. It owns the embedded default calibration text. It does not quantize
 // (internal/kernels does, given these statistics) nor export (internal/export).
 package calib
 
@@ -17,7 +17,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"unsafe"
 
@@ -110,7 +109,7 @@ func Collect(ctx context.Context, f *program.File, sequences [][]int, opts Optio
 			t.gram = make([]float64, t.width*t.width)
 		}
 	}
-	data, err := rewrite(f, tapped, taps)
+	data, err := rewrite(f, tapped)
 	if err != nil {
 		return nil, err
 	}
@@ -192,16 +191,14 @@ func addTo(dst, src []float32) {
 	}
 }
 
-// identityName names the identity matrix [k, k] the taps multiply by.
-func identityName(k int) string { return fmt.Sprintf("calib.identity.%d", k) }
-
 // addTaps returns a copy of m with, before every linear op, a copy of its input into a new
 // output, shared by consecutive linear ops that read the same unchanged input; and the
 // names of the embedding tables m looks rows up in.
 func addTaps(m *program.Method, man *program.Manifest) (program.Method, []*tap, map[string]bool, error) {
 	out := *m
 	out.Name = "calibrate"
-	out.Outputs = append([]program.IO(nil), m.Outputs...)
+	out.Inputs = slices.Clone(m.Inputs)
+	out.Outputs = slices.Clone(m.Outputs)
 	out.Ops = nil
 	var taps []*tap
 	live := map[string]*tap{} // activation name → its tap while unchanged
@@ -222,8 +219,12 @@ func addTaps(m *program.Method, man *program.Manifest) (program.Method, []*tap, 
 				t = &tap{name: fmt.Sprintf("calib.tap.%d", len(taps)), width: k, sum: make([]float64, k)}
 				taps = append(taps, t)
 				live[x] = t
-				out.Outputs = append(out.Outputs, program.IO{Name: t.name, DType: program.F32, Shape: program.Shape{1, m.Step, k}})
-				out.Ops = append(out.Ops, program.Op{Kind: program.OpLinear, In: []string{x, identityName(k)}, Out: []string{t.name}})
+				// A one-head "cache" of step rows: row i of a step at a multiple of the step
+				// lands in slot i.
+				io := program.IO{Name: t.name, DType: program.F32, Shape: program.Shape{1, 1, m.Step, k}}
+				out.Inputs = append(out.Inputs, io)
+				out.Outputs = append(out.Outputs, io)
+				out.Ops = append(out.Ops, program.Op{Kind: program.OpCacheWrite, In: []string{x, t.name}, Out: []string{t.name}})
 			}
 			if t.width != k {
 				return program.Method{}, nil, nil, fmt.Errorf("calib: %q is read as %d and %d channels", x, t.width, k)
@@ -241,9 +242,9 @@ func addTaps(m *program.Method, man *program.Manifest) (program.Method, []*tap, 
 	return out, taps, tables, nil
 }
 
-// rewrite writes f's tensors, the identity matrices and the one tapped method into a new
-// program held in aligned memory.
-func rewrite(f *program.File, m program.Method, taps []*tap) ([]byte, error) {
+// rewrite writes f's tensors and the one tapped method into a new program held in aligned
+// memory.
+func rewrite(f *program.File, m program.Method) ([]byte, error) {
 	var buf bytes.Buffer
 	w, err := program.NewWriter(&buf)
 	if err != nil {
@@ -252,20 +253,6 @@ func rewrite(f *program.File, m program.Method, taps []*tap) ([]byte, error) {
 	for _, t := range f.Manifest.Tensors {
 		_, data, _ := f.TensorData(t.Name)
 		if err := w.WriteTensor(t.Name, t.DType, t.Shape, data); err != nil {
-			return nil, err
-		}
-	}
-	done := map[int]bool{}
-	for _, t := range taps {
-		if done[t.width] {
-			continue
-		}
-		done[t.width] = true
-		id := make([]float32, t.width*t.width)
-		for i := range t.width {
-			id[i*t.width+i] = 1
-		}
-		if err := w.WriteTensor(identityName(t.width), program.F32, program.Shape{t.width, t.width}, f32Bytes(id)); err != nil {
 			return nil, err
 		}
 	}
@@ -343,7 +330,7 @@ func (r *run) sequence(ctx context.Context, seq []int, taps []*tap) error {
 			return fmt.Errorf("calib: step at position %d: %w", pos, err)
 		}
 		for _, t := range taps {
-			x := asF32(r.bufs[t.name])
+			x := asF32(r.bufs[t.name]) // [S][width]: row i in slot (pos+i) mod S = i
 			for i := range n {
 				row := x[i*t.width : (i+1)*t.width]
 				for c, v := range row {
@@ -361,15 +348,6 @@ func (r *run) sequence(ctx context.Context, seq []int, taps []*tap) error {
 		}
 	}
 	return nil
-}
-
-func f32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		u := math.Float32bits(x)
-		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-	return b
 }
 
 func asF32(b []byte) []float32 {
