@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hfstatic/hfstatic/internal/chat"
+	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
 
@@ -61,13 +62,11 @@ func (m *Model) NewChat(opts ChatOptions) (*Chat, error) {
 		}
 		c.tmpl = t
 	default:
-		t, err := m.eng.ChatTemplate(opts.TemplateName)
-		switch {
-		case err == nil:
-			c.tmpl = t
-		case opts.TemplateName != "" || !errors.Is(err, chat.ErrNoTemplate) && !errors.Is(err, ErrNoChatTemplate):
+		t, err := m.template(opts.TemplateName)
+		if err != nil {
 			return nil, err
 		}
+		c.tmpl = t
 	}
 	if c.tmpl != nil {
 		if id, ok := m.tok.TokenID(c.tmpl.EOSToken()); ok && !slices.Contains(c.eos, id) {
@@ -81,6 +80,28 @@ func (m *Model) NewChat(opts ChatOptions) (*Chat, error) {
 	c.sess = sess
 	c.Reset()
 	return c, nil
+}
+
+// template returns the program's chat template, or nil when it has none and name is "".
+// A template that is there but broken is an error, not plain continuation.
+func (m *Model) template(name string) (*chat.Template, error) {
+	cfg, ok := m.eng.File.Asset(program.AssetTokenizerConfig)
+	if !ok {
+		if name != "" {
+			return nil, fmt.Errorf("%w: chat template %q asked for, and the program has no tokenizer_config.json", ErrNoChatTemplate, name)
+		}
+		return nil, nil
+	}
+	t, err := chat.FromTokenizerConfig(cfg, name)
+	switch {
+	case err == nil:
+		return t, nil
+	case name == "" && errors.Is(err, chat.ErrNoTemplate):
+		return nil, nil
+	case name != "":
+		return nil, fmt.Errorf("chat template %q: %w", name, err)
+	}
+	return nil, err
 }
 
 // Templated reports whether the conversation is rendered with a chat template (false: plain

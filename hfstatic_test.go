@@ -187,3 +187,16 @@ func TestChatRendersTheTemplateAndKeepsTheCache(t *testing.T) {
 }
 
 func sampleTemperature(t float32) sample.Options { return sample.Options{Temperature: t} }
+
+// A named template the program does not have is an error, never plain continuation.
+// (A broken template never gets into a program: export refuses it.)
+func TestNewChatRefusesATemplateItDoesNotHave(t *testing.T) {
+	c, err := openEmbedded(t).NewChat(hfstatic.ChatOptions{TemplateName: "tool_use"})
+	if err == nil {
+		c.Close()
+		t.Fatal("NewChat accepted a template name the program does not have")
+	}
+	if !strings.Contains(err.Error(), `"tool_use"`) {
+		t.Errorf("NewChat: %v, want an error naming the template", err)
+	}
+}
