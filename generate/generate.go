@@ -93,6 +93,9 @@ type Options struct {
 	// Constraint, if set, restricts every token (structured output); Sampler must then be
 	// a MaskedSampler, and nil means a greedy one.
 	Constraint Constraint
+	// Observe, if set, sees each chosen token with the logits it was drawn from and the
+	// Constraint's mask (nil without one), before OnToken; for log-probabilities.
+	Observe func(tok int, logits []float32, allowed []uint64)
 }
 
 // Result describes a finished generation.
@@ -170,6 +173,13 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 			tok = sampler.Sample(logits, s.Tokens())
 		}
 		res.Tokens = append(res.Tokens, tok)
+		if opts.Observe != nil {
+			if opts.Constraint != nil {
+				opts.Observe(tok, logits, mask)
+			} else {
+				opts.Observe(tok, logits, nil)
+			}
+		}
 		if opts.OnToken != nil {
 			if err := opts.OnToken(tok); err != nil {
 				if errors.Is(err, ErrStop) {

@@ -126,6 +126,7 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
 		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(), Stepper: seq,
 		Constraint: constraint,
+		Observe:    observer(g.set.logprobs),
 		OnToken: func(tok int) error {
 			now := time.Now()
 			s.metrics.token(out.completionTokens == 0, now.Sub(lastToken))
@@ -179,6 +180,14 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// observer returns the recorder's observe method, or nil.
+func observer(r *logprobRecorder) func(int, []float32, []uint64) {
+	if r == nil {
+		return nil
+	}
+	return r.observe
 }
 
 // generationError turns an error from run into the client's error.

@@ -43,10 +43,10 @@ type completionResponse struct {
 }
 
 type completionChoice struct {
-	Text         string  `json:"text"`
-	Index        int     `json:"index"`
-	Logprobs     *string `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
+	Text         string              `json:"text"`
+	Index        int                 `json:"index"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 type chatResponse struct {
@@ -59,11 +59,11 @@ type chatResponse struct {
 }
 
 type chatChoice struct {
-	Index        int         `json:"index"`
-	Message      *chatOutput `json:"message,omitempty"`
-	Delta        *chatOutput `json:"delta,omitempty"`
-	Logprobs     *string     `json:"logprobs"`
-	FinishReason *string     `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Message      *chatOutput   `json:"message,omitempty"`
+	Delta        *chatOutput   `json:"delta,omitempty"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 type chatOutput struct {
@@ -146,6 +146,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			Choices: []completionChoice{{Text: text, FinishReason: finish}}}
 		if u != nil && finish == nil {
 			c.Choices = []completionChoice{}
+		} else if rec := set.logprobs; rec != nil {
+			first := rec.taken
+			c.Choices[0].Logprobs = rec.completion(rec.take(), first)
 		}
 		return c
 	}
@@ -175,8 +178,8 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 		return nil, settings{}, badRequest("suffix", "unsupported_value", "suffix is not supported")
 	case req.BestOf != nil && *req.BestOf != 1:
 		return nil, settings{}, badRequest("best_of", "unsupported_value", "best_of must be 1")
-	case req.Logprobs != nil:
-		return nil, settings{}, badRequest("logprobs", "unsupported_parameter", "logprobs are not supported")
+	case req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > maxTopLogprobs):
+		return nil, settings{}, badRequest("logprobs", "invalid_value", "logprobs is %d; it must be from 0 to %d", *req.Logprobs, maxTopLogprobs)
 	}
 	set, err := req.settings(16) // OpenAI's default for completions
 	if err != nil {
@@ -184,6 +187,9 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 	}
 	if set.format, err = s.formats.get(req.ResponseFormat); err != nil {
 		return nil, set, err
+	}
+	if req.Logprobs != nil {
+		set.logprobs = newLogprobRecorder(s.o.Tokenizer, s.eos, *req.Logprobs)
 	}
 	p, err := parsePrompt(req.Prompt)
 	if err != nil {
@@ -219,6 +225,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			c.Choices = []chatChoice{{Delta: &chatOutput{}, FinishReason: finish}}
 		default:
 			c.Choices = []chatChoice{{Delta: &chatOutput{Content: &text}}}
+		}
+		if rec := set.logprobs; rec != nil && len(c.Choices) == 1 {
+			if e := rec.take(); len(e) > 0 || finish == nil {
+				c.Choices[0].Logprobs = rec.chat(e)
+			}
 		}
 		return c
 	}
@@ -271,7 +282,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.o.ModelID,
 		Usage:   out.usage(),
-		Choices: []chatChoice{{Message: msg, FinishReason: &out.finishReason}}})
+		Choices: []chatChoice{{Message: msg, FinishReason: &out.finishReason, Logprobs: chatLogprobsOf(set.logprobs)}}})
 }
 
 // chatInput validates a chat request, renders the conversation with the model's template
@@ -285,8 +296,10 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 			"model %q has no chat template; use /v1/completions, or export the model from a folder whose tokenizer_config.json has one", s.o.ModelID)
 	}
 	switch {
-	case req.Logprobs != nil && *req.Logprobs:
-		return nil, settings{}, badRequest("logprobs", "unsupported_value", "logprobs are not supported")
+	case req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs):
+		return nil, settings{}, badRequest("top_logprobs", "invalid_value", "top_logprobs is %d; it must be from 0 to %d", *req.TopLogprobs, maxTopLogprobs)
+	case req.TopLogprobs != nil && (req.Logprobs == nil || !*req.Logprobs):
+		return nil, settings{}, badRequest("top_logprobs", "invalid_value", "top_logprobs needs logprobs: true")
 	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
 		return nil, settings{}, badRequest("modalities", "unsupported_value", "modalities %q: this model outputs text only", req.Modalities)
 	case req.MaxCompletionTokens != nil && req.MaxTokens != nil && *req.MaxCompletionTokens != *req.MaxTokens:
@@ -301,6 +314,13 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 	}
 	if set.format, err = s.formats.get(req.ResponseFormat); err != nil {
 		return nil, set, err
+	}
+	if req.Logprobs != nil && *req.Logprobs {
+		top := 0
+		if req.TopLogprobs != nil {
+			top = *req.TopLogprobs
+		}
+		set.logprobs = newLogprobRecorder(s.o.Tokenizer, s.eos, top)
 	}
 	msgs, err := parseMessages(req.Messages)
 	if err != nil {

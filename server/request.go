@@ -169,6 +169,7 @@ func isNull(raw json.RawMessage) bool {
 type settings struct {
 	format       *grammar.Grammar // the reply's language (response_format, forced tool call); nil: any text
 	tools        *toolPlan        // the reply may call tools (read back when it is complete)
+	logprobs     *logprobRecorder // records the tokens' log-probabilities; nil: not asked for
 	maxTokens    int              // 0: until the context is full
 	sampling     sample.Options
 	stops        []string
