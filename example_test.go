@@ -143,3 +143,40 @@ func ExampleGenerateOptions_sampling() {
 	fmt.Println(a.Text == b.Text)
 	// Output: true
 }
+
+// The layers under the API stay public: here a runner session, forked to continue one
+// prefix two ways without running it twice.
+func ExampleModel_Engine() {
+	ctx := context.Background()
+	m, err := hfstatic.OpenEmbedded(ctx, hfstatic.Options{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	tok, err := m.Tokenizer()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids, err := tok.Encode("Once upon a time", true)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := m.Engine().Runner.NewSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(ctx, ids); err != nil {
+		log.Fatal(err)
+	}
+	f, err := s.Fork() // the same caches and position
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	a := sample.Argmax(s.Logits().View())
+	b := sample.Argmax(f.Logits().View())
+	next, _ := tok.Decode([]int{a}, true)
+	fmt.Printf("%d tokens; both continue with %q: %v\n", f.Position(), next, a == b)
+	// Output: 5 tokens; both continue with ",": true
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -198,5 +199,30 @@ func TestNewChatRefusesATemplateItDoesNotHave(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"tool_use"`) {
 		t.Errorf("NewChat: %v, want an error naming the template", err)
+	}
+}
+
+// Generations on one model run side by side, each in its own session.
+func TestGenerateConcurrently(t *testing.T) {
+	m := openEmbedded(t)
+	want, err := m.Generate(t.Context(), "Once upon a time", hfstatic.GenerateOptions{MaxTokens: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			var res hfstatic.Result
+			res, errs[i] = m.Generate(t.Context(), "Once upon a time", hfstatic.GenerateOptions{MaxTokens: 30})
+			got[i] = res.Text
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || got[i] != want.Text {
+			t.Errorf("generation %d: %q, %v; want %q", i, got[i], errs[i], want.Text)
+		}
 	}
 }
