@@ -210,7 +210,7 @@ func (r *Runner) readSession(rd io.Reader) (*savedState, error) {
 	if got := crc32.Checksum(body, castagnoli); got != sum {
 		return nil, corrupt("checksum", "CRC-32C %08x, the file says %08x (truncated or damaged)", got, sum)
 	}
-	d := decoder{buf: body[len(head)+len(fp):]}
+	d := fieldReader{buf: body[len(head)+len(fp):]}
 	md := &r.man.Metadata
 	st := &savedState{state: map[string][]byte{}}
 	pos := d.u64("position")
@@ -271,13 +271,13 @@ func readErr(field string, err error) error {
 	return fmt.Errorf("read session file: %w", err)
 }
 
-// decoder reads fields in order, remembering the first short read.
-type decoder struct {
+// fieldReader reads a session file's fields in order, remembering the first short read.
+type fieldReader struct {
 	buf []byte
 	err error
 }
 
-func (d *decoder) bytes(field string, n int) []byte {
+func (d *fieldReader) bytes(field string, n int) []byte {
 	if d.err != nil {
 		return nil
 	}
@@ -290,7 +290,7 @@ func (d *decoder) bytes(field string, n int) []byte {
 	return b
 }
 
-func (d *decoder) u64(field string) uint64 {
+func (d *fieldReader) u64(field string) uint64 {
 	if b := d.bytes(field, 8); b != nil {
 		return binary.LittleEndian.Uint64(b)
 	}
