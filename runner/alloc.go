@@ -38,8 +38,8 @@ func (HeapAllocator) Free([]byte) {}
 // of longer contexts, all-rows logits) are mapped outside the Go heap in huge pages
 // where the OS provides them (Linux transparent huge pages; the Go heap stays in
 // 4 KiB pages when they are in "madvise" mode), and unmapped by Free; smaller ones
-// come from the Go heap. Attention over 1920 cached tokens ran about 5% faster with
-// its caches in huge pages here. The zero value is ready to use.
+// come from the Go heap. Attention over long caches reads them faster from huge pages
+// (docs/performance.md). The zero value is ready to use.
 type PageAllocator struct {
 	mu     sync.Mutex
 	mapped map[*byte]int // start → capacity of the buffers it mapped

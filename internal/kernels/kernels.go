@@ -18,11 +18,11 @@
 // Float weights (f32/f16/bf16) use register tiles of dot products (up to 4
 // input rows × 5 weight rows, 40-row weight panels kept in cache across the
 // input rows) for every m: each output's arithmetic is the same whatever m is,
-// so prefill rows equal the decode product bit for bit, and on this machine it
-// measured faster end to end than the packed GEMM below. A single input row
+// so prefill rows equal the decode product bit for bit, and end to end it is
+// faster than the packed GEMM below (docs/performance.md). A single input row
 // (decode) reads the weight rows one after another in one kernel call
 // (rowStream*, vnniRowStream*: the tiles' arithmetic, one sequential stream,
-// 10–25% more memory throughput than interleaved rows). For m < 4 input rows
+// more memory throughput than interleaved rows). For m < 4 input rows
 // (decode) q8/q4 weights use VPDPBUSD on int8 activations (see below) or,
 // without VNNI, dequantize in registers. For m >= 4 (prefill) q8/q4 weights
 // with VNNI use register tiles of 4 input rows × 3 weight rows of VPDPBUSD

@@ -71,8 +71,8 @@ const guidedMin = 64 << 10
 // big contiguous runs and the last ones are small: threads finish within a
 // small chunk of each other with few claims. (Equal chunks, four for a 3 MB
 // matrix on two threads, left a thread spinning for up to a quarter of the
-// product when one ran ahead: 6-8% of a Qwen3 q8 decode's CPU time.) Starts
-// are multiples of 16 rows except rows itself.
+// product when one ran ahead; docs/performance.md has the cost.) Starts are
+// multiples of 16 rows except rows itself.
 func guidedChunks(starts []int, rows, threads, rowBytes int) int {
 	minRows := max((guidedMin/max(rowBytes, 1)+15)&^15, 16)
 	n, lo := 0, 0
@@ -97,9 +97,9 @@ func guidedChunks(starts []int, rows, threads, rowBytes int) int {
 // rowChunk picks how many weight rows a thread takes at a time: a multiple of
 // 16 so tiles stay whole, few enough chunks to fit the pool's claim word, and
 // a number of chunks that grows with the work (m × weight bytes): claiming a
-// chunk moves a cache line between cores (about 0.4 µs here), which a decode
-// matmul of 1 MB (7 µs on 2 threads) cannot afford 16 times, while long jobs
-// want small chunks so that threads finish together. The default (eight per
+// chunk moves a cache line between cores, which a decode matmul of 1 MB cannot
+// afford 16 times (docs/performance.md), while long jobs want small chunks so
+// that threads finish together. The default (eight per
 // thread) is kept from chunkWork × 8 × threads bytes of work up.
 func rowChunk(rows, threads, work int) int {
 	if threads == 1 {

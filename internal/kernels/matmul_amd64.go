@@ -341,9 +341,8 @@ var useRowStream = true
 // (ldw bytes apart, type t in {F32, F16, BF16}), for any number m of input rows:
 // register tiles of dot products, each weight byte read once per tile. Every
 // output is one dot product whose arithmetic does not depend on m, so a prefill
-// row equals the decode matrix-vector product bit for bit; measured end to end it
-// is also faster here than the packed outer-product GEMM (SmolLM2-135M f32
-// prefill 554 vs 360 tokens/s, Qwen3-0.6B 125 vs 92, 2 threads).
+// row equals the decode matrix-vector product bit for bit; end to end it is
+// also faster than the packed outer-product GEMM (docs/performance.md).
 func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
 	ti := 0
 	esize := 4

@@ -11,9 +11,9 @@ import (
 
 // Anon returns size bytes of zeroed anonymous memory outside the Go heap,
 // starting on a 2 MiB boundary and advised for huge pages (Linux transparent
-// huge pages in "madvise" mode leave the Go heap in 4 KiB pages). Attention
-// over a long cache reads its keys and values from such memory about 5%
-// faster here. Release it with FreeAnon.
+// huge pages in "madvise" mode leave the Go heap in 4 KiB pages): attention
+// over a long cache reads its keys and values faster from such memory
+// (docs/performance.md). Release it with FreeAnon.
 func Anon(size int) ([]byte, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("mmap: anonymous mapping of %d bytes", size)

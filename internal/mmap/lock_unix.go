@@ -10,7 +10,8 @@ import (
 
 // Lock keeps the whole mapping resident (mlock): its pages are read in now and
 // the kernel will not reclaim them while the file is open, however long they
-// sit idle (this machine's kernel pages out page cache untouched for a minute).
+// sit idle (some kernels page out page cache left untouched for a minute; see
+// docs/performance.md).
 // It needs RLIMIT_MEMLOCK room for the file or CAP_IPC_LOCK; on failure nothing
 // is locked and the mapping works as before. Close unlocks.
 func (f *File) Lock() error {
