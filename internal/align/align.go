@@ -1,4 +1,5 @@
-// Package align allocates byte buffers aligned for SIMD loads and zero-copy typed views.
+// Package align allocates byte buffers aligned for SIMD loads and gives zero-copy typed
+// views of them (AsF32, AsU16, AsI64).
 package align
 
 import "unsafe"

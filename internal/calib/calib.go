@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/exec"
@@ -287,10 +286,10 @@ func newRun(m *exec.Method, C int, pad int64) (*run, error) {
 	}
 	for _, b := range spec.Inputs {
 		if b.DType == program.I64 && len(b.Shape) == 0 {
-			r.counters = append(r.counters, asI64(r.bufs[b.Name]))
+			r.counters = append(r.counters, align.AsI64(r.bufs[b.Name]))
 		}
 	}
-	r.ids, r.pos = asI64(r.bufs[program.InputIDs]), asI64(r.bufs[program.PositionIDs])
+	r.ids, r.pos = align.AsI64(r.bufs[program.InputIDs]), align.AsI64(r.bufs[program.PositionIDs])
 	r.mask = r.bufs[program.AttentionMask]
 	if r.ids == nil || r.pos == nil || r.mask == nil {
 		return nil, fmt.Errorf("calib: method %q lacks the hf_static inputs", spec.Name)
@@ -330,7 +329,7 @@ func (r *run) sequence(ctx context.Context, seq []int, taps []*tap) error {
 			return fmt.Errorf("calib: step at position %d: %w", pos, err)
 		}
 		for _, t := range taps {
-			x := asF32(r.bufs[t.name]) // [S][width]: row i in slot (pos+i) mod S = i
+			x := align.AsF32(r.bufs[t.name]) // [S][width]: row i in slot (pos+i) mod S = i
 			for i := range n {
 				row := x[i*t.width : (i+1)*t.width]
 				for c, v := range row {
@@ -348,18 +347,4 @@ func (r *run) sequence(ctx context.Context, seq []int, taps []*tap) error {
 		}
 	}
 	return nil
-}
-
-func asF32(b []byte) []float32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
-}
-
-func asI64(b []byte) []int64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
