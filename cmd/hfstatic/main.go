@@ -74,7 +74,9 @@ func newRoot() *cobra.Command {
 into one program file with fixed-shape decode and prefill methods (the hf_static v1 contract),
 and runs such programs on the CPU.
 
-Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted.`,
+Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted,
+and export a Hugging Face folder given in its place in memory first (hfstatic export saves the
+program, which then opens at once).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
