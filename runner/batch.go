@@ -74,7 +74,7 @@ type Batcher struct {
 	mu      sync.Mutex
 	seqs    []*Seq // joined
 	queue   []*Seq // sequences with a queued step, in arrival order
-	running int
+	busy    bool // a step is running (the scheduler's, or one run by its caller)
 	stats   BatchStats
 	closed  bool
 	kick    chan struct{} // wakes the scheduler (buffered, 1)
@@ -216,14 +216,34 @@ func (q *Seq) runStep(ctx context.Context, s *Session, mio *methodIO, n int) err
 		b.mu.Unlock()
 		return notRun(ErrBatcherClosed)
 	}
-	q.state, q.mio, q.rows, q.ctx, q.queuedAt = seqQueued, mio, n, ctx, time.Now()
+	now := time.Now()
+	if !b.busy && len(b.queue) == 0 && !b.expected(now, q) {
+		// Nothing to share the step with: run it here, without a hand-over to the
+		// scheduler and back.
+		b.busy, q.state = true, seqRunning
+		b.stats.Running = 1
+		b.mu.Unlock()
+		start := time.Now()
+		err := mio.step.Run(ctx)
+		st := StepStats{Sessions: 1, Rows: n, Duration: time.Since(start)}
+		if n > 1 {
+			st.PrefillRows = n
+		}
+		b.mu.Lock()
+		b.endStep(st)
+		q.state = seqBetween
+		b.mu.Unlock()
+		b.wake()
+		if b.opts.OnStep != nil {
+			b.opts.OnStep(st)
+		}
+		return err
+	}
+	q.state, q.mio, q.rows, q.ctx, q.queuedAt = seqQueued, mio, n, ctx, now
 	b.queue = append(b.queue, q)
 	b.stats.Waiting = len(b.queue)
 	b.mu.Unlock()
-	select {
-	case b.kick <- struct{}{}:
-	default:
-	}
+	b.wake()
 	select {
 	case err := <-q.result:
 		return err
@@ -325,10 +345,7 @@ func (b *Batcher) schedule() {
 			continue
 		}
 		b.run()
-		select { // steps left queued (a second prefill chunk, more than MaxBatch) run next
-		case b.kick <- struct{}{}:
-		default:
-		}
+		b.wake() // steps left queued (a second prefill chunk, more than MaxBatch) run next
 	}
 }
 
@@ -349,18 +366,14 @@ func (b *Batcher) drain() {
 func (b *Batcher) form() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.queue) == 0 || b.closed {
+	if len(b.queue) == 0 || b.closed || b.busy {
 		return false
 	}
 	now := time.Now()
 	oldest := b.queue[0].queuedAt
-	if deadline := oldest.Add(stepWait); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch {
-		for _, q := range b.seqs {
-			if q.state == seqBetween || (q.state == seqIdle && now.Sub(q.returned) < stepWait) {
-				b.linger.Reset(deadline.Sub(now))
-				return false // a step of q is expected soon: wait for it to fill the step
-			}
-		}
+	if deadline := oldest.Add(stepWait); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch && b.expected(now, nil) {
+		b.linger.Reset(deadline.Sub(now))
+		return false // a step is expected soon: wait for it to fill the step
 	}
 	b.step = b.step[:0]
 	// At most one prefill chunk (a step of several rows), taken in turn, then single
@@ -385,9 +398,37 @@ func (b *Batcher) form() bool {
 		q.state = seqRunning
 		b.unqueue(q)
 	}
-	b.running = len(b.step)
-	b.stats.Running = b.running
+	b.busy = true
+	b.stats.Running = len(b.step)
 	return true
+}
+
+// expected reports whether a joined sequence other than q is between two steps of a
+// call, or returned from a call less than stepWait ago: its next step is likely soon.
+// b.mu is held.
+func (b *Batcher) expected(now time.Time, q *Seq) bool {
+	for _, x := range b.seqs {
+		if x != q && (x.state == seqBetween || (x.state == seqIdle && now.Sub(x.returned) < stepWait)) {
+			return true
+		}
+	}
+	return false
+}
+
+// endStep records a finished step. b.mu is held.
+func (b *Batcher) endStep(st StepStats) {
+	b.busy = false
+	b.stats.Running = 0
+	b.stats.Steps++
+	b.stats.Rows += int64(st.Rows)
+}
+
+// wake makes the scheduler look at the queue.
+func (b *Batcher) wake() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
 }
 
 // run executes b.step and hands each sequence its outcome.
@@ -419,10 +460,7 @@ func (b *Batcher) run() {
 		q.state = seqBetween
 		q.result <- errs[i]
 	}
-	b.running = 0
-	b.stats.Running = 0
-	b.stats.Steps++
-	b.stats.Rows += int64(st.Rows)
+	b.endStep(st)
 	b.mu.Unlock()
 	clear(errs)
 	if b.opts.OnStep != nil {
