@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 var (
@@ -38,7 +40,7 @@ func BenchmarkBatchedDecode(b *testing.B) {
 		defer f.Close()
 		data, name = f.Bytes(), *benchProgram
 	} else {
-		data = exportFS(b, models.Stories260K(), export.Options{Context: 512, Prefill: 32, CacheDType: program.F32})
+		data = exporttest.Program(b, models.Stories260K(), export.Options{Context: 512, Prefill: 32, CacheDType: program.F32})
 	}
 	m, err := Load(data, Options{Threads: *benchThreads, SkipDataChecksums: true})
 	if err != nil {
@@ -85,13 +87,13 @@ func BenchmarkBatchedDecode(b *testing.B) {
 				for _, q := range seqs {
 					wg.Go(func() {
 						s := q.Session()
-						tok, _ := s.Logits().Argmax()
+						tok := max(0, sample.Argmax(s.Logits().View())) // stale after Rewind: 0
 						for range gen {
 							if err := q.Append(ctx, []int{tok}); err != nil {
 								b.Error(err)
 								return
 							}
-							tok, _ = s.Logits().Argmax()
+							tok = sample.Argmax(s.Logits().View())
 						}
 					})
 				}

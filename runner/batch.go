@@ -71,15 +71,15 @@ type Batcher struct {
 	opts     BatchOptions
 	batchExe BatchExecutor // nil: run the sessions of a step one by one
 
-	mu      sync.Mutex
-	seqs    []*Seq // joined
-	queue   []*Seq // sequences with a queued step, in arrival order
-	busy    bool // a step is running (the scheduler's, or one run by its caller)
-	stats   BatchStats
-	closed  bool
-	kick    chan struct{} // wakes the scheduler (buffered, 1)
-	stop    chan struct{} // closed by Close
-	exited  chan struct{} // closed by the scheduler
+	mu     sync.Mutex
+	seqs   []*Seq // joined
+	queue  []*Seq // sequences with a queued step, in arrival order
+	busy   bool   // a step is running (the scheduler's, or one run by its caller)
+	stats  BatchStats
+	closed bool
+	kick   chan struct{} // wakes the scheduler (buffered, 1)
+	stop   chan struct{} // closed by Close
+	exited chan struct{} // closed by the scheduler
 
 	// Scheduler-owned, reused every step.
 	step   []*Seq

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hfstatic/hfstatic/internal/align"
 	"math"
 	"sync"
 
@@ -125,7 +126,7 @@ func (st *fakeStep) Run(ctx context.Context) error {
 	if gate != nil {
 		<-gate
 	}
-	ids, posIDs, mask := asI64(st.bufs[program.InputIDs]), asI64(st.bufs[program.PositionIDs]), st.bufs[program.AttentionMask]
+	ids, posIDs, mask := align.AsI64(st.bufs[program.InputIDs]), align.AsI64(st.bufs[program.PositionIDs]), st.bufs[program.AttentionMask]
 	pos, C := int(posIDs[0]), f.C
 	n := 0
 	for i := 0; i < st.S && pos+i < C && mask[i*C+pos+i] != 0; i++ {
@@ -149,13 +150,13 @@ func (st *fakeStep) Run(ctx context.Context) error {
 		}
 	}
 	for l := range f.Layers {
-		if c := asI64(st.bufs[program.Counter(l)])[0]; c != int64(pos) {
+		if c := align.AsI64(st.bufs[program.Counter(l)])[0]; c != int64(pos) {
 			return fmt.Errorf("fake: counter_%d = %d at position %d", l, c, pos)
 		}
 	}
 	if fe.failAt == run {
 		clear(st.bufs[program.KCache(0)][:8])
-		asF32(st.bufs[program.KCache(0)])[0] = 42
+		align.AsF32(st.bufs[program.KCache(0)])[0] = 42
 		return errInjected
 	}
 	// x: [row][dim] hidden state.
@@ -167,7 +168,7 @@ func (st *fakeStep) Run(ctx context.Context) error {
 	}
 	for l, t := range f.Layers {
 		L := f.rows(t)
-		kc, vc := asF32(st.bufs[program.KCache(l)]), asF32(st.bufs[program.VCache(l)])
+		kc, vc := align.AsF32(st.bufs[program.KCache(l)]), align.AsF32(st.bufs[program.VCache(l)])
 		k := make([][fakeHeads][fakeDim]float32, n)
 		v := make([][fakeHeads][fakeDim]float32, n)
 		for i := range n {
@@ -221,9 +222,9 @@ func (st *fakeStep) Run(ctx context.Context) error {
 		}
 	}
 	for l := range f.Layers {
-		asI64(st.bufs[program.Counter(l)])[0] = int64(pos + n)
+		align.AsI64(st.bufs[program.Counter(l)])[0] = int64(pos + n)
 	}
-	logits := asF32(st.bufs[program.Logits])
+	logits := align.AsF32(st.bufs[program.Logits])
 	V := f.V
 	for i := range logits {
 		logits[i] = float32(math.NaN()) // padding rows must never be read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hfstatic/hfstatic/internal/align"
 	"unsafe"
 
 	"github.com/hfstatic/hfstatic/program"
@@ -79,7 +80,7 @@ func (r *Runner) NewSession() (*Session, error) {
 			}
 			s.state[n] = buf
 		}
-		s.counters = append(s.counters, asI64(s.state[program.Counter(l)]))
+		s.counters = append(s.counters, align.AsI64(s.state[program.Counter(l)]))
 	}
 	var err error
 	if s.dec, err = s.bind(r.decode); err != nil {
@@ -134,8 +135,8 @@ func (s *Session) bind(spec *program.Method) (*methodIO, error) {
 	}
 	mask := bufs[program.AttentionMask]
 	clear(mask)
-	return &methodIO{spec: spec, step: step, ids: asI64(bufs[program.InputIDs]), mask: mask,
-		positions: asI64(bufs[program.PositionIDs]), logits: asF32(lb), maskEnd: make([]int, spec.Step)}, nil
+	return &methodIO{spec: spec, step: step, ids: align.AsI64(bufs[program.InputIDs]), mask: mask,
+		positions: align.AsI64(bufs[program.PositionIDs]), logits: align.AsF32(lb), maskEnd: make([]int, spec.Step)}, nil
 }
 
 // Position is the number of committed tokens (the next absolute position).
@@ -384,20 +385,6 @@ func (s *Session) free() {
 		s.r.alloc.Free(b)
 	}
 	s.owned = nil
-}
-
-func asI64(b []byte) []int64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
-}
-
-func asF32(b []byte) []float32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // masksCleared records that every mask buffer was zeroed (Reset, Restore).

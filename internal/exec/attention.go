@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"fmt"
+	"github.com/hfstatic/hfstatic/internal/align"
 	"math"
 
 	"github.com/hfstatic/hfstatic/internal/kernels"
@@ -94,7 +95,7 @@ func (m *Method) compileAttention(op *program.Op, in []operand, out operand) (op
 	a.work = make([]attnWorker, p.threads)
 	for w := range a.work {
 		// scratch shared by all attention ops (they run one at a time)
-		a.work[w] = attnWorker{a: a, scores: asF32(p.shared(fmt.Sprintf("attention scores %d", w), 4*a.group*a.stride))}
+		a.work[w] = attnWorker{a: a, scores: align.AsF32(p.shared(fmt.Sprintf("attention scores %d", w), 4*a.group*a.stride))}
 	}
 	a.headFn, a.groupFn, a.f16Fn = a.head, a.groupHead, a.toF16
 	return a, nil
@@ -206,7 +207,7 @@ func (c *attnWorker) row(r int) (end int) {
 	if si := int(ps.rowSeg[r]); si != c.seg {
 		g := &ps.segs[si]
 		kb, vb := g.s.bufs[a.kc], g.s.bufs[a.vc]
-		c.seg, c.k32, c.v32, c.k16, c.v16 = si, asF32(kb), asF32(vb), asU16(kb), asU16(vb)
+		c.seg, c.k32, c.v32, c.k16, c.v16 = si, align.AsF32(kb), align.AsF32(vb), align.AsU16(kb), align.AsU16(vb)
 		c.mask, c.pos, c.first, c.off = g.s.bufs[a.mask], g.pos, max(0, g.pos-a.L), g.off
 	}
 	i := r - c.off

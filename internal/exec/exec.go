@@ -186,10 +186,10 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 		}
 	}
 	if b, ok := io[program.InputIDs]; ok {
-		s.ids = asI64(b)
+		s.ids = align.AsI64(b)
 	}
 	if b, ok := io[program.PositionIDs]; ok {
-		s.positions = asI64(b)
+		s.positions = align.AsI64(b)
 	}
 	if b, ok := m.buffers[program.AttentionMask]; ok {
 		s.mask = io[program.AttentionMask]
@@ -197,7 +197,7 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 	}
 	for _, b := range m.spec.Inputs {
 		if b.DType == program.I64 && len(b.Shape) == 0 {
-			s.counters = append(s.counters, &asI64(io[b.Name])[0])
+			s.counters = append(s.counters, &align.AsI64(io[b.Name])[0])
 		}
 	}
 	if m.output >= 0 {
@@ -267,25 +267,4 @@ func (s *Step) readInputs() error {
 		}
 	}
 	return nil
-}
-
-func asF32(b []byte) []float32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
-}
-
-func asU16(b []byte) []uint16 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
-}
-
-func asI64(b []byte) []int64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/hfstatic/hfstatic/internal/align"
 
 	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/program"
@@ -282,7 +283,7 @@ func (o *cacheWriteOp) run(ps *pass) {
 	xs, H, L, D := ps.f32(o.x), o.H, o.L, o.D
 	for _, g := range ps.segs {
 		buf := g.s.bufs[o.cache]
-		c32, c16 := asF32(buf), asU16(buf)
+		c32, c16 := align.AsF32(buf), align.AsU16(buf)
 		for i := max(0, g.n-L); i < g.n; i++ {
 			slot := (g.pos + i) % L
 			for h := 0; h < H; h++ {
@@ -311,7 +312,7 @@ func (m *Method) compileAdvance(_ *program.Op, in []operand, out operand) (op, e
 
 func (o *advanceOp) run(ps *pass) {
 	for _, g := range ps.segs {
-		asI64(g.s.bufs[o.counter])[0] += int64(g.n)
+		align.AsI64(g.s.bufs[o.counter])[0] += int64(g.n)
 	}
 }
 

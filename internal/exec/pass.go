@@ -43,7 +43,7 @@ type segment struct {
 // f32 returns the float32 data of a constant or of a pass buffer.
 func (ps *pass) f32(o operand) []float32 {
 	if o.konst != nil {
-		return asF32(o.konst.data)
+		return align.AsF32(o.konst.data)
 	}
 	return ps.act[o.idx]
 }
@@ -51,7 +51,7 @@ func (ps *pass) f32(o operand) []float32 {
 // selRows returns scratch for the kept rows of a last_row linear's k-wide input.
 func (ps *pass) selRows(k int) []float32 {
 	if len(ps.xsel) < ps.sel*k {
-		ps.xsel = asF32(align.Bytes(4 * ps.rows * k))
+		ps.xsel = align.AsF32(align.Bytes(4 * ps.rows * k))
 	}
 	return ps.xsel
 }
@@ -128,7 +128,7 @@ func (p *Program) prepare(m *Method) {
 		rows := max(ps.rows, p.maxStep)
 		for _, mt := range p.methods {
 			for _, a := range mt.spec.Activations {
-				ps.act[p.index[a.Name]] = asF32(align.Bytes(4 * rows * a.Shape[len(a.Shape)-1]))
+				ps.act[p.index[a.Name]] = align.AsF32(align.Bytes(4 * rows * a.Shape[len(a.Shape)-1]))
 			}
 		}
 		ps.idsBuf, ps.posBuf, ps.rowSeg = make([]int64, rows), make([]int64, rows), make([]int32, rows)
@@ -144,7 +144,7 @@ func (p *Program) prepare(m *Method) {
 		s := ps.segs[0].s
 		ps.ids, ps.positions = s.ids, s.positions
 		if m.output >= 0 {
-			ps.act[m.output] = asF32(s.bufs[m.output])
+			ps.act[m.output] = align.AsF32(s.bufs[m.output])
 		}
 		return
 	}
@@ -156,7 +156,7 @@ func (p *Program) prepare(m *Method) {
 	if m.output >= 0 {
 		w := m.outWidth
 		if len(ps.outBuf) < ps.rows*w {
-			ps.outBuf = asF32(align.Bytes(4 * ps.actRows * w))
+			ps.outBuf = align.AsF32(align.Bytes(4 * ps.actRows * w))
 		}
 		ps.act[m.output] = ps.outBuf
 	}
@@ -176,7 +176,7 @@ func (p *Program) finish(m *Method) {
 		if m.selected[m.output] {
 			rows, first = g.sel, g.selOff
 		}
-		dst := asF32(s.bufs[m.output])
+		dst := align.AsF32(s.bufs[m.output])
 		if len(ps.segs) > 1 {
 			copy(dst[:rows*w], ps.outBuf[first*w:(first+rows)*w])
 		}
