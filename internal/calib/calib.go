@@ -53,9 +53,14 @@ type Options struct {
 	Threads int
 	// MaxGram is the widest linear input (K channels) whose Gram matrix is collected too,
 	// for error-compensating quantization (K×K float64 per distinct input while running,
-	// and K² operations per token: 8 MiB for K = 1024); 0 collects none.
+	// and K² operations per token: 8 MiB for K = 1024); 0 collects none. Inputs wider than
+	// an eighth of the calibration tokens get none either: fewer samples leave the matrix
+	// nearly singular, and compensating along it fits the calibration text, not the model.
 	MaxGram int
 }
+
+// gramSamplesPerChannel is how many calibration tokens per input channel a Gram matrix needs.
+const gramSamplesPerChannel = 8
 
 // ErrInput reports calibration input that cannot be run (empty, too long, bad ids).
 var ErrInput = errors.New("calibration input")
@@ -104,7 +109,7 @@ func Collect(ctx context.Context, f *program.File, sequences [][]int, opts Optio
 		return nil, err
 	}
 	for _, t := range taps {
-		if t.width <= opts.MaxGram {
+		if t.width <= opts.MaxGram && t.width*gramSamplesPerChannel <= total {
 			t.gram = make([]float64, t.width*t.width)
 		}
 	}

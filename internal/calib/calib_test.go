@@ -33,12 +33,17 @@ func weights(tb testing.TB, ckpt *hf.Checkpoint, name string) []float32 {
 	return v
 }
 
-// One token (BOS) through stories260K: the first layer's attention input is
-// RMSNorm(embedding row 1) * γ, computed here from the checkpoint; its square is
-// the importance of q, k and v, and its outer product their Gram matrix.
+// One token (BOS) through stories260K, 512 times (8 tokens per channel, so that the
+// Gram matrices of 64-channel inputs are collected): the first layer's attention input is
+// RMSNorm(embedding row 1) * γ, computed here from the checkpoint; its square is the
+// importance of q, k and v, and its outer product their Gram matrix.
 func TestStatisticsAreTheLayerInputs(t *testing.T) {
 	ckpt := openStories(t)
-	st, err := calib.Run(context.Background(), ckpt, [][]int{{1}}, calib.Options{Threads: 1, MaxGram: 64})
+	seqs := make([][]int, 512)
+	for i := range seqs {
+		seqs[i] = []int{1}
+	}
+	st, err := calib.Run(context.Background(), ckpt, seqs, calib.Options{Threads: 1, MaxGram: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +78,8 @@ func TestStatisticsAreTheLayerInputs(t *testing.T) {
 			}
 		}
 	}
-	if st.Tokens != 1 || len(st.Matrices) != 5*7+1 {
-		t.Errorf("%d tokens, %d matrices; want 1 and 36 (7 per layer and the tied embedding)", st.Tokens, len(st.Matrices))
+	if st.Tokens != 512 || len(st.Matrices) != 5*7+1 {
+		t.Errorf("%d tokens, %d matrices; want 512 and 36 (7 per layer and the tied embedding)", st.Tokens, len(st.Matrices))
 	}
 	// The tied embedding is also looked up: importance 1 + normalized, no Gram.
 	if e := st.Matrices["model.embed_tokens.weight"]; e.Gram != nil || slices.Min(e.Importance) < 1 {
@@ -83,6 +88,14 @@ func TestStatisticsAreTheLayerInputs(t *testing.T) {
 	// FFN inputs (172 channels) are wider than MaxGram 64: no Gram matrix.
 	if d := st.Matrices["model.layers.0.mlp.down_proj.weight"]; len(d.Importance) != 172 || d.Gram != nil {
 		t.Errorf("down_proj: %d importance values, Gram %v; want 172 and none", len(d.Importance), d.Gram != nil)
+	}
+	// One token is too few for a 64×64 Gram matrix (8 tokens per channel).
+	few, err := calib.Run(context.Background(), ckpt, seqs[:1], calib.Options{Threads: 1, MaxGram: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := few.Matrices["model.layers.0.self_attn.q_proj.weight"]; q.Gram != nil || len(q.Importance) != 64 {
+		t.Errorf("one token: q_proj has a Gram matrix (%v) or %d importance values", q.Gram != nil, len(q.Importance))
 	}
 }
 
@@ -98,7 +111,7 @@ func TestStatisticsAreDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqs = seqs[:4]
+	seqs = seqs[:8] // about 800 tokens: Gram matrices for the 64-channel inputs
 	opts := calib.Options{Threads: 2, MaxGram: 256}
 	a, err := calib.Run(context.Background(), ckpt, seqs, opts)
 	if err != nil {
@@ -114,12 +127,15 @@ func TestStatisticsAreDeterministic(t *testing.T) {
 			t.Fatalf("%s: two runs differ", name)
 		}
 	}
-	c, err := calib.Run(context.Background(), ckpt, seqs[:2], opts)
+	if a.Matrices["model.layers.0.self_attn.q_proj.weight"].Gram == nil {
+		t.Error("no Gram matrix for q_proj from 800 tokens")
+	}
+	c, err := calib.Run(context.Background(), ckpt, seqs[:4], opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if name := "model.layers.3.mlp.down_proj.weight"; slices.Equal(a.Matrices[name].Importance, c.Matrices[name].Importance) {
-		t.Error("statistics of 4 and 2 sequences are equal")
+		t.Error("statistics of 8 and 4 sequences are equal")
 	}
 }
 
