@@ -54,7 +54,7 @@ func TestBadRequestsGetOpenAIErrorsAndTheServerStaysHealthy(t *testing.T) {
 		{"top_p above one", comp, `{"prompt":"a","top_p":1.5}`, 400, "top_p", "invalid_value"},
 		{"presence penalty out of range", comp, `{"prompt":"a","presence_penalty":3}`, 400, "presence_penalty", "invalid_value"},
 		{"unknown field", comp, `{"prompt":"a","max_tokenz":3}`, 400, "max_tokenz", "unknown_parameter"},
-		{"n above one", comp, `{"prompt":"a","n":2}`, 400, "n", "unsupported_value"},
+		{"n above the limit", comp, `{"prompt":"a","n": 9}`, 400, "n", "invalid_value"},
 		{"empty stop", comp, `{"prompt":"a","stop":""}`, 400, "stop", "invalid_value"},
 		{"stop is a number", comp, `{"prompt":"a","stop":7}`, 400, "stop", "invalid_type"},
 		{"stream_options without stream", comp, `{"prompt":"a","stream_options":{"include_usage":true}}`, 400, "stream_options", "invalid_value"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hfstatic/hfstatic/generate"
@@ -16,8 +17,13 @@ import (
 // outcome is what one generation produced besides its text.
 type outcome struct {
 	promptTokens, cachedTokens, completionTokens int
-	finishReason                                 string // "stop" or "length"
+	finishReason                                 string   // choice 0's: "stop", "length" (or "tool_calls", set by the handler)
+	finishReasons                                []string // every choice's
 }
+
+// maxChoices bounds n: each choice beyond the first forks the session (outside the pool's
+// memory budget).
+const maxChoices = 8
 
 // checkPrompt refuses prompts the program cannot take: empty, ids outside the
 // vocabulary, or longer than the context.
@@ -44,17 +50,21 @@ type generation struct {
 	set    settings
 	// begin is called once a session is leased, before any text (streams send headers).
 	begin func() error
-	// emit receives the text as it becomes final.
-	emit func(text string) error
-	// raw, if set, receives every generated token but end-of-sequence ones (tool calls are
+	// emit receives choice i's text as it becomes final. With several choices it is called
+	// from several goroutines, one per choice.
+	emit func(i int, text string) error
+	// raw, if set, receives every token of choice i but end-of-sequence ones (tool calls are
 	// parsed from the tokens, special ones included).
-	raw func(tok int)
+	raw func(i int, tok int)
+	// arrived is when the request came in (the first token's latency counts from it).
+	arrived time.Time
 }
 
 // run admits the request, leases a session with the longest cached prefix of the prompt,
-// generates and returns the outcome. ctx ends the generation early (client gone, shutdown).
+// generates set.n choices and returns the outcome. The prompt is processed once: further
+// choices fork the session after it. ctx ends the generation early (client gone, shutdown).
 func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
-	arrived := time.Now()
+	g.arrived = time.Now()
 	out := outcome{promptTokens: len(g.prompt)}
 	release, err := s.admit(ctx)
 	if err != nil {
@@ -100,13 +110,83 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	if err := g.begin(); err != nil {
 		return out, err
 	}
-	sampler, err := sample.New(g.set.sampling)
+	n := max(g.set.n, 1)
+	prompt := g.prompt[reused:]
+	sessions, steppers := []*runner.Session{sess}, []generate.Stepper{seq}
+	if n > 1 {
+		if err := seq.Append(ctx, prompt); err != nil {
+			resetIfPoisoned(sess, err)
+			return out, err
+		}
+		prompt = nil
+		for i := 1; i < n; i++ {
+			f, err := sess.Fork()
+			if err != nil {
+				return out, fmt.Errorf("fork the session for choice %d: %w", i, err)
+			}
+			defer f.Close()
+			fseq, err := s.batch.Join(f)
+			if err != nil {
+				return out, fmt.Errorf("join the batch: %w", err)
+			}
+			defer fseq.Leave()
+			sessions, steppers = append(sessions, f), append(steppers, fseq)
+		}
+	}
+	results := make([]choiceResult, n)
+	if n == 1 {
+		results[0] = s.generateChoice(ctx, g, 0, sess, seq, prompt)
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = s.generateChoice(ctx, g, i, sessions[i], steppers[i], prompt)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, r := range results {
+		out.completionTokens += r.tokens
+		out.finishReasons = append(out.finishReasons, r.finish)
+		if r.err != nil {
+			if i == 0 {
+				resetIfPoisoned(sess, r.err)
+			}
+			return out, r.err
+		}
+	}
+	out.finishReason = out.finishReasons[0]
+	return out, nil
+}
+
+func resetIfPoisoned(sess *runner.Session, err error) {
+	var poisoned *runner.PoisonedError
+	if errors.As(err, &poisoned) {
+		sess.Reset()
+	}
+}
+
+// choiceResult is what one choice produced.
+type choiceResult struct {
+	tokens int
+	finish string
+	err    error
+}
+
+// generateChoice generates choice i on sess (its prompt appended already, or prompt still
+// to append), with its own sampler (seed + i), stop strings, grammar matcher and logprobs.
+func (s *Server) generateChoice(ctx context.Context, g generation, i int, sess *runner.Session, step generate.Stepper, prompt []int) (r choiceResult) {
+	opts := g.set.sampling
+	opts.Seed += uint64(i)
+	sampler, err := sample.New(opts)
 	if err != nil {
-		return out, badRequest("", "invalid_value", "%v", err)
+		return choiceResult{err: badRequest("", "invalid_value", "%v", err)}
 	}
 	stops, err := sample.NewStopMatcher(g.set.stops)
 	if err != nil {
-		return out, badRequest("stop", "invalid_value", "%v", err)
+		return choiceResult{err: badRequest("stop", "invalid_value", "%v", err)}
 	}
 	detok := s.o.Tokenizer.NewStream(true)
 	if len(g.prompt) > 0 {
@@ -118,20 +198,24 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	if maxTokens == 0 {
 		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
 	}
-	lastToken := arrived
 	var constraint generate.Constraint
 	if g.set.format != nil {
 		constraint = g.set.format.NewMatcher(s.vocab())
 	}
-	res, err := generate.Run(ctx, sess, g.prompt[reused:], generate.Options{
-		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(), Stepper: seq,
+	var observe func(int, []float32, []uint64)
+	if i < len(g.set.logprobs) {
+		observe = g.set.logprobs[i].observe
+	}
+	lastToken := g.arrived
+	res, err := generate.Run(ctx, sess, prompt, generate.Options{
+		MaxTokens: maxTokens, Sampler: sampler, EOS: s.eos, Vocab: s.o.Tokenizer.VocabSize(), Stepper: step,
 		Constraint: constraint,
-		Observe:    observer(g.set.logprobs),
+		Observe:    observe,
 		OnToken: func(tok int) error {
 			now := time.Now()
-			s.metrics.token(out.completionTokens == 0, now.Sub(lastToken))
+			s.metrics.token(r.tokens == 0, now.Sub(lastToken))
 			lastToken = now
-			out.completionTokens++
+			r.tokens++
 			if hook := s.tokenHook.Load(); hook != nil {
 				(*hook)(ctx)
 			}
@@ -139,7 +223,7 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 				return nil
 			}
 			if g.raw != nil {
-				g.raw(tok)
+				g.raw(i, tok)
 			}
 			piece, err := detok.Add(tok)
 			if err != nil {
@@ -147,7 +231,7 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 			}
 			text, stopped := stops.Push(piece)
 			if text != "" {
-				if err := g.emit(text); err != nil {
+				if err := g.emit(i, text); err != nil {
 					return err
 				}
 			}
@@ -158,36 +242,25 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		},
 	})
 	if err != nil {
-		var poisoned *runner.PoisonedError
-		if errors.As(err, &poisoned) {
-			sess.Reset()
-		}
-		return out, err
+		r.err = err
+		return r
 	}
-	out.finishReason = "stop"
+	r.finish = "stop"
 	if res.Reason == generate.StopMaxTokens || res.Reason == generate.StopContextFull {
-		out.finishReason = "length"
+		r.finish = "length"
 	}
 	if _, stopped := stops.Stopped(); !stopped {
 		text, stopped := stops.Push(detok.Flush())
 		if stopped {
-			out.finishReason = "stop"
+			r.finish = "stop"
 		}
 		if tail := text + stops.Flush(); tail != "" {
-			if err := g.emit(tail); err != nil {
-				return out, err
+			if err := g.emit(i, tail); err != nil {
+				r.err = err
 			}
 		}
 	}
-	return out, nil
-}
-
-// observer returns the recorder's observe method, or nil.
-func observer(r *logprobRecorder) func(int, []float32, []uint64) {
-	if r == nil {
-		return nil
-	}
-	return r.observe
+	return r
 }
 
 // generationError turns an error from run into the client's error.

@@ -141,12 +141,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := newID("cmpl-"), time.Now().Unix()
-	chunk := func(text string, finish *string, u *usage) any {
+	chunk := func(i int, text string, finish *string, u *usage) any {
 		c := completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.o.ModelID, Usage: u,
-			Choices: []completionChoice{{Text: text, FinishReason: finish}}}
+			Choices: []completionChoice{{Index: i, Text: text, FinishReason: finish}}}
 		if u != nil && finish == nil {
 			c.Choices = []completionChoice{}
-		} else if rec := set.logprobs; rec != nil {
+		} else if rec := recorder(set, i); rec != nil {
 			first := rec.taken
 			c.Choices[0].Logprobs = rec.completion(rec.take(), first)
 		}
@@ -156,14 +156,19 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, prompt, set, nil, chunk, nil)
 		return
 	}
-	var text strings.Builder
+	texts := make([]strings.Builder, set.n)
 	out, err := s.run(r.Context(), generation{prompt: prompt, set: set, begin: func() error { return nil },
-		emit: func(t string) error { text.WriteString(t); return nil }})
+		emit: func(i int, t string) error { texts[i].WriteString(t); return nil }})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, chunk(text.String(), &out.finishReason, out.usage()))
+	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.o.ModelID, Usage: out.usage()}
+	for i := range texts {
+		c := chunk(i, texts[i].String(), &out.finishReasons[i], nil).(completionResponse)
+		resp.Choices = append(resp.Choices, c.Choices[0])
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // completionInput validates a completion request and tokenizes its prompt.
@@ -189,7 +194,7 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 		return nil, set, err
 	}
 	if req.Logprobs != nil {
-		set.logprobs = newLogprobRecorder(s.o.Tokenizer, s.eos, *req.Logprobs)
+		set.recordLogprobs(s.o.Tokenizer, s.eos, *req.Logprobs)
 	}
 	p, err := parsePrompt(req.Prompt)
 	if err != nil {
@@ -216,17 +221,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := newID("chatcmpl-"), time.Now().Unix()
-	chunk := func(text string, finish *string, u *usage) any {
+	chunk := func(i int, text string, finish *string, u *usage) any {
 		c := chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID, Usage: u}
 		switch {
 		case u != nil && finish == nil: // the usage chunk
 			c.Choices = []chatChoice{}
 		case finish != nil:
-			c.Choices = []chatChoice{{Delta: &chatOutput{}, FinishReason: finish}}
+			c.Choices = []chatChoice{{Index: i, Delta: &chatOutput{}, FinishReason: finish}}
 		default:
-			c.Choices = []chatChoice{{Delta: &chatOutput{Content: &text}}}
+			c.Choices = []chatChoice{{Index: i, Delta: &chatOutput{Content: &text}}}
 		}
-		if rec := set.logprobs; rec != nil && len(c.Choices) == 1 {
+		if rec := recorder(set, i); rec != nil && len(c.Choices) == 1 {
 			if e := rec.take(); len(e) > 0 || finish == nil {
 				c.Choices[0].Logprobs = rec.chat(e)
 			}
@@ -234,55 +239,57 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return c
 	}
 	if set.stream {
-		role := func() any {
+		role := func(i int) any {
 			empty := ""
 			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID,
-				Choices: []chatChoice{{Delta: &chatOutput{Role: "assistant", Content: &empty}}}}
+				Choices: []chatChoice{{Index: i, Delta: &chatOutput{Role: "assistant", Content: &empty}}}}
 		}
-		toolDelta := func(content string, calls []toolCallOut) any {
-			for i := range calls {
-				calls[i].Index = &i
+		toolDelta := func(i int, content string, calls []toolCallOut) any {
+			for k := range calls {
+				calls[k].Index = &k
 			}
 			d := &chatOutput{ToolCalls: calls}
 			if content != "" {
 				d.Content = &content
 			}
 			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.o.ModelID,
-				Choices: []chatChoice{{Delta: d}}}
+				Choices: []chatChoice{{Index: i, Delta: d}}}
 		}
 		s.stream(w, r, prompt, set, role, chunk, toolDelta)
 		return
 	}
-	var text strings.Builder
-	var ids []int
+	texts := make([]strings.Builder, set.n)
+	ids := make([][]int, set.n)
 	g := generation{prompt: prompt, set: set, begin: func() error { return nil },
-		emit: func(t string) error { text.WriteString(t); return nil }}
+		emit: func(i int, t string) error { texts[i].WriteString(t); return nil }}
 	if set.tools != nil {
-		g.raw = func(tok int) { ids = append(ids, tok) }
+		g.raw = func(i, tok int) { ids[i] = append(ids[i], tok) }
 	}
 	out, err := s.run(r.Context(), g)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	msg := &chatOutput{Role: "assistant"}
-	content := text.String()
-	if set.tools != nil {
-		rest, calls, err := s.parseReply(set.tools, ids)
-		if err != nil {
-			s.fail(w, r, err)
-			return
+	resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.o.ModelID, Usage: out.usage()}
+	for i := range texts {
+		msg := &chatOutput{Role: "assistant"}
+		content, finish := texts[i].String(), out.finishReasons[i]
+		if set.tools != nil {
+			rest, calls, err := s.parseReply(set.tools, ids[i])
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if len(calls) > 0 {
+				content, msg.ToolCalls, finish = rest, calls, "tool_calls"
+			}
 		}
-		if len(calls) > 0 {
-			content, msg.ToolCalls, out.finishReason = rest, calls, "tool_calls"
+		if content != "" || len(msg.ToolCalls) == 0 {
+			msg.Content = &content
 		}
+		resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: msg, FinishReason: &finish, Logprobs: chatLogprobsOf(recorder(set, i))})
 	}
-	if content != "" || len(msg.ToolCalls) == 0 {
-		msg.Content = &content
-	}
-	writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.o.ModelID,
-		Usage:   out.usage(),
-		Choices: []chatChoice{{Message: msg, FinishReason: &out.finishReason, Logprobs: chatLogprobsOf(set.logprobs)}}})
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // chatInput validates a chat request, renders the conversation with the model's template
@@ -320,7 +327,7 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 		if req.TopLogprobs != nil {
 			top = *req.TopLogprobs
 		}
-		set.logprobs = newLogprobRecorder(s.o.Tokenizer, s.eos, top)
+		set.recordLogprobs(s.o.Tokenizer, s.eos, top)
 	}
 	msgs, err := parseMessages(req.Messages)
 	if err != nil {

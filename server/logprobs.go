@@ -151,6 +151,14 @@ func (r *logprobRecorder) completion(entries []tokenLogprob, first int) *complet
 	return c
 }
 
+// recorder returns choice i's recorder, or nil when logprobs were not asked for.
+func recorder(set settings, i int) *logprobRecorder {
+	if i < len(set.logprobs) {
+		return set.logprobs[i]
+	}
+	return nil
+}
+
 // chatLogprobsOf is the logprobs of a whole chat reply (nil when not asked for).
 func chatLogprobsOf(r *logprobRecorder) *chatLogprobs {
 	if r == nil {

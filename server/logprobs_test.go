@@ -100,3 +100,63 @@ func TestLogprobs(t *testing.T) {
 		}
 	}
 }
+
+// TestSeveralChoices checks n > 1: choice i equals a lone request with seed + i (the forks
+// continue exactly where the prompt left the session), streamed or not.
+func TestSeveralChoices(t *testing.T) {
+	_, base, _ := startServer(t, nil)
+	client := newClient(base)
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{
+		Model:     "stories260K",
+		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Tell me a story.")},
+		MaxTokens: openai.Int(16),
+		Seed:      openai.Int(5),
+		N:         openai.Int(3),
+		Logprobs:  openai.Bool(true),
+	}
+	resp, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 3 {
+		t.Fatalf("%d choices", len(resp.Choices))
+	}
+	for i, c := range resp.Choices {
+		one := params
+		one.N = openai.Int(1)
+		one.Seed = openai.Int(5 + int64(i))
+		alone, err := client.Chat.Completions.New(ctx, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Index != int64(i) || c.Message.Content != alone.Choices[0].Message.Content || len(c.Logprobs.Content) != len(alone.Choices[0].Logprobs.Content) {
+			t.Errorf("choice %d %q, alone with seed %d %q", i, c.Message.Content, 5+i, alone.Choices[0].Message.Content)
+		}
+	}
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range resp.Choices {
+		if acc.Choices[i].Message.Content != c.Message.Content {
+			t.Errorf("streamed choice %d %q, want %q", i, acc.Choices[i].Message.Content, c.Message.Content)
+		}
+	}
+	status, _, body := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":4,"n":2,"seed":1}`)
+	if status != 200 || strings.Count(string(body), `"index"`) != 2 {
+		t.Errorf("completions n=2: %d %s", status, body)
+	}
+	for _, n := range []string{"0", "9", "-1"} {
+		status, _, body := post(t, base+"/v1/completions", `{"prompt":"Once","n":`+n+`}`)
+		var e errorBody
+		json.Unmarshal(body, &e)
+		if status != 400 || e.Error.Param == nil || *e.Error.Param != "n" {
+			t.Errorf("n=%s: %d %s", n, status, body)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/hfstatic/hfstatic/grammar"
 	"github.com/hfstatic/hfstatic/internal/chat"
 	"github.com/hfstatic/hfstatic/sample"
+	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
 // maxStops bounds the stop strings of one request (each is searched after every token).
@@ -167,10 +168,11 @@ func isNull(raw json.RawMessage) bool {
 
 // settings is a validated request, ready to generate.
 type settings struct {
-	format       *grammar.Grammar // the reply's language (response_format, forced tool call); nil: any text
-	tools        *toolPlan        // the reply may call tools (read back when it is complete)
-	logprobs     *logprobRecorder // records the tokens' log-probabilities; nil: not asked for
-	maxTokens    int              // 0: until the context is full
+	format       *grammar.Grammar   // the reply's language (response_format, forced tool call); nil: any text
+	tools        *toolPlan          // the reply may call tools (read back when it is complete)
+	logprobs     []*logprobRecorder // per choice: the tokens' log-probabilities; nil: not asked for
+	n            int                // choices (1..maxChoices)
+	maxTokens    int                // 0: until the context is full
 	sampling     sample.Options
 	stops        []string
 	stream       bool
@@ -186,8 +188,12 @@ func (p *samplingParams) settings(defaultMax int) (settings, error) {
 		}
 		s.maxTokens = *p.MaxTokens
 	}
-	if p.N != nil && *p.N != 1 {
-		return s, badRequest("n", "unsupported_value", "n is %d; this server generates one choice per request (n = 1)", *p.N)
+	s.n = 1
+	if p.N != nil {
+		if *p.N < 1 || *p.N > maxChoices {
+			return s, badRequest("n", "invalid_value", "n is %d; it must be from 1 to %d", *p.N, maxChoices)
+		}
+		s.n = *p.N
 	}
 	if len(p.LogitBias) > 0 {
 		return s, badRequest("logit_bias", "unsupported_parameter", "logit_bias is not supported")
@@ -253,6 +259,14 @@ func (p *samplingParams) settings(defaultMax int) (settings, error) {
 	}
 	s.sampling = o
 	return s, nil
+}
+
+// recordLogprobs gives each choice a log-probability recorder keeping top alternatives.
+func (s *settings) recordLogprobs(tok *tokenizer.Tokenizer, eos []int, top int) {
+	s.logprobs = make([]*logprobRecorder, s.n)
+	for i := range s.logprobs {
+		s.logprobs[i] = newLogprobRecorder(tok, eos, top)
+	}
 }
 
 // samplerParams maps sample.Options fields to request fields.
