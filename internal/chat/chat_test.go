@@ -3,7 +3,6 @@ package chat
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 )
@@ -253,16 +252,24 @@ func FuzzParseAndRender(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	in := Input{Messages: []Message{{Role: "user", Content: "hi"}}, Now: fixtureNow}
+	f.Add("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+	f.Add("{% set s = namespace(v='ab') %}{% for i in range(60) %}{% set s.v = s.v ~ s.v %}{% endfor %}{{ s.v }}")
+	// A small budget keeps every case fast, loops and all; exceeding it is
+	// a *BudgetError, and the output never exceeds it.
+	budget := Budget{MaxOutput: 1 << 16, MaxSteps: 20_000, Timeout: 200 * time.Millisecond}
+	in := Input{Messages: []Message{{Role: "user", Content: "hi"}}, Now: fixtureNow, Budget: budget}
 	f.Fuzz(func(t *testing.T, src string) {
-		if len(src) > 2000 || strings.Contains(src, "range(") {
-			return // keep each case fast: range can build huge lists
+		if len(src) > 2000 {
+			return
 		}
 		tmpl, err := Parse(src)
 		if err != nil {
 			return
 		}
-		tmpl.Render(in)
+		out, err := tmpl.Render(in)
+		if err == nil && len(out) > budget.MaxOutput+maxValue {
+			t.Fatalf("rendered %d bytes within a %d-byte budget", len(out), budget.MaxOutput)
+		}
 	})
 }
 
