@@ -81,6 +81,14 @@ func (m *Matcher) Accept(id int) error {
 	if len(b) == 0 {
 		return fmt.Errorf("token %d stands for no text: %w", id, ErrRejected)
 	}
+	if !m.advance(b) {
+		return fmt.Errorf("token %d (%q): %w", id, b, ErrRejected)
+	}
+	return nil
+}
+
+// advance moves over b if the language allows it, and reports whether it did.
+func (m *Matcher) advance(b []byte) bool {
 	m.g.mu.Lock()
 	s := m.cur
 	for _, c := range b {
@@ -88,26 +96,17 @@ func (m *Matcher) Accept(id int) error {
 	}
 	dead := s == m.g.dfa.dead
 	m.g.mu.Unlock()
-	if dead {
-		return fmt.Errorf("token %d (%q): %w", id, b, ErrRejected)
+	if !dead {
+		m.cur = s
 	}
-	m.cur = s
-	return nil
+	return !dead
 }
 
 // AcceptBytes advances over text (e.g. a forced prefix); same rules as Accept.
 func (m *Matcher) AcceptBytes(b []byte) error {
-	m.g.mu.Lock()
-	s := m.cur
-	for _, c := range b {
-		s = m.g.dfa.step(s, c)
-	}
-	dead := s == m.g.dfa.dead
-	m.g.mu.Unlock()
-	if dead || m.ended {
+	if m.ended || !m.advance(b) {
 		return fmt.Errorf("text %q: %w", b, ErrRejected)
 	}
-	m.cur = s
 	return nil
 }
 

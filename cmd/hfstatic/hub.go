@@ -212,25 +212,22 @@ type runOptions struct {
 // chooseContext picks the model's trained context capped at 4096, halved until one
 // session's float16 K/V caches fit in a quarter of the available memory.
 func chooseContext(cfgRaw []byte, avail int64) (ctx int, cacheBytes int64) {
-	var c struct {
-		MaxPos     int `json:"max_position_embeddings"`
-		Layers     int `json:"num_hidden_layers"`
-		Heads      int `json:"num_attention_heads"`
-		KVHeads    int `json:"num_key_value_heads"`
-		HeadDim    int `json:"head_dim"`
-		Hidden     int `json:"hidden_size"`
-		TextConfig *struct {
-			MaxPos  int `json:"max_position_embeddings"`
-			Layers  int `json:"num_hidden_layers"`
-			Heads   int `json:"num_attention_heads"`
-			KVHeads int `json:"num_key_value_heads"`
-			HeadDim int `json:"head_dim"`
-			Hidden  int `json:"hidden_size"`
-		} `json:"text_config"`
+	type dims struct {
+		MaxPos  int `json:"max_position_embeddings"`
+		Layers  int `json:"num_hidden_layers"`
+		Heads   int `json:"num_attention_heads"`
+		KVHeads int `json:"num_key_value_heads"`
+		HeadDim int `json:"head_dim"`
+		Hidden  int `json:"hidden_size"`
 	}
-	json.Unmarshal(cfgRaw, &c)
-	if t := c.TextConfig; t != nil {
-		c.MaxPos, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.Hidden = t.MaxPos, t.Layers, t.Heads, t.KVHeads, t.HeadDim, t.Hidden
+	var cfg struct {
+		dims
+		TextConfig *dims `json:"text_config"` // multimodal folders nest the text model's config
+	}
+	json.Unmarshal(cfgRaw, &cfg)
+	c := cfg.dims
+	if cfg.TextConfig != nil {
+		c = *cfg.TextConfig
 	}
 	if c.KVHeads == 0 {
 		c.KVHeads = c.Heads

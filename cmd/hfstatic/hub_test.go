@@ -98,3 +98,23 @@ func TestHubFailuresAreOneLine(t *testing.T) {
 		t.Errorf("pull of a bad reference: %v is not a usage error (exit 2)", err)
 	}
 }
+
+func TestChooseContextFitsMemory(t *testing.T) {
+	qwen3 := []byte(`{"max_position_embeddings":40960,"num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"hidden_size":1024}`)
+	gemma3 := []byte(`{"text_config":{"max_position_embeddings":131072,"num_hidden_layers":34,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"hidden_size":2560}}`)
+	for _, c := range []struct {
+		cfg   []byte
+		avail int64
+		want  int
+	}{
+		{qwen3, 24 << 30, 4096}, // 112 KiB per token: 4096 tokens need 448 MiB
+		{qwen3, 1 << 30, 2048},  // a quarter of 1 GiB holds 2048
+		{gemma3, 24 << 30, 4096},
+		{[]byte(`{"max_position_embeddings":512,"num_hidden_layers":5,"num_attention_heads":8,"num_key_value_heads":4,"hidden_size":64}`), 0, 512},
+	} {
+		got, bytes := chooseContext(c.cfg, c.avail)
+		if got != c.want || (c.avail > 0 && bytes > c.avail/4) {
+			t.Errorf("%s with %d bytes: context %d (%d bytes), want %d", c.cfg, c.avail, got, bytes, c.want)
+		}
+	}
+}
