@@ -40,7 +40,8 @@ var (
 // bytes is the size of a vector.
 func (s isa) bytes() int { return 4 * s.lanes }
 
-// n is the name of a length parameter counted in whole vectors: n16, n8.
+// n is the name of a length parameter, a number of values that is a
+// multiple of the lanes: n16, n8.
 func (s isa) n() string { return fmt.Sprintf("n%d", s.lanes) }
 
 // last is the highest vector register, the reductions' scratch.
@@ -91,21 +92,26 @@ func (s isa) broadcastF16(m Mem, dst VecPhysical) {
 
 // hsum reduces v (a ZMM or YMM register) into the low lane of its X
 // register by addition, clobbering t.
-func hsum(v, t VecPhysical) { hreduce(v, t, VADDPS, VADDSS) }
+func hsum(v, t VecPhysical) {
+	extract := VEXTRACTF128
+	if v.Size() == 64 { // EVEX: v may be one of Z16-Z31
+		extract = func(i, y, x Op) { VEXTRACTF32X4(i, y, x) }
+	}
+	hreduce(v, t, VADDPS, VADDSS, extract)
+}
 
-// hmax is hsum by maximum.
-func hmax(v, t VecPhysical) { hreduce(v, t, VMAXPS, VMAXSS) }
+// hmax is hsum by maximum, for v and t below Z16.
+func hmax(v, t VecPhysical) { hreduce(v, t, VMAXPS, VMAXSS, VEXTRACTF128) }
 
-// hreduce folds v in halves with packed, then the last pair with scalar.
-func hreduce(v, t VecPhysical, packed, scalar func(...Op)) {
+// hreduce folds v in halves with packed (the upper 128 bits of 256 taken
+// with extract), then the last pair with scalar.
+func hreduce(v, t VecPhysical, packed, scalar func(...Op), extract func(i, y, x Op)) {
 	y, x := v.AsY(), v.AsX()
 	if v.Size() == 64 {
 		VEXTRACTF32X8(U8(1), v, t.AsY())
 		packed(t.AsY(), y, y)
-		VEXTRACTF32X4(U8(1), y, t.AsX()) // EVEX: v may be one of Z16-Z31
-	} else {
-		VEXTRACTF128(U8(1), y, t.AsX())
 	}
+	extract(U8(1), y, t.AsX())
 	packed(t.AsX(), x, x)
 	VPERMILPD(U8(1), x, t.AsX())
 	packed(t.AsX(), x, x)
