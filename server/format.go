@@ -13,6 +13,7 @@ import (
 type responseFormat struct {
 	Type       string      `json:"type"`
 	JSONSchema *jsonSchema `json:"json_schema"`
+	gbnf       string      // Type "gbnf": the request's grammar field
 }
 
 type jsonSchema struct {
@@ -37,7 +38,7 @@ func (c *grammarCache) get(f *responseFormat) (*grammar.Grammar, error) {
 	if f == nil || f.Type == "" || f.Type == "text" {
 		return nil, nil
 	}
-	key := f.Type
+	key := f.Type + "\x00" + f.gbnf
 	if f.JSONSchema != nil {
 		key += "\x00" + string(f.JSONSchema.Schema)
 	}
@@ -67,6 +68,18 @@ func (c *grammarCache) get(f *responseFormat) (*grammar.Grammar, error) {
 	return g, nil
 }
 
+// formatGrammar returns the request's constraint: response_format or a GBNF grammar (not
+// both).
+func (s *Server) formatGrammar(f *responseFormat, gbnf *string) (*grammar.Grammar, error) {
+	if gbnf == nil {
+		return s.formats.get(f)
+	}
+	if f != nil && f.Type != "" && f.Type != "text" {
+		return nil, badRequest("grammar", "invalid_value", "grammar and response_format cannot be combined")
+	}
+	return s.formats.get(&responseFormat{Type: "gbnf", gbnf: *gbnf})
+}
+
 // grammar returns the language the reply must belong to (nil for plain text). A schema the
 // grammar engine cannot honour is a 400 naming the keyword.
 func (f *responseFormat) grammar() (*grammar.Grammar, error) {
@@ -78,6 +91,12 @@ func (f *responseFormat) grammar() (*grammar.Grammar, error) {
 		return nil, nil
 	case "json_object":
 		return grammar.AnyJSONObject(), nil
+	case "gbnf":
+		g, err := grammar.ParseGBNF(f.gbnf)
+		if err != nil {
+			return nil, badRequest("grammar", "invalid_grammar", "grammar: %v", err)
+		}
+		return g, nil
 	case "json_schema":
 		if f.JSONSchema == nil {
 			return nil, badRequest("response_format.json_schema", "invalid_value", "response_format of type json_schema needs a json_schema object")

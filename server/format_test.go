@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -211,6 +212,27 @@ func TestResponseFormatJSONObjectAndErrors(t *testing.T) {
 		json.Unmarshal(body, &e)
 		if status != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != c.param || !strings.Contains(e.Error.Message, c.want) {
 			t.Errorf("%s: %d %s; want 400 param %s mentioning %q", c.body, status, body, c.param, c.want)
+		}
+	}
+}
+
+func TestGBNFGrammarField(t *testing.T) {
+	_, base, _ := startServer(t, nil)
+	status, _, body := post(t, base+"/v1/completions", `{"prompt":"Once upon a time","max_tokens":20,"seed":3,"grammar":"root ::= (\"yes\" | \"no\") \", \" [a-z]{2,6}"}`)
+	var cr struct{ Choices []struct{ Text string } }
+	json.Unmarshal(body, &cr)
+	if status != http.StatusOK || len(cr.Choices) != 1 || !regexp.MustCompile(`^(yes|no), [a-z]{2,6}$`).MatchString(cr.Choices[0].Text) {
+		t.Fatalf("%d %s", status, body)
+	}
+	for _, b := range []string{
+		`{"prompt":"x","grammar":"root ::= \"a"}`,
+		`{"prompt":"x","grammar":"root ::= \"a\" root"}`,
+	} {
+		status, _, body := post(t, base+"/v1/completions", b)
+		var e errorBody
+		json.Unmarshal(body, &e)
+		if status != 400 || e.Error.Param == nil || *e.Error.Param != "grammar" {
+			t.Errorf("%s: %d %s", b, status, body)
 		}
 	}
 }

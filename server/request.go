@@ -39,6 +39,8 @@ type samplingParams struct {
 	StreamOptions     *streamOptions     `json:"stream_options"`
 	N                 *int               `json:"n"`
 	LogitBias         map[string]float64 `json:"logit_bias"`
+	// Grammar constrains the reply to a GBNF grammar (llama.cpp's server's field).
+	Grammar *string `json:"grammar"`
 	// Accepted and ignored: they do not change what is generated.
 	User        string          `json:"user"`
 	Metadata    json.RawMessage `json:"metadata"`

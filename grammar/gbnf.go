@@ -1,0 +1,409 @@
+package grammar
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// GBNFError reports a malformed GBNF grammar, with the line of the fault.
+type GBNFError struct {
+	Line   int
+	Reason string
+}
+
+func (e *GBNFError) Error() string { return fmt.Sprintf("gbnf line %d: %s", e.Line, e.Reason) }
+
+// ParseGBNF compiles a grammar in llama.cpp's GBNF notation: rules `name ::= alternatives`,
+// the start rule named root; "literals" with \n \t \r \" \\ \xHH \uHHHH escapes; character
+// classes [a-z] and negated [^…] (over code points); groups ( … ); repetition *, +, ? and
+// {m}, {m,}, {m,n}; # comments. Rules may recurse; recursion is unrolled a fixed depth (as
+// for JSON Schema references), which keeps every output inside the language.
+func ParseGBNF(src string) (*Grammar, error) {
+	p := &gbnfParser{src: src, line: 1, rules: map[string]*node{}}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	if _, ok := p.rules["root"]; !ok {
+		return nil, &GBNFError{Line: 1, Reason: "no rule named root"}
+	}
+	for name := range p.used {
+		if _, ok := p.rules[name]; !ok {
+			return nil, &GBNFError{Line: p.used[name], Reason: fmt.Sprintf("rule %q is used but not defined", name)}
+		}
+	}
+	return New(ref("root"), p.rules)
+}
+
+type gbnfParser struct {
+	src   string
+	pos   int
+	line  int
+	rules map[string]*node
+	used  map[string]int // rule name → line of first use
+}
+
+func (p *gbnfParser) errf(format string, args ...any) error {
+	return &GBNFError{Line: p.line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// space skips blanks and comments; newlines too when nl is set.
+func (p *gbnfParser) space(nl bool) {
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r':
+			p.pos++
+		case c == '\n' && nl:
+			p.pos++
+			p.line++
+		case c == '#':
+			for p.pos < len(p.src) && p.src[p.pos] != '\n' {
+				p.pos++
+			}
+		default:
+			return
+		}
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func (p *gbnfParser) name() string {
+	start := p.pos
+	for p.pos < len(p.src) && isNameByte(p.src[p.pos]) {
+		p.pos++
+	}
+	return p.src[start:p.pos]
+}
+
+func (p *gbnfParser) parse() error {
+	p.used = map[string]int{}
+	for {
+		p.space(true)
+		if p.pos >= len(p.src) {
+			return nil
+		}
+		name := p.name()
+		if name == "" {
+			return p.errf("expected a rule name, got %q", p.src[p.pos:min(p.pos+10, len(p.src))])
+		}
+		p.space(false)
+		if !strings.HasPrefix(p.src[p.pos:], "::=") {
+			return p.errf("expected ::= after %q", name)
+		}
+		p.pos += 3
+		if _, dup := p.rules[name]; dup {
+			return p.errf("rule %q defined twice", name)
+		}
+		n, err := p.alternatives(false)
+		if err != nil {
+			return err
+		}
+		p.rules[name] = n
+	}
+}
+
+// alternatives parses seq | seq …; inside a group newlines are blanks, at top level a
+// newline ends the rule unless the next line continues it with |.
+func (p *gbnfParser) alternatives(group bool) (*node, error) {
+	var alts []*node
+	for {
+		s, err := p.sequence(group)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, s)
+		p.space(group)
+		if !group {
+			// A following line starting with | continues the rule.
+			save, line := p.pos, p.line
+			p.space(true)
+			if p.pos < len(p.src) && p.src[p.pos] == '|' {
+				p.pos++
+				continue
+			}
+			p.pos, p.line = save, line
+			return alt(alts...), nil
+		}
+		if p.pos < len(p.src) && p.src[p.pos] == '|' {
+			p.pos++
+			continue
+		}
+		return alt(alts...), nil
+	}
+}
+
+func (p *gbnfParser) sequence(group bool) (*node, error) {
+	var items []*node
+	for {
+		p.space(group)
+		if p.pos >= len(p.src) {
+			break
+		}
+		c := p.src[p.pos]
+		if c == '|' || c == ')' || c == '\n' {
+			break
+		}
+		// A name followed by ::= starts the next rule.
+		if isNameByte(c) {
+			save := p.pos
+			p.name()
+			p.space(false)
+			next := strings.HasPrefix(p.src[p.pos:], "::=")
+			p.pos = save
+			if next {
+				break
+			}
+		}
+		item, err := p.item(group)
+		if err != nil {
+			return nil, err
+		}
+		item, err = p.repetition(item)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	return seq(items...), nil
+}
+
+func (p *gbnfParser) item(group bool) (*node, error) {
+	c := p.src[p.pos]
+	switch {
+	case c == '"':
+		p.pos++
+		var b []byte
+		for {
+			if p.pos >= len(p.src) || p.src[p.pos] == '\n' {
+				return nil, p.errf("unterminated literal")
+			}
+			if p.src[p.pos] == '"' {
+				p.pos++
+				return lit(b), nil
+			}
+			r, err := p.char()
+			if err != nil {
+				return nil, err
+			}
+			b = utf8.AppendRune(b, r)
+		}
+	case c == '[':
+		return p.class()
+	case c == '(':
+		p.pos++
+		n, err := p.alternatives(true)
+		if err != nil {
+			return nil, err
+		}
+		p.space(true)
+		if p.pos >= len(p.src) || p.src[p.pos] != ')' {
+			return nil, p.errf("expected )")
+		}
+		p.pos++
+		return n, nil
+	case c == '.':
+		p.pos++
+		return runeClass([]rune{0, '\n' - 1, '\n' + 1, utf8.MaxRune}), nil
+	case isNameByte(c):
+		name := p.name()
+		if _, ok := p.used[name]; !ok {
+			p.used[name] = p.line
+		}
+		return ref(name), nil
+	}
+	return nil, p.errf("unexpected %q", c)
+}
+
+// char reads one possibly escaped character of a literal or class.
+func (p *gbnfParser) char() (rune, error) {
+	if p.src[p.pos] != '\\' {
+		r, size := utf8.DecodeRuneInString(p.src[p.pos:])
+		p.pos += size
+		return r, nil
+	}
+	p.pos++
+	if p.pos >= len(p.src) {
+		return 0, p.errf("escape at the end")
+	}
+	e := p.src[p.pos]
+	p.pos++
+	switch e {
+	case 'n':
+		return '\n', nil
+	case 't':
+		return '\t', nil
+	case 'r':
+		return '\r', nil
+	case '"', '\\', '[', ']', '-', '^':
+		return rune(e), nil
+	case 'x', 'u', 'U':
+		n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+		if p.pos+n > len(p.src) {
+			return 0, p.errf("short \\%c escape", e)
+		}
+		v, err := strconv.ParseUint(p.src[p.pos:p.pos+n], 16, 32)
+		if err != nil || v > utf8.MaxRune {
+			return 0, p.errf("bad \\%c escape", e)
+		}
+		p.pos += n
+		return rune(v), nil
+	}
+	return 0, p.errf("unknown escape \\%c", e)
+}
+
+func (p *gbnfParser) class() (*node, error) {
+	p.pos++ // [
+	negate := p.pos < len(p.src) && p.src[p.pos] == '^'
+	if negate {
+		p.pos++
+	}
+	var ranges []rune
+	for {
+		if p.pos >= len(p.src) || p.src[p.pos] == '\n' {
+			return nil, p.errf("unterminated character class")
+		}
+		if p.src[p.pos] == ']' {
+			p.pos++
+			break
+		}
+		lo, err := p.char()
+		if err != nil {
+			return nil, err
+		}
+		hi := lo
+		if p.pos+1 < len(p.src) && p.src[p.pos] == '-' && p.src[p.pos+1] != ']' {
+			p.pos++
+			if hi, err = p.char(); err != nil {
+				return nil, err
+			}
+			if hi < lo {
+				return nil, p.errf("class range %q-%q is backwards", lo, hi)
+			}
+		}
+		ranges = append(ranges, lo, hi)
+	}
+	if negate {
+		ranges = complementRanges(ranges)
+	}
+	return utf8Class(ranges), nil
+}
+
+// complementRanges returns the code points (no surrogates) outside the pairs.
+func complementRanges(pairs []rune) []rune {
+	in := func(r rune) bool {
+		for i := 0; i < len(pairs); i += 2 {
+			if pairs[i] <= r && r <= pairs[i+1] {
+				return true
+			}
+		}
+		return false
+	}
+	// Sort-free sweep over the boundaries.
+	var out []rune
+	start := rune(-1)
+	for r := rune(0); r <= utf8.MaxRune; r++ {
+		if r == 0xD800 {
+			if start >= 0 {
+				out = append(out, start, r-1)
+				start = -1
+			}
+			r = 0xDFFF
+			continue
+		}
+		if !in(r) {
+			if start < 0 {
+				start = r
+			}
+		} else if start >= 0 {
+			out = append(out, start, r-1)
+			start = -1
+		}
+		if r < 0x10000 || start < 0 {
+			continue
+		}
+		// Above the BMP nothing is typically listed: jump when no pair lies ahead.
+		ahead := false
+		for i := 0; i < len(pairs); i += 2 {
+			if pairs[i+1] > r {
+				ahead = true
+			}
+		}
+		if !ahead {
+			out = append(out, start, utf8.MaxRune)
+			return out
+		}
+	}
+	if start >= 0 {
+		out = append(out, start, utf8.MaxRune)
+	}
+	return out
+}
+
+// utf8Class is the raw UTF-8 encodings of the code points in the pairs (GBNF matches text,
+// not JSON string content).
+func utf8Class(pairs []rune) *node {
+	var kids []*node
+	for i := 0; i+1 < len(pairs); i += 2 {
+		lo, hi := pairs[i], pairs[i+1]
+		if lo < 0x80 {
+			kids = append(kids, byteRange(byte(lo), byte(min(hi, 0x7F))))
+		}
+		if hi >= 0x80 {
+			a := max(lo, 0x80)
+			for _, seg := range [][2]rune{{a, min(hi, 0xD7FF)}, {max(a, 0xE000), hi}} {
+				if seg[0] <= seg[1] {
+					kids = append(kids, utf8Range(seg[0], seg[1])...)
+				}
+			}
+		}
+	}
+	return alt(kids...)
+}
+
+func (p *gbnfParser) repetition(n *node) (*node, error) {
+	if p.pos >= len(p.src) {
+		return n, nil
+	}
+	switch p.src[p.pos] {
+	case '*':
+		p.pos++
+		return star(n), nil
+	case '+':
+		p.pos++
+		return rep(n, 1, -1), nil
+	case '?':
+		p.pos++
+		return opt(n), nil
+	case '{':
+		end := strings.IndexByte(p.src[p.pos:], '}')
+		if end < 0 {
+			return nil, p.errf("unterminated {")
+		}
+		body := p.src[p.pos+1 : p.pos+end]
+		p.pos += end + 1
+		lo, hi, comma := body, body, false
+		if i := strings.IndexByte(body, ','); i >= 0 {
+			lo, hi, comma = body[:i], body[i+1:], true
+		}
+		m, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || m < 0 || m > maxRegexRepeat {
+			return nil, p.errf("bad repetition {%s}", body)
+		}
+		x := m
+		if comma {
+			x = -1
+			if t := strings.TrimSpace(hi); t != "" {
+				if x, err = strconv.Atoi(t); err != nil || x < m || x > maxRegexRepeat {
+					return nil, p.errf("bad repetition {%s}", body)
+				}
+			}
+		}
+		return rep(n, m, x), nil
+	}
+	return n, nil
+}
