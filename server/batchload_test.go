@@ -34,6 +34,7 @@ var (
 	batchSessions = flag.Int("batch-sessions", 4, "sessions (and most streams in one batch) in TestBatchingLoad")
 	batchChunk    = flag.Int("batch-prefill-chunk", 0, "PrefillChunk in TestBatchingLoad (0: the prefill step)")
 	batchDuration = flag.Duration("batch-duration", 500*time.Millisecond, "how long each throughput phase of TestBatchingLoad runs")
+	batchRounds   = flag.Int("batch-rounds", 1, "alternating rounds of each phase in TestBatchingLoad (medians are reported)")
 )
 
 // batchLoadRunner is the runner TestBatchingLoad serves: -batch-program's or the test model's.
@@ -129,6 +130,15 @@ func (c *tokenClock) gaps() []time.Duration {
 	return out
 }
 
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 func percentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
 		return 0
@@ -180,42 +190,49 @@ func TestBatchingLoad(t *testing.T) {
 		wg.Wait()
 		return float64(tokens) / time.Since(start).Seconds()
 	}
-	one := throughput(1)
-	many := throughput(sessions)
-	t.Logf("completion tokens/s: 1 stream %.1f, %d streams %.1f (%.2f×); prompt %d, generated %d tokens per request",
-		one, sessions, many, many/one, promptLen, genLen)
+	var ones, manys []float64
+	for range *batchRounds {
+		ones = append(ones, throughput(1))
+		manys = append(manys, throughput(sessions))
+	}
+	one, many := medianOf(ones), medianOf(manys)
+	t.Logf("completion tokens/s: 1 stream %.1f, %d streams %.1f (%.2f×); prompt %d, generated %d tokens per request; medians of %d alternating rounds: %.1f / %.1f",
+		one, sessions, many, many/one, promptLen, genLen, *batchRounds, ones, manys)
 
 	// Token gaps of one running stream, alone and while another client's long prompts are
 	// prefilled one after another.
 	clock := &tokenClock{times: map[context.Context][]time.Time{}}
 	s.setTokenHook(clock.hook)
 	stream := func() {
-		if _, err := completeIDs(client, base, idPrompt(1, promptLen, vocab), 2*genLen); err != nil {
+		if _, err := completeIDs(client, base, idPrompt(1, promptLen, vocab), genLen); err != nil {
 			t.Errorf("stream: %v", err)
 		}
 	}
-	stream()
-	alone := clock.gaps()
-	stop := make(chan struct{})
-	var prefills sync.WaitGroup
-	prefills.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	var alone, loaded []time.Duration
+	for round := range *batchRounds {
+		stream()
+		alone = append(alone, clock.gaps()...)
+		stop := make(chan struct{})
+		var prefills sync.WaitGroup
+		prefills.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := completeIDs(client, base, idPrompt(uint64(900000+1000*round+i), longLen, vocab), 1); err != nil {
+					t.Errorf("long prompt: %v", err)
+					return
+				}
 			}
-			if _, err := completeIDs(client, base, idPrompt(uint64(900000+i), longLen, vocab), 1); err != nil {
-				t.Errorf("long prompt: %v", err)
-				return
-			}
-		}
-	})
-	time.Sleep(10 * time.Millisecond) // let the first long prompt start
-	stream()
-	close(stop)
-	prefills.Wait()
-	loaded := clock.gaps()
+		})
+		time.Sleep(10 * time.Millisecond) // let the first long prompt start
+		stream()
+		close(stop)
+		prefills.Wait()
+		loaded = append(loaded, clock.gaps()...)
+	}
 	if len(alone) == 0 || len(loaded) == 0 {
 		t.Fatalf("no token gaps recorded (alone %d, loaded %d)", len(alone), len(loaded))
 	}
