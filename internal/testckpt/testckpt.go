@@ -3,7 +3,8 @@
 // Gemma 3; f32 and bf16) regenerated bit-exactly from their embedded
 // weights_spec.json, the llama.cpp reference logits summaries computed on
 // them, and Synthesize/Generate to build random checkpoints of any size of
-// those families.
+// any registered architecture (internal/arch), with the tensors its decoder
+// spec reads.
 //
 // It owns the fixture data and the generator rule. It does not read or
 // interpret checkpoints (see internal/hf) and holds no tokenizers.

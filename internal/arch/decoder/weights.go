@@ -1,6 +1,11 @@
 package decoder
 
-import "github.com/hfstatic/hfstatic/program"
+import (
+	"fmt"
+	"maps"
+
+	"github.com/hfstatic/hfstatic/program"
+)
 
 // Role is a weight's function in the graph.
 type Role string
@@ -71,6 +76,39 @@ func (s *Spec) Shape(r Role) program.Shape {
 type Names struct {
 	Embed, FinalNorm, LMHead string
 	Layer                    func(l int, r Role) string
+}
+
+// transformersLayerNames are the names transformers gives a decoder layer's weights in
+// most families, after "model.layers.N.".
+var transformersLayerNames = map[Role]string{
+	AttnNorm: "input_layernorm.weight",
+	FFNNorm:  "post_attention_layernorm.weight",
+	Q:        "self_attn.q_proj.weight", K: "self_attn.k_proj.weight", V: "self_attn.v_proj.weight", O: "self_attn.o_proj.weight",
+	QBias: "self_attn.q_proj.bias", KBias: "self_attn.k_proj.bias", VBias: "self_attn.v_proj.bias", OBias: "self_attn.o_proj.bias",
+	QNorm: "self_attn.q_norm.weight", KNorm: "self_attn.k_norm.weight",
+	Gate: "mlp.gate_proj.weight", Up: "mlp.up_proj.weight", Down: "mlp.down_proj.weight",
+	GateBias: "mlp.gate_proj.bias", UpBias: "mlp.up_proj.bias", DownBias: "mlp.down_proj.bias",
+}
+
+// TransformersNames returns the weight names transformers gives most decoder-only
+// models (model.embed_tokens, model.layers.N.self_attn.q_proj, mlp.gate_proj,
+// model.norm, lm_head), with a family's own names for some layer roles (the part after
+// "model.layers.N."; the norms differ most between families).
+func TransformersNames(layer map[Role]string) Names {
+	names := maps.Clone(transformersLayerNames)
+	maps.Copy(names, layer)
+	return Names{
+		Embed:     "model.embed_tokens.weight",
+		FinalNorm: "model.norm.weight",
+		LMHead:    "lm_head.weight",
+		Layer: func(l int, r Role) string {
+			n, ok := names[r]
+			if !ok {
+				n = string(r)
+			}
+			return fmt.Sprintf("model.layers.%d.", l) + n
+		},
+	}
 }
 
 // IsNorm reports whether a role is an RMSNorm weight (exported as f32, with NormOffset added).

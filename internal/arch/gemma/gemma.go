@@ -294,30 +294,8 @@ func nonNull[T any](o decoder.Opt[T], def T) *T {
 // Names are the transformers weight names of Gemma 2 and 3. Unlike Llama, where
 // post_attention_layernorm is the norm before the MLP, in Gemma it normalizes the
 // attention output; pre_feedforward_layernorm is the norm before the MLP.
-var Names = decoder.Names{
-	Embed:     "model.embed_tokens.weight",
-	FinalNorm: "model.norm.weight",
-	LMHead:    "lm_head.weight",
-	Layer: func(l int, r decoder.Role) string {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		switch r {
-		case decoder.AttnNorm:
-			return p + "input_layernorm.weight"
-		case decoder.PostAttnNorm:
-			return p + "post_attention_layernorm.weight"
-		case decoder.FFNNorm:
-			return p + "pre_feedforward_layernorm.weight"
-		case decoder.PostFFNNorm:
-			return p + "post_feedforward_layernorm.weight"
-		case decoder.Q, decoder.K, decoder.V, decoder.O:
-			return p + "self_attn." + string(r) + "_proj.weight"
-		case decoder.QNorm:
-			return p + "self_attn.q_norm.weight"
-		case decoder.KNorm:
-			return p + "self_attn.k_norm.weight"
-		case decoder.Gate, decoder.Up, decoder.Down:
-			return p + "mlp." + string(r) + "_proj.weight"
-		}
-		return p + string(r)
-	},
-}
+var Names = decoder.TransformersNames(map[decoder.Role]string{
+	decoder.PostAttnNorm: "post_attention_layernorm.weight",
+	decoder.FFNNorm:      "pre_feedforward_layernorm.weight",
+	decoder.PostFFNNorm:  "post_feedforward_layernorm.weight",
+})

@@ -177,35 +177,6 @@ func (v Variant) layerTypes(c *rawConfig) ([]program.LayerType, int, error) {
 	})
 }
 
-// Names are the transformers weight names of the family.
-var Names = decoder.Names{
-	Embed:     "model.embed_tokens.weight",
-	FinalNorm: "model.norm.weight",
-	LMHead:    "lm_head.weight",
-	Layer: func(l int, r decoder.Role) string {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		switch r {
-		case decoder.AttnNorm:
-			return p + "input_layernorm.weight"
-		case decoder.FFNNorm:
-			return p + "post_attention_layernorm.weight"
-		case decoder.Q, decoder.K, decoder.V, decoder.O:
-			return p + "self_attn." + string(r) + "_proj.weight"
-		case decoder.QBias, decoder.KBias, decoder.VBias, decoder.OBias:
-			return p + "self_attn." + string(r)[:1] + "_proj.bias"
-		case decoder.QNorm:
-			return p + "self_attn.q_norm.weight"
-		case decoder.KNorm:
-			return p + "self_attn.k_norm.weight"
-		case decoder.Gate, decoder.Up, decoder.Down:
-			return p + "mlp." + string(r) + "_proj.weight"
-		case decoder.GateBias:
-			return p + "mlp.gate_proj.bias"
-		case decoder.UpBias:
-			return p + "mlp.up_proj.bias"
-		case decoder.DownBias:
-			return p + "mlp.down_proj.bias"
-		}
-		return p + string(r)
-	},
-}
+// Names are the transformers weight names of the family: the common ones, where
+// post_attention_layernorm is the norm before the MLP.
+var Names = decoder.TransformersNames(nil)
