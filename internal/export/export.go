@@ -41,7 +41,7 @@ type Options struct {
 	// checkpoint's float type.
 	Weights string
 	// Matrices quantized to q8 or q4 whose columns are not a multiple of the 32-column block
-	// are stored in f16 (bf16 for bf16 checkpoints) instead.
+	// are stored in f16 (bf16 for bf16 checkpoints or values beyond ±65504) instead.
 	//
 	// EmbedWeights is the type of the embedding and output (lm_head) matrices; "" means
 	// q8 when Weights is q4 (they are the most sensitive to quantization), else Weights.
@@ -287,8 +287,8 @@ func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 		// A partial last block costs a whole one and its products take the slower routes;
 		// llama.cpp's quantizer makes the same choice.
 		wt = kernels.F16
-		if p.float == kernels.BF16 {
-			wt = kernels.BF16
+		if p.float == kernels.BF16 || slices.ContainsFunc(vals, func(v float32) bool { return v > 65504 || v < -65504 }) {
+			wt = kernels.BF16 // bf16 checkpoints, and values beyond binary16's range
 		}
 	}
 	if p.keep[it.Name] {
