@@ -25,6 +25,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/hfstatic/hfstatic/engine"
@@ -83,6 +84,9 @@ type ExportOptions struct {
 	Weights string
 	// CacheDType is f16 or f32; "" means f16.
 	CacheDType string
+	// Model names the model in the program's metadata (`hfstatic inspect` shows it);
+	// OpenFolder uses the folder's name when it is "".
+	Model string
 }
 
 // Errors for inputs that are not programs; match them with errors.Is.
@@ -193,7 +197,8 @@ func load(data []byte, name string, opts Options) (*Model, error) {
 // children's stories; no chat template) in memory and loads it. opts.Export is ignored: the
 // program has a context of 512, a prefill step of 32 and float32 caches, as run.c computes.
 func OpenEmbedded(ctx context.Context, opts Options) (*Model, error) {
-	data, err := exportFS(ctx, models.Stories260K(), export.Options{Context: 512, Prefill: 32, CacheDType: program.F32})
+	data, err := exportFS(ctx, models.Stories260K(), export.Options{Context: 512, Prefill: 32, CacheDType: program.F32,
+		Model: "stories260K", Writer: "hfstatic " + Version()})
 	if err != nil {
 		return nil, fmt.Errorf("embedded model: %w", err)
 	}
@@ -216,6 +221,11 @@ func OpenFolder(ctx context.Context, dir string, opts Options) (*Model, error) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%s is a file; OpenFolder takes a Hugging Face folder (open programs with Open)", dir)
+	}
+	if opts.Export.Model == "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			opts.Export.Model = filepath.Base(abs)
+		}
 	}
 	m, err := LoadCheckpoint(ctx, mmap.DirFS(dir), opts)
 	if err != nil {
@@ -252,7 +262,8 @@ func (eo ExportOptions) export() export.Options {
 	if prefill == 0 {
 		prefill = defaultPrefill(eo.Context)
 	}
-	return export.Options{Context: eo.Context, Prefill: prefill, Weights: eo.Weights, CacheDType: program.DType(eo.CacheDType)}
+	return export.Options{Context: eo.Context, Prefill: prefill, Weights: eo.Weights, CacheDType: program.DType(eo.CacheDType),
+		Model: eo.Model, Writer: "hfstatic " + Version()}
 }
 
 // defaultPrefill is DefaultPrefill, or the whole context when that is shorter (0: none

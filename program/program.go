@@ -208,6 +208,12 @@ type Source struct {
 	Checkpoint string `json:"checkpoint"`
 	Exporter   string `json:"exporter"`
 	Weights    string `json:"weights"`
+	// Model names what was exported: the Hugging Face folder's name or ORG/NAME[@REVISION].
+	// Empty in programs written before it was recorded.
+	Model string `json:"model,omitempty"`
+	// Writer is the hfstatic version that wrote the program (hfstatic.Version). Empty in
+	// programs written before it was recorded.
+	Writer string `json:"writer,omitempty"`
 }
 
 // Method returns the method with the given name.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,6 +67,27 @@ func TestExportInspectGenerateLogits(t *testing.T) {
 	// MLP matrices + 2 norms of 64 each, + the final norm.
 	if want := int64(512*64 + 5*(64*64*2+32*64*2+3*172*64+2*64) + 64); rep.Parameters != want || !rep.Tokenizer || rep.ChatTemplate {
 		t.Errorf("inspect: %d parameters, tokenizer %v, chat template %v; want %d, true, false", rep.Parameters, rep.Tokenizer, rep.ChatTemplate, want)
+	}
+	if rep.Source.Model != "stories260K" || !strings.HasPrefix(rep.Source.Writer, "hfstatic ") {
+		t.Errorf("inspect: source model %q, writer %q; want stories260K and the hfstatic version", rep.Source.Model, rep.Source.Writer)
+	}
+	if out := mustRun(t, "inspect", prog); !strings.Contains(out, "model           stories260K (written by hfstatic ") {
+		t.Errorf("inspect does not name the model and its writer:\n%s", out)
+	}
+	// A program written before the model and writer were recorded still loads, and says so.
+	data, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := programtest.Manifest(data)
+	old := regexp.MustCompile(`,"model":"[^"]*","writer":"[^"]*"`).ReplaceAll(manifest, nil)
+	if bytes.Equal(old, manifest) {
+		t.Fatalf("no model and writer in the manifest %s", manifest)
+	}
+	oldProg := filepath.Join(dir, "old.hfs")
+	os.WriteFile(oldProg, programtest.ReplaceManifest(data, old), 0o644)
+	if out := mustRun(t, "inspect", oldProg); !strings.Contains(out, "model           not recorded") {
+		t.Errorf("inspect of an older program:\n%s", out)
 	}
 	if want := int64(5 * 2 * 4 * 128 * 8 * 4); rep.CacheBytes != want {
 		t.Errorf("cache bytes %d, want %d", rep.CacheBytes, want)

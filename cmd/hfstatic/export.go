@@ -72,6 +72,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			opts := export.Options{
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
+				Model: modelName(args[0]), Writer: "hfstatic " + hfstatic.Version(),
 			}
 			if calibrate != "" {
 				if opts.Calibration, err = calibrationStats(cmd, ckpt, calibrate, weights, embedWeights); err != nil {
@@ -258,4 +259,15 @@ func checkFolder(path string) error {
 		return fmt.Errorf("%s is already an hfstatic program: run it (hfstatic generate %s) or inspect it; export takes a Hugging Face folder", path, path)
 	}
 	return fmt.Errorf("%s is a file; export takes a Hugging Face model folder (config.json, *.safetensors, tokenizer.json)", path)
+}
+
+// modelName is what a program records as its model: a folder's name, or the ORG/NAME it was
+// given.
+func modelName(arg string) string {
+	if _, err := os.Stat(arg); err == nil {
+		if abs, err := filepath.Abs(arg); err == nil {
+			return filepath.Base(abs)
+		}
+	}
+	return arg
 }

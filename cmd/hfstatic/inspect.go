@@ -134,6 +134,13 @@ func buildInspect(m *loaded) inspectReport {
 	return rep
 }
 
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
 func yesNo(ok bool, yes, no string) string {
 	if ok {
 		return yes
@@ -148,6 +155,11 @@ func printInspect(w io.Writer, r inspectReport, tensors bool) {
 	fmt.Fprintf(tw, "fingerprint\t%s\n", r.Fingerprint)
 	fmt.Fprintf(tw, "file\t%s bytes\n", groupDigits(r.FileBytes))
 	fmt.Fprintf(tw, "source\t%s (checkpoint %s, %s, weights %s)\n", r.Source.Architecture, r.Source.Checkpoint, r.Source.Exporter, r.Source.Weights)
+	if r.Source.Model != "" || r.Source.Writer != "" {
+		fmt.Fprintf(tw, "model\t%s (written by %s)\n", orUnknown(r.Source.Model), orUnknown(r.Source.Writer))
+	} else {
+		fmt.Fprintf(tw, "model\tnot recorded (exported before hfstatic recorded it)\n")
+	}
 	fmt.Fprintf(tw, "parameters\t%s\n", groupDigits(r.Parameters))
 	fmt.Fprintf(tw, "tokenizer\t%s\n", yesNo(r.Tokenizer, "embedded", "none (the program takes token ids only)"))
 	fmt.Fprintf(tw, "chat template\t%s\n", yesNo(r.ChatTemplate, "embedded", "none (chat runs as plain continuation)"))

@@ -56,6 +56,9 @@ type Options struct {
 	Calibration map[string]kernels.Calibration
 	// Progress, if set, is called after each tensor is written.
 	Progress func(Progress)
+	// Model and Writer are recorded in the program's source metadata: what was exported
+	// (a folder name or ORG/NAME) and the version of the program writing it; "" omits them.
+	Model, Writer string
 }
 
 // Progress reports export progress.
@@ -341,7 +344,8 @@ func (p *plan) metadata() program.Metadata {
 		CacheDType: p.opts.CacheDType, SlidingWindow: window, SlidingLayout: p.opts.SlidingLayout,
 		Layers: p.spec.MetadataLayers(p.context, p.opts.SlidingLayout),
 		Tokens: tok,
-		Source: program.Source{Architecture: p.arch, Checkpoint: p.fingerprint(), Exporter: Version, Weights: p.weights.String()},
+		Source: program.Source{Architecture: p.arch, Checkpoint: p.fingerprint(), Exporter: Version, Weights: p.weights.String(),
+			Model: p.opts.Model, Writer: p.opts.Writer},
 	}
 }
 
