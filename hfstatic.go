@@ -72,7 +72,8 @@ const (
 	LoadCopied LoadMode = "copy"
 )
 
-// ExportOptions configure an in-memory export. The zero value exports the checkpoint's
+// ExportOptions configure Export, and the in-memory export of OpenFolder and
+// LoadCheckpoint. The zero value exports the checkpoint's
 // weights with float16 caches, the model's own context (capped at 4096) and DefaultPrefill.
 type ExportOptions struct {
 	// Context is the program's capacity in tokens; 0 means the model's
