@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,7 +51,11 @@ func BenchmarkBatchedDecode(b *testing.B) {
 	r := m.Runner
 	for _, B := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("program=%s/threads=%d/batch=%d", shortName(name), *benchThreads, B), func(b *testing.B) {
-			batcher, err := runner.NewBatcher(r, runner.BatchOptions{MaxBatch: B})
+			var steps, sessions atomic.Int64
+			batcher, err := runner.NewBatcher(r, runner.BatchOptions{MaxBatch: B, OnStep: func(st runner.StepStats) {
+				steps.Add(1)
+				sessions.Add(int64(st.Sessions))
+			}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -76,6 +81,8 @@ func BenchmarkBatchedDecode(b *testing.B) {
 			}
 			b.ReportAllocs()
 			var decode time.Duration
+			steps.Store(0)
+			sessions.Store(0)
 			for b.Loop() {
 				for _, q := range seqs {
 					if err := q.Session().Rewind(prompt); err != nil {
@@ -101,6 +108,7 @@ func BenchmarkBatchedDecode(b *testing.B) {
 				decode += time.Since(start)
 			}
 			b.ReportMetric(float64(B*gen*b.N)/decode.Seconds(), "tok/s")
+			b.ReportMetric(float64(sessions.Load())/float64(max(steps.Load(), 1)), "sessions/step")
 		})
 	}
 }

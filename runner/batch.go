@@ -29,8 +29,12 @@ var ErrLeft = errors.New("sequence left its batcher")
 
 // stepWait bounds how long the scheduler waits for a joined sequence that is between two
 // steps (running its callback, or sampling before its next call) before it starts a step
-// without it.
+// without it: 2 ms, or a quarter of the last step if longer (a straggler left out costs a
+// whole step of its own).
 const stepWait = 2 * time.Millisecond
+
+// wait is the current bound of the wait for stragglers. b.mu is held.
+func (b *Batcher) wait() time.Duration { return max(stepWait, b.lastStep/4) }
 
 // BatchOptions configure a Batcher.
 type BatchOptions struct {
@@ -71,15 +75,16 @@ type Batcher struct {
 	opts     BatchOptions
 	batchExe BatchExecutor // nil: run the sessions of a step one by one
 
-	mu     sync.Mutex
-	seqs   []*Seq // joined
-	queue  []*Seq // sequences with a queued step, in arrival order
-	busy   bool   // a step is running (the scheduler's, or one run by its caller)
-	stats  BatchStats
-	closed bool
-	kick   chan struct{} // wakes the scheduler (buffered, 1)
-	stop   chan struct{} // closed by Close
-	exited chan struct{} // closed by the scheduler
+	mu       sync.Mutex
+	seqs     []*Seq        // joined
+	queue    []*Seq        // sequences with a queued step, in arrival order
+	busy     bool          // a step is running (the scheduler's, or one run by its caller)
+	lastStep time.Duration // how long the last step took
+	stats    BatchStats
+	closed   bool
+	kick     chan struct{} // wakes the scheduler (buffered, 1)
+	stop     chan struct{} // closed by Close
+	exited   chan struct{} // closed by the scheduler
 
 	// Scheduler-owned, reused every step.
 	step   []*Seq
@@ -371,7 +376,7 @@ func (b *Batcher) form() bool {
 	}
 	now := time.Now()
 	oldest := b.queue[0].queuedAt
-	if deadline := oldest.Add(stepWait); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch && b.expected(now, nil) {
+	if deadline := oldest.Add(b.wait()); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch && b.expected(now, nil) {
 		b.linger.Reset(deadline.Sub(now))
 		return false // a step is expected soon: wait for it to fill the step
 	}
@@ -408,7 +413,7 @@ func (b *Batcher) form() bool {
 // b.mu is held.
 func (b *Batcher) expected(now time.Time, q *Seq) bool {
 	for _, x := range b.seqs {
-		if x != q && (x.state == seqBetween || (x.state == seqIdle && now.Sub(x.returned) < stepWait)) {
+		if x != q && (x.state == seqBetween || (x.state == seqIdle && now.Sub(x.returned) < b.wait())) {
 			return true
 		}
 	}
@@ -417,7 +422,7 @@ func (b *Batcher) expected(now time.Time, q *Seq) bool {
 
 // endStep records a finished step. b.mu is held.
 func (b *Batcher) endStep(st StepStats) {
-	b.busy = false
+	b.busy, b.lastStep = false, st.Duration
 	b.stats.Running = 0
 	b.stats.Steps++
 	b.stats.Rows += int64(st.Rows)
