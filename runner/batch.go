@@ -80,6 +80,7 @@ type Batcher struct {
 	queue    []*Seq        // sequences with a queued step, in arrival order
 	busy     bool          // a step is running (the scheduler's, or one run by its caller)
 	lastStep time.Duration // how long the last step took
+	stepEnd  time.Time     // when it ended
 	stats    BatchStats
 	closed   bool
 	kick     chan struct{} // wakes the scheduler (buffered, 1)
@@ -375,8 +376,13 @@ func (b *Batcher) form() bool {
 		return false
 	}
 	now := time.Now()
-	oldest := b.queue[0].queuedAt
-	if deadline := oldest.Add(b.wait()); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch && b.expected(now, nil) {
+	// Wait from the later of the oldest queued step and the end of the last step: steps
+	// queued while a step ran must not make the sequences of that step miss the next.
+	from := b.queue[0].queuedAt
+	if from.Before(b.stepEnd) {
+		from = b.stepEnd
+	}
+	if deadline := from.Add(b.wait()); now.Before(deadline) && len(b.queue) < b.opts.MaxBatch && b.expected(now, nil) {
 		b.linger.Reset(deadline.Sub(now))
 		return false // a step is expected soon: wait for it to fill the step
 	}
@@ -422,7 +428,7 @@ func (b *Batcher) expected(now time.Time, q *Seq) bool {
 
 // endStep records a finished step. b.mu is held.
 func (b *Batcher) endStep(st StepStats) {
-	b.busy, b.lastStep = false, st.Duration
+	b.busy, b.lastStep, b.stepEnd = false, st.Duration, time.Now()
 	b.stats.Running = 0
 	b.stats.Steps++
 	b.stats.Rows += int64(st.Rows)

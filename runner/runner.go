@@ -3,8 +3,9 @@
 // planner (appends become prefill and decode steps, with padding and the context-tail
 // decode fallback), sessions (caches, counters, positions, logits, poison and Reset,
 // Inspect, Rewind, Fork, Save/Restore bound to the program's fingerprint), a Pool that
-// adopts the session with the longest common token prefix, and the Allocator through which
-// every I/O buffer is obtained.
+// adopts the session with the longest common token prefix, a Batcher that runs the steps
+// of several sessions together (continuous batching, through an Executor's optional
+// BatchExecutor capability), and the Allocator through which every I/O buffer is obtained.
 //
 // It does not know kernels, files, tokenizers or HTTP: methods are executed through the
 // small Executor interface, and session files are plain io.Reader/io.Writer streams.

@@ -1,8 +1,10 @@
 // Package exec loads a decoded program and runs its methods on the CPU.
 //
 // It owns the memory plan (activations and op scratch allocated once per program and
-// shared by its steps, which run one at a time), the op
-// implementations (through internal/kernels), in-place cache writes and the thread pool.
+// shared by its passes, which run one at a time), the op implementations (through
+// internal/kernels), in-place cache writes, the thread pool, and batched passes: one step
+// of several sessions run together (RunBatch), each linear layer reading its weights once
+// for all their rows, attention and cache writes on each session's own buffers.
 // It knows nothing about tokens, Hugging Face names or runner policy: it executes the op
 // lists exactly as the program states them, for any program that uses the op set.
 package exec
