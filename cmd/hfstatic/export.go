@@ -139,6 +139,9 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %s; context %d; methods %s; tensors %s; %s bytes; fingerprint %s\n",
 				out, sum.Architecture, sum.Spec, sum.Context, methods, strings.Join(tl, ", "), groupDigits(sum.Bytes), sum.Fingerprint)
+			if len(sum.Ignored) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "ignored %d checkpoint tensors the program does not use: %s\n", len(sum.Ignored), ignoredGroups(sum.Ignored))
+			}
 			return nil
 		},
 	}
@@ -270,4 +273,23 @@ func modelName(arg string) string {
 		}
 	}
 	return arg
+}
+
+// ignoredGroups summarises tensor names by their first component, in order of first
+// appearance: "vision_tower.* (439), multi_modal_projector.* (2)".
+func ignoredGroups(names []string) string {
+	var order []string
+	count := map[string]int{}
+	for _, n := range names {
+		g, _, _ := strings.Cut(n, ".")
+		if count[g] == 0 {
+			order = append(order, g)
+		}
+		count[g]++
+	}
+	parts := make([]string, len(order))
+	for i, g := range order {
+		parts[i] = fmt.Sprintf("%s.* (%d)", g, count[g])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -77,6 +77,9 @@ type Summary struct {
 	Context      int
 	Prefill      int
 	Tensors      []program.Tensor
+	// Ignored lists the checkpoint tensors the program does not use, sorted (a multimodal
+	// folder's vision tower and projector; nil when every tensor is read).
+	Ignored []string
 }
 
 // TensorError reports a checkpoint tensor that is missing or has the wrong shape or dtype.
@@ -122,6 +125,9 @@ type plan struct {
 	embed   kernels.WeightType // embedding and output matrices
 	keep    map[string]bool
 	float   kernels.WeightType // the checkpoint's float type
+	// src maps a tensor name of the spec (and the program) to the checkpoint's: one of the
+	// spec's Layouts, or the identity.
+	src decoder.Layout
 }
 
 func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options) (*plan, error) {
@@ -154,10 +160,12 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 	if p.opts.SlidingLayout != program.LayoutRing && p.opts.SlidingLayout != program.LayoutFull {
 		return nil, fmt.Errorf("%w: sliding layout %q must be ring or full", ErrOptions, p.opts.SlidingLayout)
 	}
-	embed, ok := ckpt.Tensor(spec.Names.Embed)
-	if !ok {
-		return nil, &TensorError{Name: spec.Names.Embed, Problem: "missing from the checkpoint"}
+	src, err := layout(ckpt, spec)
+	if err != nil {
+		return nil, err
 	}
+	p.src = src
+	embed, _ := ckpt.Tensor(src(spec.Names.Embed))
 	switch embed.DType.String() {
 	case "F16":
 		p.float = kernels.F16
@@ -198,6 +206,43 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 		return nil, err
 	}
 	return p, nil
+}
+
+// layout picks the first of the spec's layouts under which the checkpoint has the
+// embedding (the identity when the spec has none).
+func layout(ckpt *hf.Checkpoint, spec *decoder.Spec) (decoder.Layout, error) {
+	layouts := spec.Layouts
+	if len(layouts) == 0 {
+		layouts = []decoder.Layout{func(n string) string { return n }}
+	}
+	var tried []string
+	for _, l := range layouts {
+		name := l(spec.Names.Embed)
+		if _, ok := ckpt.Tensor(name); ok {
+			return l, nil
+		}
+		tried = append(tried, name)
+	}
+	if len(tried) == 1 {
+		return nil, &TensorError{Name: tried[0], Problem: "missing from the checkpoint"}
+	}
+	return nil, &TensorError{Name: tried[0], Problem: fmt.Sprintf("missing from the checkpoint (nor under %q)", tried[1:])}
+}
+
+// ignored lists the checkpoint tensors that no weight of the spec reads, sorted.
+func (p *plan) ignored() []string {
+	read := map[string]bool{}
+	for _, w := range p.spec.Weights() {
+		read[p.src(w.Name)] = true
+	}
+	var out []string
+	for _, n := range p.ckpt.Names() {
+		if !read[n] {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
@@ -258,20 +303,21 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 		return nil, fmt.Errorf("finish program: %w", err)
 	}
 	return &Summary{Fingerprint: fp, Architecture: p.arch, Spec: p.spec.Describe(), Bytes: cw.n,
-		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors()}, nil
+		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors(), Ignored: p.ignored()}, nil
 }
 
 func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
-	t, ok := p.ckpt.Tensor(it.Name)
+	name := p.src(it.Name) // the checkpoint's name; the program keeps it.Name
+	t, ok := p.ckpt.Tensor(name)
 	if !ok {
-		return &TensorError{Name: it.Name, Problem: "missing from the checkpoint"}
+		return &TensorError{Name: name, Problem: "missing from the checkpoint"}
 	}
 	if !slices.Equal(t.Shape, []int(it.Shape)) {
-		return &TensorError{Name: it.Name, Problem: fmt.Sprintf("shape %v, the config implies %v", t.Shape, it.Shape)}
+		return &TensorError{Name: name, Problem: fmt.Sprintf("shape %v, the config implies %v", t.Shape, it.Shape)}
 	}
-	vals, _, err := p.ckpt.Float32(it.Name)
+	vals, _, err := p.ckpt.Float32(name)
 	if err != nil {
-		return &TensorError{Name: it.Name, Problem: err.Error()}
+		return &TensorError{Name: name, Problem: err.Error()}
 	}
 	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) {
 		if norm && p.spec.NormOffset != 0 {
@@ -294,12 +340,12 @@ func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 			wt = kernels.BF16 // bf16 checkpoints, and values beyond binary16's range
 		}
 	}
-	if p.keep[it.Name] {
+	if p.keep[name] {
 		wt = p.float
 	}
 	buf := make([]byte, rows*wt.RowBytes(cols))
 	if err := kernels.QuantizeCalibrated(wt, buf, vals, rows, cols, p.opts.Calibration[it.Name]); err != nil {
-		return &TensorError{Name: it.Name, Problem: err.Error()}
+		return &TensorError{Name: name, Problem: err.Error()}
 	}
 	return pw.WriteTensor(it.Name, programDType(wt), it.Shape, buf)
 }

@@ -31,21 +31,21 @@ func (p *plan) checkClaims() error {
 	if p.context > MaxContext {
 		return fmt.Errorf("%w: context %d is beyond the bound %d (export.MaxContext)", ErrOptions, p.context, MaxContext)
 	}
-	embed, _ := p.ckpt.Tensor(s.Names.Embed)
+	embed, _ := p.ckpt.Tensor(p.src(s.Names.Embed))
 	if want := []int{s.Vocab, s.Hidden}; !slices.Equal(embed.Shape, want) {
 		return fmt.Errorf("%w: vocab_size %d and hidden_size %d imply %q of shape %v, the checkpoint's is %v",
-			ErrConfigClaims, s.Vocab, s.Hidden, s.Names.Embed, want, embed.Shape)
+			ErrConfigClaims, s.Vocab, s.Hidden, p.src(s.Names.Embed), want, embed.Shape)
 	}
 	roles := s.LayerRoles()
 	for _, r := range roles {
 		if name := s.Names.Layer(s.Layers-1, r); !p.has(name) {
 			return fmt.Errorf("%w: num_hidden_layers %d implies tensor %q, which the checkpoint does not hold",
-				ErrConfigClaims, s.Layers, name)
+				ErrConfigClaims, s.Layers, p.src(name))
 		}
 	}
 	for _, w := range s.Weights() {
 		if !p.has(w.Name) {
-			return &TensorError{Name: w.Name, Problem: "missing from the checkpoint"}
+			return &TensorError{Name: p.src(w.Name), Problem: "missing from the checkpoint"}
 		}
 	}
 	cacheBytes := int64(s.Layers) * 2 * int64(p.context) * int64(s.KVHeads*s.HeadDim) * int64(p.opts.CacheDType.ElemBytes())
@@ -56,7 +56,8 @@ func (p *plan) checkClaims() error {
 	return nil
 }
 
+// has reports whether the checkpoint holds the spec's tensor name (through the layout).
 func (p *plan) has(name string) bool {
-	_, ok := p.ckpt.Tensor(name)
+	_, ok := p.ckpt.Tensor(p.src(name))
 	return ok
 }

@@ -44,6 +44,11 @@ type Spec struct {
 	RoPE map[program.LayerType]RoPE
 	// Names maps roles to checkpoint tensor names.
 	Names Names
+	// Layouts, if set, are where a checkpoint may keep the tensors of Names (multimodal
+	// folders keep the text model under a prefix, Gemma 3's in two ways): the exporter reads
+	// through the first layout under which the checkpoint has Names.Embed, and the program
+	// keeps the names of Names. Optional: nil reads Names as they are.
+	Layouts []Layout
 }
 
 // RoPE describes a rotary embedding: per-frequency inverse frequencies (len HeadDim/2) and

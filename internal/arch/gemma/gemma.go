@@ -5,9 +5,12 @@
 // query_pre_attn_scalar^-0.5, interleaved sliding-window and full layers, Gemma 3's q/k norm
 // and separate local/global RoPE bases, Gemma 2's attention and final logit soft-caps.
 //
-// It knows config fields and weight names; it does not read files or run anything. The
-// multimodal Gemma3ForConditionalGeneration (config nested under text_config, weights under
-// language_model.) is not handled here.
+// Gemma3ForConditionalGeneration (every Gemma 3 above 1B) is exported as its text model: the
+// config nested under text_config, with Gemma3TextConfig's defaults for absent fields, and
+// the weights under language_model.model.* or model.language_model.* (spec Layouts); the
+// vision tower and projector are not read.
+//
+// It knows config fields and weight names; it does not read files or run anything.
 package gemma
 
 import (
@@ -65,6 +68,10 @@ type Variant struct {
 	// LocalRoPE: sliding layers use rope_local_base_freq without scaling (Gemma 3);
 	// otherwise every layer uses rope_theta and rope_scaling.
 	LocalRoPE bool
+	// TextConfig: the config nests the text model under text_config, absent size fields
+	// take Gemma3TextConfig's defaults, and the weights sit under a language-model prefix
+	// (Gemma3ForConditionalGeneration).
+	TextConfig bool
 
 	defaultTheta, defaultLocalTheta         float64
 	defaultAttnSoftCap, defaultFinalSoftCap float64
@@ -86,6 +93,57 @@ var Variants = []Variant{
 		defaultTheta: 1e6, defaultMaxPos: 131072, defaultWindow: 4096, defaultPattern: 6,
 		defaultQueryPreAttnScalar: 256, defaultLocalTheta: 1e4,
 	},
+	{
+		Class: "Gemma3ForConditionalGeneration", ModelTypes: []string{"gemma3_text"}, Sliding: decoder.PatternSliding,
+		QKNorm: true, LocalRoPE: true, TextConfig: true,
+		defaultTheta: 1e6, defaultMaxPos: 131072, defaultWindow: 4096, defaultPattern: 6,
+		defaultQueryPreAttnScalar: 256, defaultLocalTheta: 1e4,
+	},
+}
+
+// textDefaults are Gemma3TextConfig's defaults for the size fields that the released
+// multimodal configs leave out of text_config (gemma-3-4b's has no vocab_size, heads or
+// head_dim).
+var textDefaults = map[string]int{
+	"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+	"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+}
+
+// Layouts are the two places Gemma3ForConditionalGeneration folders keep the text model:
+// transformers before 4.52 wrote language_model.model.* and language_model.lm_head.*,
+// later versions model.language_model.* with lm_head.* at the top.
+var Layouts = []decoder.Layout{
+	decoder.Prefixed("language_model.model.", "language_model.lm_head."),
+	decoder.Prefixed("model.language_model.", ""),
+}
+
+// textConfig returns the text_config of a multimodal config with Gemma3TextConfig's
+// defaults filled in for absent size fields and the top level's tie_word_embeddings when
+// text_config has none.
+func (v Variant) textConfig(raw json.RawMessage) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("%s config: %w", v.Class, err)
+	}
+	nested, ok := top["text_config"]
+	if !ok || string(nested) == "null" {
+		return nil, &decoder.FieldError{Class: v.Class, Field: "text_config", Problem: "is missing; it holds the text model's config (hidden_size, num_hidden_layers, …)"}
+	}
+	var text map[string]json.RawMessage
+	if err := json.Unmarshal(nested, &text); err != nil {
+		return nil, &decoder.FieldError{Class: v.Class, Field: "text_config", Problem: "must be an object: " + err.Error()}
+	}
+	for field, def := range textDefaults {
+		if _, ok := text[field]; !ok {
+			text[field] = json.RawMessage(fmt.Sprint(def))
+		}
+	}
+	if tie, ok := top["tie_word_embeddings"]; ok {
+		if _, ok := text["tie_word_embeddings"]; !ok {
+			text["tie_word_embeddings"] = tie
+		}
+	}
+	return json.Marshal(text)
 }
 
 // Name is the class name the variant is registered under.
@@ -93,12 +151,19 @@ func (v Variant) Name() string { return v.Class }
 
 // Spec validates a raw config and returns the model's decoder spec and its trained context.
 func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
+	if v.TextConfig {
+		text, err := v.textConfig(raw)
+		if err != nil {
+			return nil, 0, err
+		}
+		raw = text
+	}
 	var c rawConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	bad := func(field string, val any, want string) error {
-		return fmt.Errorf("%s config: %s = %v, %s", v.Class, field, val, want)
+		return fmt.Errorf("%s config: %s%s = %v, %s", v.Class, v.fieldPrefix(), field, val, want)
 	}
 	if c.ModelType != "" && !slices.Contains(v.ModelTypes, c.ModelType) {
 		return nil, 0, bad("model_type", fmt.Sprintf("%q", c.ModelType), fmt.Sprintf("want one of %q for %s", v.ModelTypes, v.Class))
@@ -181,7 +246,19 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 		RoPE:         ropes,
 		Names:        Names,
 	}
+	if v.TextConfig {
+		s.Layouts = Layouts
+	}
 	return s, maxPos, s.Validate()
+}
+
+// fieldPrefix is the JSON path of the fields Spec reads: "text_config." for multimodal
+// configs.
+func (v Variant) fieldPrefix() string {
+	if v.TextConfig {
+		return "text_config."
+	}
+	return ""
 }
 
 // ropes returns the RoPE of each layer type: Gemma 3's sliding layers use

@@ -2,6 +2,7 @@ package gemma
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -218,5 +219,72 @@ func TestSpecRejectsBadConfigs(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// google/gemma-3-4b-it's config.json as published, vision_config abridged: text_config
+// leaves the vocabulary, heads and head_dim to Gemma3TextConfig's defaults.
+const gemma3MultimodalConfig = `{
+  "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+  "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106],
+  "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+  "text_config": {
+    "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    "sliding_window": 1024
+  },
+  "torch_dtype": "bfloat16",
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model",
+    "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false}}`
+
+func TestMultimodalConfigReadsTextConfigWithDefaults(t *testing.T) {
+	s, maxPos, err := variant(t, "Gemma3ForConditionalGeneration").Spec(json.RawMessage(gemma3MultimodalConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := [...]int{s.Hidden, s.Layers, s.Heads, s.KVHeads, s.HeadDim, s.FFN, s.Vocab}
+	if want := [...]int{2560, 34, 8, 4, 256, 10240, 262208}; sizes != want {
+		t.Errorf("hidden, layers, heads, kv heads, head_dim, ffn, vocab = %v, want %v", sizes, want)
+	}
+	w := want{Layers: strings.Repeat("sssssf", 5) + "ssss", Window: 1024, AttnScale: 1.0 / 16,
+		EmbedScale: float32(math.Sqrt(2560)), NormOffset: 1, QKNorm: true, Sandwich: true, Tied: true, Activation: program.ActGELUTanh,
+		Global: rope(t, 1e6, &decoder.RopeScaling{RopeType: "linear", Factor: 8}), Local: rope(t, 1e4, nil), MaxPos: 131072}
+	if diff := cmp.Diff(w, got(s, maxPos)); diff != "" {
+		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+	var places []string
+	for _, l := range s.Layouts {
+		places = append(places, l(s.Names.Embed), l(s.Names.Layer(3, decoder.Q)), l(s.Names.LMHead))
+	}
+	wantPlaces := []string{
+		"language_model.model.embed_tokens.weight", "language_model.model.layers.3.self_attn.q_proj.weight", "language_model.lm_head.weight",
+		"model.language_model.embed_tokens.weight", "model.language_model.layers.3.self_attn.q_proj.weight", "lm_head.weight",
+	}
+	if diff := cmp.Diff(wantPlaces, places); diff != "" {
+		t.Errorf("names in the checkpoint (-want +got):\n%s", diff)
+	}
+	// Gemma3ForCausalLM reads its names as they are.
+	plain, _, err := variant(t, "Gemma3ForCausalLM").Spec(json.RawMessage(gemma3Config))
+	if err != nil || plain.Layouts != nil {
+		t.Errorf("Gemma3ForCausalLM: layouts %v, err %v; want none", plain.Layouts, err)
+	}
+}
+
+func TestMultimodalConfigRejections(t *testing.T) {
+	v := variant(t, "Gemma3ForConditionalGeneration")
+	for name, cfg := range map[string]json.RawMessage{
+		"absent": edit(t, gemma3MultimodalConfig, nil, "text_config"),
+		"null":   edit(t, gemma3MultimodalConfig, map[string]any{"text_config": nil}),
+		"string": edit(t, gemma3MultimodalConfig, map[string]any{"text_config": "gemma"}),
+	} {
+		_, _, err := v.Spec(cfg)
+		var fe *decoder.FieldError
+		if !errors.As(err, &fe) || fe.Field != "text_config" || fe.Class != "Gemma3ForConditionalGeneration" {
+			t.Errorf("text_config %s: %v, want a *decoder.FieldError naming text_config", name, err)
+		}
+	}
+	bad := edit(t, gemma3MultimodalConfig, map[string]any{"text_config": map[string]any{"num_key_value_heads": 3}})
+	if _, _, err := v.Spec(bad); err == nil || !strings.Contains(err.Error(), "text_config.num_key_value_heads = 3") {
+		t.Errorf("num_key_value_heads 3: %v, want an error naming text_config.num_key_value_heads", err)
 	}
 }
