@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hfstatic/hfstatic/hub"
+	"github.com/hfstatic/hfstatic/internal/arch"
 	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
@@ -228,6 +229,18 @@ func chooseContext(cfgRaw []byte, avail int64) (ctx int, cacheBytes int64) {
 	c := cfg.dims
 	if cfg.TextConfig != nil {
 		c = *cfg.TextConfig
+	}
+	// A supported architecture's spec has the sizes with the family's defaults filled in
+	// (gemma-3-4b's text_config leaves out its heads and head_dim).
+	var head struct {
+		Architectures []string `json:"architectures"`
+	}
+	if json.Unmarshal(cfgRaw, &head) == nil && len(head.Architectures) > 0 {
+		if a, err := arch.Lookup(head.Architectures[0]); err == nil {
+			if s, maxPos, err := a.Spec(cfgRaw); err == nil {
+				c = dims{MaxPos: maxPos, Layers: s.Layers, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, Hidden: s.Hidden}
+			}
+		}
 	}
 	if c.KVHeads == 0 {
 		c.KVHeads = c.Heads

@@ -110,6 +110,9 @@ func TestChooseContextFitsMemory(t *testing.T) {
 		{qwen3, 24 << 30, 4096}, // 112 KiB per token: 4096 tokens need 448 MiB
 		{qwen3, 1 << 30, 2048},  // a quarter of 1 GiB holds 2048
 		{gemma3, 24 << 30, 4096},
+		// google/gemma-3-4b-it as published: text_config leaves heads and head_dim to
+		// Gemma3TextConfig's defaults (8, 4, 256): 136 KiB per token, 1024 fit in 256 MiB
+		{[]byte(`{"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","text_config":{"hidden_size":2560,"intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34,"rope_scaling":{"factor":8.0,"rope_type":"linear"},"sliding_window":1024}}`), 1 << 30, 1024},
 		{[]byte(`{"max_position_embeddings":512,"num_hidden_layers":5,"num_attention_heads":8,"num_key_value_heads":4,"hidden_size":64}`), 0, 512},
 	} {
 		got, bytes := chooseContext(c.cfg, c.avail)
