@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hfstatic/hfstatic/runner"
@@ -135,5 +136,27 @@ func TestPanicBecomes500AndServerKeepsServing(t *testing.T) {
 		if code, _, _ := post(t, base+"/v1/completions", `{"prompt":"a"}`); code != http.StatusInternalServerError {
 			t.Errorf("status %d, want 500 again (slot leaked?)", code)
 		}
+	}
+}
+
+// TestPanicInOneOfSeveralChoicesBecomes500 checks that n > 1, whose choices generate on
+// goroutines of their own, keeps the handler's guarantee: a panic while generating (here
+// in the token hook, standing in for any bug below) is a 500, the forks and the session
+// are given back, and the server keeps serving.
+func TestPanicInOneOfSeveralChoicesBecomes500(t *testing.T) {
+	s, base, pool := startServer(t, nil)
+	var calls atomic.Int32
+	s.setTokenHook(func(context.Context) {
+		if calls.Add(1) == 3 {
+			panic("boom")
+		}
+	})
+	code, _, body := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":4,"n":2,"seed":1}`)
+	if code != http.StatusInternalServerError || !strings.Contains(string(body), "server_error") {
+		t.Errorf("status %d %s, want a 500 error object", code, body)
+	}
+	waitFor(t, func() bool { return pool.Stats().Leased == 0 })
+	if code, _, body := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":4,"n":2,"seed":1}`); code != http.StatusOK {
+		t.Errorf("next request: %d %s", code, body)
 	}
 }

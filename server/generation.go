@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -137,15 +138,28 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	if n == 1 {
 		results[0] = s.generateChoice(ctx, g, 0, sess, seq, prompt)
 	} else {
+		// A panic on a choice's goroutine would end the process: it is carried back to this
+		// one, once every choice has stopped using its session, for the handler to recover.
 		var wg sync.WaitGroup
+		panics := make([]any, n)
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer func() {
+					if v := recover(); v != nil {
+						panics[i] = fmt.Sprintf("choice %d: %v\n%s", i, v, debug.Stack())
+					}
+				}()
 				results[i] = s.generateChoice(ctx, g, i, sessions[i], steppers[i], prompt)
 			}()
 		}
 		wg.Wait()
+		for _, v := range panics {
+			if v != nil {
+				panic(v)
+			}
+		}
 	}
 	for i, r := range results {
 		out.completionTokens += r.tokens
