@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/hfstatic/hfstatic/runner"
+	"github.com/hfstatic/hfstatic/sample"
 )
 
 // Stepper runs tokens through the session Run generates on and leaves that session's
@@ -43,22 +44,11 @@ type MaskedSampler interface {
 type Greedy struct{}
 
 // Sample implements Sampler.
-func (Greedy) Sample(logits []float32, _ []int) int {
-	return Greedy{}.SampleMasked(logits, nil, nil)
-}
+func (Greedy) Sample(logits []float32, _ []int) int { return max(sample.Argmax(logits), 0) }
 
 // SampleMasked implements MaskedSampler: the argmax among the allowed ids (-1 if none).
 func (Greedy) SampleMasked(logits []float32, _ []int, allowed []uint64) int {
-	best := -1
-	for i, x := range logits {
-		if allowed != nil && (i>>6 >= len(allowed) || allowed[i>>6]>>(i&63)&1 == 0) {
-			continue
-		}
-		if best < 0 || x > logits[best] {
-			best = i
-		}
-	}
-	return best
+	return sample.ArgmaxMasked(logits, allowed)
 }
 
 // StopReason says why generation ended.

@@ -183,6 +183,24 @@ func Argmax(x []float32) int {
 	return -1 // every logit is NaN
 }
 
+// ArgmaxMasked is Argmax over the ids whose bit is set in allowed (nil allows all): the
+// lowest id among the largest allowed logits, or -1 if none is allowed or all are NaN.
+func ArgmaxMasked(x []float32, allowed []uint64) int {
+	if allowed == nil {
+		return Argmax(x)
+	}
+	best := -1
+	for i, v := range x {
+		if i>>6 >= len(allowed) || allowed[i>>6]>>(i&63)&1 == 0 || v != v {
+			continue
+		}
+		if best < 0 || v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
 // filter applies top-k, top-p and min-p. It returns the kept ids with
 // their unnormalised probabilities (in no promised order), or nil, nil when
 // no filter is active (every finite logit stays).

@@ -490,3 +490,23 @@ func BenchmarkSampleMasked(b *testing.B) {
 		})
 	}
 }
+
+func TestArgmaxMasked(t *testing.T) {
+	nan := float32(math.NaN())
+	x := []float32{5, 1, 9, 9, nan, 7}
+	for _, c := range []struct {
+		allowed []uint64
+		want    int
+	}{
+		{nil, 2},
+		{[]uint64{0b111111}, 2},
+		{[]uint64{0b110011}, 5}, // 9s masked out: 7 wins over 5 and 1
+		{[]uint64{0b001000}, 3},
+		{[]uint64{0b010000}, -1}, // only the NaN
+		{[]uint64{0}, -1},
+	} {
+		if got := ArgmaxMasked(x, c.allowed); got != c.want {
+			t.Errorf("ArgmaxMasked(%v, %b) = %d, want %d", x, c.allowed, got, c.want)
+		}
+	}
+}
