@@ -197,15 +197,15 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	default:
 		return nil, 0, bad("hidden_activation", act, "unsupported (gelu_pytorch_tanh)")
 	}
-	eps, err := positive(c.RMSNormEps, 1e-6, "rms_norm_eps")
+	eps, err := positive(c.RMSNormEps, 1e-6, v.fieldPrefix()+"rms_norm_eps")
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
-	maxPos, err := positive(c.MaxPositionEmbeddings, v.defaultMaxPos, "max_position_embeddings")
+	maxPos, err := positive(c.MaxPositionEmbeddings, v.defaultMaxPos, v.fieldPrefix()+"max_position_embeddings")
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
-	scalar, err := positive(c.QueryPreAttnScalar, v.defaultQueryPreAttnScalar, "query_pre_attn_scalar")
+	scalar, err := positive(c.QueryPreAttnScalar, v.defaultQueryPreAttnScalar, v.fieldPrefix()+"query_pre_attn_scalar")
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
@@ -265,7 +265,7 @@ func (v Variant) fieldPrefix() string {
 // rope_local_base_freq without scaling, its full layers rope_theta with rope_scaling;
 // Gemma 2 uses rope_theta everywhere. A v5 rope_parameters object overrides these.
 func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.RoPE, error) {
-	theta, err := positive(c.RopeTheta, v.defaultTheta, "rope_theta")
+	theta, err := positive(c.RopeTheta, v.defaultTheta, v.fieldPrefix()+"rope_theta")
 	if err != nil {
 		return nil, fmt.Errorf("%s config: %w", v.Class, err)
 	}
@@ -275,7 +275,7 @@ func (v Variant) ropes(c *rawConfig, maxPos int) (map[program.LayerType]decoder.
 	}
 	local := global
 	if v.LocalRoPE {
-		localTheta, err := positive(c.RopeLocalBaseFreq, v.defaultLocalTheta, "rope_local_base_freq")
+		localTheta, err := positive(c.RopeLocalBaseFreq, v.defaultLocalTheta, v.fieldPrefix()+"rope_local_base_freq")
 		if err != nil {
 			return nil, fmt.Errorf("%s config: %w", v.Class, err)
 		}

@@ -3,6 +3,7 @@ package gemma
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -283,8 +284,10 @@ func TestMultimodalConfigRejections(t *testing.T) {
 			t.Errorf("text_config %s: %v, want a *decoder.FieldError naming text_config", name, err)
 		}
 	}
-	bad := edit(t, gemma3MultimodalConfig, map[string]any{"text_config": map[string]any{"num_key_value_heads": 3}})
-	if _, _, err := v.Spec(bad); err == nil || !strings.Contains(err.Error(), "text_config.num_key_value_heads = 3") {
-		t.Errorf("num_key_value_heads 3: %v, want an error naming text_config.num_key_value_heads", err)
+	for field, val := range map[string]any{"num_key_value_heads": 3, "rms_norm_eps": 0} {
+		bad := edit(t, gemma3MultimodalConfig, map[string]any{"text_config": map[string]any{field: val}})
+		if _, _, err := v.Spec(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("text_config.%s = %v", field, val)) {
+			t.Errorf("%s %v: %v, want an error naming text_config.%s", field, val, err, field)
+		}
 	}
 }
