@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -175,5 +176,38 @@ func TestMetricsForRouters(t *testing.T) {
 		if !strings.Contains(string(body), typ+"\n") {
 			t.Errorf("/metrics lacks %q", typ)
 		}
+	}
+}
+
+// TestDisconnectDuringSeveralStreamedChoicesFreesEverything checks n > 1 streaming whose
+// client goes away mid-way: every choice stops, the forks leave the batch, the session
+// goes back to the pool, and the next request is served.
+func TestDisconnectDuringSeveralStreamedChoicesFreesEverything(t *testing.T) {
+	s, base, pool := startServer(t, nil)
+	firstToken := make(chan struct{})
+	var once sync.Once
+	s.setTokenHook(func(ctx context.Context) {
+		once.Do(func() { close(firstToken) })
+		<-ctx.Done() // every choice holds until the client leaves
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"prompt":"Once upon a time","max_tokens":400,"n":3,"stream":true}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-firstToken
+	cancel()
+	<-done
+	waitFor(t, func() bool { return pool.Stats().Leased == 0 && s.batch.Stats().Running == 0 })
+	s.setTokenHook(func(context.Context) {})
+	if code, _, resp := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":4,"n":3}`); code != http.StatusOK {
+		t.Errorf("next request: %d %s", code, resp)
 	}
 }
