@@ -115,7 +115,7 @@ func TestBatchedSessionsEqualLoneSessions(t *testing.T) {
 			}
 			rng := rand.New(rand.NewPCG(uint64(len(tc.name)), uint64(tc.maxBatch)))
 			const N = 6
-			C, V := r.Shape().Context, r.Metadata().VocabSize
+			C, V := r.Planner().Context, r.Metadata().VocabSize
 			scripts := make([][]batchCall, N)
 			for i := range scripts {
 				scripts[i] = batchScript(rng, C, V)

@@ -130,7 +130,7 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 	} else if !s.Logits().Valid() {
 		return res, fmt.Errorf("generate: empty prompt and no earlier step to continue from")
 	}
-	limit := s.Runner().Shape().MaxNewTokens(s.Position())
+	limit := s.Runner().Planner().MaxNewTokens(s.Position())
 	n := opts.MaxTokens
 	if n > limit {
 		n, res.Clamped = limit, true

@@ -131,8 +131,8 @@ func NewBatcher(r *Runner, opts BatchOptions) (*Batcher, error) {
 		return nil, errors.New("runner: NewBatcher: nil Runner")
 	case opts.MaxBatch < 1:
 		return nil, fmt.Errorf("runner: BatchOptions.MaxBatch = %d, must be ≥ 1", opts.MaxBatch)
-	case opts.PrefillChunk < 0 || opts.PrefillChunk > r.shape.Prefill:
-		return nil, fmt.Errorf("runner: BatchOptions.PrefillChunk = %d, must be in [0, %d] (the program's prefill step)", opts.PrefillChunk, r.shape.Prefill)
+	case opts.PrefillChunk < 0 || opts.PrefillChunk > r.planner.Prefill:
+		return nil, fmt.Errorf("runner: BatchOptions.PrefillChunk = %d, must be in [0, %d] (the program's prefill step)", opts.PrefillChunk, r.planner.Prefill)
 	}
 	b := &Batcher{r: r, opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
 		step: make([]*Seq, 0, opts.MaxBatch), steps: make([]Step, 0, opts.MaxBatch), errs: make([]error, opts.MaxBatch),

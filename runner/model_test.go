@@ -180,7 +180,7 @@ func TestModelChunkedPrefillEqualsTokenByToken(t *testing.T) {
 	for _, pair := range [][2]model{{storiesPrefill, storiesDecode}, {mistralRing, mistralRingDecode}} {
 		t.Run(pair[0].name, func(t *testing.T) {
 			chunked, decode := load(t, pair[0], engine.Options{}).Runner, load(t, pair[1], engine.Options{}).Runner
-			C := chunked.Shape().Context
+			C := chunked.Planner().Context
 			toks := tokens(C, pair[0].vocab, 1)
 			s := session(t, chunked)
 			got := each(t, s, toks)
@@ -204,7 +204,7 @@ func TestModelDecodeAppendAllocatesNothing(t *testing.T) {
 			s := session(t, r)
 			ctx := context.Background()
 			tok := []int{5}
-			mustAppend(t, s, tokens(r.Shape().Context-22, m.vocab, 2)...)
+			mustAppend(t, s, tokens(r.Planner().Context-22, m.vocab, 2)...)
 			allocs := testing.AllocsPerRun(20, func() {
 				if err := s.Append(ctx, tok); err != nil {
 					t.Fatal(err)
@@ -448,7 +448,7 @@ func BenchmarkAppend(b *testing.B) {
 			s := session(b, r)
 			b.ReportAllocs()
 			for b.Loop() {
-				if s.Position() == r.Shape().Context {
+				if s.Position() == r.Planner().Context {
 					s.Reset()
 				}
 				if err := s.Append(ctx, []int{7}); err != nil {

@@ -12,21 +12,22 @@ var ErrContextFull = errors.New("context full")
 // ErrEmpty is returned when asked to append no tokens.
 var ErrEmpty = errors.New("no tokens to append")
 
-// Shape is what the planner needs to know about a program.
-type Shape struct {
+// Planner plans appends over a program's fixed shapes: the context C and the prefill step P
+// (docs/contract.md "Planning").
+type Planner struct {
 	Context int // C
 	Prefill int // P; 0 when the program has no prefill method
 }
 
-// PlannedStep is one method call of a plan.
-type PlannedStep struct {
+// Chunk is one method call of a plan.
+type Chunk struct {
 	Prefill bool // prefill method (else decode)
 	Pos     int  // absolute position of the step's first row
 	N       int  // real rows (the rest of a prefill step is padding)
 }
 
 // CheckAppend reports whether m tokens can be appended at pos (docs/contract.md "Planning", rule 1).
-func (sh Shape) CheckAppend(pos, m int) error {
+func (sh Planner) CheckAppend(pos, m int) error {
 	if m < 1 {
 		return ErrEmpty
 	}
@@ -39,20 +40,20 @@ func (sh Shape) CheckAppend(pos, m int) error {
 // Next is the next step for `remaining` tokens at pos: a prefill step while a prefill
 // method exists and pos+P ≤ C, else a decode step (the context-tail fallback).
 // It assumes CheckAppend passed.
-func (sh Shape) Next(pos, remaining int) PlannedStep {
+func (sh Planner) Next(pos, remaining int) Chunk {
 	if sh.Prefill > 0 && pos+sh.Prefill <= sh.Context {
-		return PlannedStep{Prefill: true, Pos: pos, N: min(sh.Prefill, remaining)}
+		return Chunk{Prefill: true, Pos: pos, N: min(sh.Prefill, remaining)}
 	}
-	return PlannedStep{Pos: pos, N: 1}
+	return Chunk{Pos: pos, N: 1}
 }
 
 // Plan returns every step that appending m tokens at pos takes, or an error (and no steps)
 // when it is infeasible. It is a pure function.
-func (sh Shape) Plan(pos, m int) ([]PlannedStep, error) {
+func (sh Planner) Plan(pos, m int) ([]Chunk, error) {
 	if err := sh.CheckAppend(pos, m); err != nil {
 		return nil, err
 	}
-	var steps []PlannedStep
+	var steps []Chunk
 	for m > 0 {
 		st := sh.Next(pos, m)
 		steps = append(steps, st)
@@ -64,6 +65,6 @@ func (sh Shape) Plan(pos, m int) ([]PlannedStep, error) {
 
 // MaxNewTokens is how many tokens can be generated after a prompt that ends at pos:
 // generating k tokens appends k-1 of them, so pos + k - 1 ≤ C (docs/contract.md "Planning", rule 3).
-func (sh Shape) MaxNewTokens(pos int) int {
+func (sh Planner) MaxNewTokens(pos int) int {
 	return max(0, sh.Context-pos+1)
 }

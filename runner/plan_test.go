@@ -11,48 +11,48 @@ import (
 )
 
 func TestPlanBoundaries(t *testing.T) {
-	pre := func(pos, n int) PlannedStep { return PlannedStep{Prefill: true, Pos: pos, N: n} }
-	dec := func(pos int) PlannedStep { return PlannedStep{Pos: pos, N: 1} }
-	decs := func(from, to int) []PlannedStep {
-		var out []PlannedStep
+	pre := func(pos, n int) Chunk { return Chunk{Prefill: true, Pos: pos, N: n} }
+	dec := func(pos int) Chunk { return Chunk{Pos: pos, N: 1} }
+	decs := func(from, to int) []Chunk {
+		var out []Chunk
 		for p := from; p < to; p++ {
 			out = append(out, dec(p))
 		}
 		return out
 	}
-	cat := func(parts ...[]PlannedStep) []PlannedStep {
-		var out []PlannedStep
+	cat := func(parts ...[]Chunk) []Chunk {
+		var out []Chunk
 		for _, p := range parts {
 			out = append(out, p...)
 		}
 		return out
 	}
-	sh := Shape{Context: 60, Prefill: 16}
+	sh := Planner{Context: 60, Prefill: 16}
 	tests := []struct {
 		name   string
-		shape  Shape
+		shape  Planner
 		pos, m int
-		want   []PlannedStep
+		want   []Chunk
 		err    error
 	}{
-		{"pos+P == C takes a last prefill", sh, 44, 16, []PlannedStep{pre(44, 16)}, nil},
-		{"pos+P == C with fewer tokens pads", sh, 44, 3, []PlannedStep{pre(44, 3)}, nil},
+		{"pos+P == C takes a last prefill", sh, 44, 16, []Chunk{pre(44, 16)}, nil},
+		{"pos+P == C with fewer tokens pads", sh, 44, 3, []Chunk{pre(44, 3)}, nil},
 		{"pos+P == C+1 falls back to decode", sh, 45, 2, decs(45, 47), nil},
-		{"m == P", sh, 0, 16, []PlannedStep{pre(0, 16)}, nil},
-		{"m == P+1", sh, 0, 17, []PlannedStep{pre(0, 16), pre(16, 1)}, nil},
-		{"m == 1 while a prefill fits", sh, 10, 1, []PlannedStep{pre(10, 1)}, nil},
-		{"m == 1 in the tail", sh, 59, 1, []PlannedStep{dec(59)}, nil},
-		{"no prefill method", Shape{Context: 60}, 3, 4, decs(3, 7), nil},
-		{"pos+m == C (the worked example)", sh, 0, 60, cat([]PlannedStep{pre(0, 16), pre(16, 16), pre(32, 16)}, decs(48, 60)), nil},
-		{"pos+m == C from the middle", sh, 20, 40, cat([]PlannedStep{pre(20, 16), pre(36, 16)}, decs(52, 60)), nil},
+		{"m == P", sh, 0, 16, []Chunk{pre(0, 16)}, nil},
+		{"m == P+1", sh, 0, 17, []Chunk{pre(0, 16), pre(16, 1)}, nil},
+		{"m == 1 while a prefill fits", sh, 10, 1, []Chunk{pre(10, 1)}, nil},
+		{"m == 1 in the tail", sh, 59, 1, []Chunk{dec(59)}, nil},
+		{"no prefill method", Planner{Context: 60}, 3, 4, decs(3, 7), nil},
+		{"pos+m == C (the worked example)", sh, 0, 60, cat([]Chunk{pre(0, 16), pre(16, 16), pre(32, 16)}, decs(48, 60)), nil},
+		{"pos+m == C from the middle", sh, 20, 40, cat([]Chunk{pre(20, 16), pre(36, 16)}, decs(52, 60)), nil},
 		{"pos+m == C+1", sh, 0, 61, nil, ErrContextFull},
 		{"pos+m == C+1 in the tail", sh, 59, 2, nil, ErrContextFull},
 		{"full session", sh, 60, 1, nil, ErrContextFull},
 		{"m == 0", sh, 0, 0, nil, ErrEmpty},
 		{"m < 0", sh, 0, -1, nil, ErrEmpty},
-		{"P == C", Shape{Context: 8, Prefill: 8}, 0, 9, nil, ErrContextFull},
-		{"P == C first step only", Shape{Context: 8, Prefill: 8}, 0, 8, []PlannedStep{pre(0, 8)}, nil},
-		{"P == C after one token", Shape{Context: 8, Prefill: 8}, 1, 7, decs(1, 8), nil},
+		{"P == C", Planner{Context: 8, Prefill: 8}, 0, 9, nil, ErrContextFull},
+		{"P == C first step only", Planner{Context: 8, Prefill: 8}, 0, 8, []Chunk{pre(0, 8)}, nil},
+		{"P == C after one token", Planner{Context: 8, Prefill: 8}, 1, 7, decs(1, 8), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestPlanBoundaries(t *testing.T) {
 }
 
 func TestContextFullNamesBothNumbers(t *testing.T) {
-	err := Shape{Context: 60, Prefill: 16}.CheckAppend(50, 11)
+	err := Planner{Context: 60, Prefill: 16}.CheckAppend(50, 11)
 	for _, want := range []string{"61", "60", "50", "11"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not mention %s", err, want)
@@ -78,11 +78,11 @@ func TestContextFullNamesBothNumbers(t *testing.T) {
 
 // bruteForcePlan is an independent model of docs/contract.md "Planning": it chooses, for every token,
 // the method that processes it, by simulating a cursor one token at a time.
-func bruteForcePlan(C, P, pos, m int) ([]PlannedStep, bool) {
+func bruteForcePlan(C, P, pos, m int) ([]Chunk, bool) {
 	if m < 1 || pos+m > C {
 		return nil, false
 	}
-	var steps []PlannedStep
+	var steps []Chunk
 	open := false // a prefill step is accepting tokens
 	for t := 0; t < m; t++ {
 		a := pos + t
@@ -95,10 +95,10 @@ func bruteForcePlan(C, P, pos, m int) ([]PlannedStep, bool) {
 			open = false
 		}
 		if P > 0 && a+P <= C {
-			steps = append(steps, PlannedStep{Prefill: true, Pos: a, N: 1})
+			steps = append(steps, Chunk{Prefill: true, Pos: a, N: 1})
 			open = true
 		} else {
-			steps = append(steps, PlannedStep{Pos: a, N: 1})
+			steps = append(steps, Chunk{Pos: a, N: 1})
 		}
 	}
 	return steps, true
@@ -111,7 +111,7 @@ func TestPlanMatchesBruteForce(t *testing.T) {
 			if P == 1 {
 				continue
 			}
-			sh := Shape{Context: C, Prefill: P}
+			sh := Planner{Context: C, Prefill: P}
 			for pos := 0; pos <= C; pos++ {
 				for m := -1; m <= C-pos+2; m++ {
 					want, ok := bruteForcePlan(C, P, pos, m)
@@ -134,7 +134,7 @@ func TestPlanMatchesBruteForce(t *testing.T) {
 }
 
 // checkPlanInvariants asserts the properties every plan has.
-func checkPlanInvariants(t *testing.T, sh Shape, pos, m int, steps []PlannedStep) {
+func checkPlanInvariants(t *testing.T, sh Planner, pos, m int, steps []Chunk) {
 	t.Helper()
 	at := pos
 	for i, st := range steps {
@@ -159,7 +159,7 @@ func checkPlanInvariants(t *testing.T, sh Shape, pos, m int, steps []PlannedStep
 }
 
 func TestMaxNewTokens(t *testing.T) {
-	sh := Shape{Context: 60, Prefill: 16}
+	sh := Planner{Context: 60, Prefill: 16}
 	for _, tc := range []struct{ pos, want int }{{0, 61}, {50, 11}, {59, 2}, {60, 1}} {
 		if got := sh.MaxNewTokens(tc.pos); got != tc.want {
 			t.Errorf("MaxNewTokens(%d) = %d, want %d", tc.pos, got, tc.want)

@@ -44,7 +44,7 @@ type Runner struct {
 	fingerprint string
 	exe         Executor
 	alloc       Allocator
-	shape       Shape
+	planner     Planner
 	decode      *program.Method
 	prefill     *program.Method // nil when absent
 }
@@ -69,9 +69,9 @@ func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*
 	}
 	r.decode, _ = m.Method(program.MethodDecode)
 	r.prefill, _ = m.Method(program.MethodPrefill)
-	r.shape = Shape{Context: m.Metadata.MaxContext}
+	r.planner = Planner{Context: m.Metadata.MaxContext}
 	if r.prefill != nil {
-		r.shape.Prefill = r.prefill.Step
+		r.planner.Prefill = r.prefill.Step
 	}
 	return r, nil
 }
@@ -80,7 +80,7 @@ func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*
 func (r *Runner) Metadata() program.Metadata { return r.man.Metadata }
 
 // Shape is the planning shape (context, prefill step).
-func (r *Runner) Shape() Shape { return r.shape }
+func (r *Runner) Planner() Planner { return r.planner }
 
 // Fingerprint identifies the program; saved sessions are bound to it.
 func (r *Runner) Fingerprint() string { return r.fingerprint }
@@ -125,5 +125,5 @@ func isState(name string) bool {
 }
 
 func (r *Runner) String() string {
-	return fmt.Sprintf("runner(%s v%d, C=%d, P=%d)", r.man.Metadata.Contract, r.man.Metadata.Version, r.shape.Context, r.shape.Prefill)
+	return fmt.Sprintf("runner(%s v%d, C=%d, P=%d)", r.man.Metadata.Contract, r.man.Metadata.Version, r.planner.Context, r.planner.Prefill)
 }

@@ -105,7 +105,7 @@ func (r *Runner) stateNames() []string {
 // maxSessionFile is the largest session file this runner can have written.
 func (r *Runner) maxSessionFile() int64 {
 	return int64(len(sessionMagic)+4+4+len(r.fingerprint)+8+1+4) +
-		8*int64(r.shape.Context+len(r.man.Metadata.Layers)) + r.SessionBytes() + 4*int64(r.man.Metadata.VocabSize)
+		8*int64(r.planner.Context+len(r.man.Metadata.Layers)) + r.SessionBytes() + 4*int64(r.man.Metadata.VocabSize)
 }
 
 // savedState is a decoded, validated session file.
@@ -214,8 +214,8 @@ func (r *Runner) readSession(rd io.Reader) (*savedState, error) {
 	md := &r.man.Metadata
 	st := &savedState{state: map[string][]byte{}}
 	pos := d.u64("position")
-	if d.err == nil && pos > uint64(r.shape.Context) {
-		return nil, corrupt("position", "%d exceeds the program's context %d", pos, r.shape.Context)
+	if d.err == nil && pos > uint64(r.planner.Context) {
+		return nil, corrupt("position", "%d exceeds the program's context %d", pos, r.planner.Context)
 	}
 	st.pos = int(pos)
 	for i := 0; i < st.pos && d.err == nil; i++ {

@@ -63,7 +63,7 @@ type Session struct {
 
 // NewSession allocates a session's buffers (once) and binds the methods to them.
 func (r *Runner) NewSession() (*Session, error) {
-	s := &Session{r: r, state: map[string][]byte{}, history: make([]int, 0, r.shape.Context),
+	s := &Session{r: r, state: map[string][]byte{}, history: make([]int, 0, r.planner.Context),
 		lo: make([]int, len(r.man.Metadata.Layers))}
 	ok := false
 	defer func() {
@@ -190,7 +190,7 @@ func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []
 	if err := s.usable(); err != nil {
 		return err
 	}
-	shape := s.r.shape
+	shape := s.r.planner
 	if err := shape.CheckAppend(s.pos, len(tokens)); err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ var errNotRun = errors.New("step not run")
 
 // fill writes one method's inputs for the real tokens toks at s.pos.
 func (s *Session) fill(mio *methodIO, toks []int) {
-	S, C, n, pos := mio.spec.Step, s.r.shape.Context, len(toks), s.pos
+	S, C, n, pos := mio.spec.Step, s.r.planner.Context, len(toks), s.pos
 	pad := s.r.man.Metadata.Tokens.Pad
 	for i := 0; i < S; i++ {
 		if i < n {

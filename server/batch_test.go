@@ -21,7 +21,7 @@ func TestOptionsRefuseABadBatch(t *testing.T) {
 		{"MaxBatch", func(o *Options) { o.MaxBatch = -1 }},
 		{"MaxBatch", func(o *Options) { o.MaxBatch = o.MaxSessions + 1 }},
 		{"PrefillChunk", func(o *Options) { o.PrefillChunk = -1 }},
-		{"PrefillChunk", func(o *Options) { o.PrefillChunk = o.Runner.Shape().Prefill + 1 }},
+		{"PrefillChunk", func(o *Options) { o.PrefillChunk = o.Runner.Planner().Prefill + 1 }},
 	}
 	for _, tc := range tests {
 		o := testOptions(t)

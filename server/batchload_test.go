@@ -156,7 +156,7 @@ func TestBatchingLoad(t *testing.T) {
 	})
 	vocab := min(s.o.Tokenizer.VocabSize(), r.Metadata().VocabSize)
 	promptLen, genLen, longLen := 114, 64, 400
-	if c := r.Shape().Context; c < longLen+2 {
+	if c := r.Planner().Context; c < longLen+2 {
 		promptLen, genLen, longLen = c/4, c/8, c/2
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * sessions}}

@@ -38,7 +38,7 @@ func (s *Server) checkPrompt(prompt []int, param string) error {
 			return badRequest(param, "invalid_value", "token %d at index %d is outside the vocabulary [0,%d)", t, i, vocab)
 		}
 	}
-	if c := s.o.Runner.Shape().Context; len(prompt) > c {
+	if c := s.o.Runner.Planner().Context; len(prompt) > c {
 		return badRequest(param, "context_length_exceeded",
 			"this model's context is %d tokens; the prompt has %d. Shorten the prompt or the conversation", c, len(prompt))
 	}
@@ -210,7 +210,7 @@ func (s *Server) generateChoice(ctx context.Context, g generation, i int, sess *
 	}
 	maxTokens := g.set.maxTokens
 	if maxTokens == 0 {
-		maxTokens = s.o.Runner.Shape().MaxNewTokens(len(g.prompt))
+		maxTokens = s.o.Runner.Planner().MaxNewTokens(len(g.prompt))
 	}
 	var constraint generate.Constraint
 	if g.set.format != nil {

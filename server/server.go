@@ -96,8 +96,8 @@ func (o *Options) validate() error {
 		return bad("MaxSessions", "= %d, must be ≥ 1", o.MaxSessions)
 	case o.MaxBatch < 1 || o.MaxBatch > o.MaxSessions:
 		return bad("MaxBatch", "= %d, must be between 1 and MaxSessions (%d)", o.MaxBatch, o.MaxSessions)
-	case o.PrefillChunk < 0 || o.PrefillChunk > o.Runner.Shape().Prefill:
-		return bad("PrefillChunk", "= %d, must be between 0 (the prefill step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Shape().Prefill)
+	case o.PrefillChunk < 0 || o.PrefillChunk > o.Runner.Planner().Prefill:
+		return bad("PrefillChunk", "= %d, must be between 0 (the prefill step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Planner().Prefill)
 	case o.MaxQueue < 0:
 		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
 	case o.QueueTimeout <= 0:

@@ -79,7 +79,7 @@ is given).`,
 					return err
 				}
 			}
-			seq = seq[:min(len(seq), ref.Runner.Shape().Context, cand.Runner.Shape().Context)]
+			seq = seq[:min(len(seq), ref.Runner.Planner().Context, cand.Runner.Planner().Context)]
 			rep, err := compareLogits(ctx, ref, cand, seq)
 			if err != nil {
 				return err
@@ -110,7 +110,7 @@ func extendGreedy(ctx context.Context, m *loaded, seq []int, n int) ([]int, erro
 		return nil, err
 	}
 	out := append(append([]int(nil), seq...), res.Tokens...)
-	return out[:min(len(out), m.Runner.Shape().Context)], nil
+	return out[:min(len(out), m.Runner.Planner().Context)], nil
 }
 
 // compareLogits runs seq through both programs and compares the logits after every token.

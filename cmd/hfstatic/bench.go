@@ -119,7 +119,7 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 	loadS := time.Since(start).Seconds()
 
 	md := m.Runner.Metadata()
-	shape := m.Runner.Shape()
+	shape := m.Runner.Planner()
 	rep := benchReport{
 		Program: m.name, Weights: md.Source.Weights, ProgramBytes: m.File.Size(),
 		Threads: o.threads, Context: shape.Context, PrefillStep: shape.Prefill,

@@ -101,7 +101,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				log.Warn("--memory-budget holds fewer sessions than --sessions", "sessions", pool.Limit(),
 					"session_bytes", m.Runner.SessionBytes(), "memory_budget", memoryBudget)
 			}
-			if p := m.Runner.Shape().Prefill; chunk > p {
+			if p := m.Runner.Planner().Prefill; chunk > p {
 				return usagef("--prefill-chunk %d is more than the program's prefill step (%d)", chunk, p)
 			}
 			if !cmd.Flags().Changed("max-batch") || maxBatch > pool.Limit() {
@@ -123,7 +123,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
 				log.Warn("listening beyond loopback: anyone who can reach this address can use the model", "addr", addr)
 			}
-			log.Info("listening", "addr", ln.Addr().String(), "model", modelID, "context", m.Runner.Shape().Context,
+			log.Info("listening", "addr", ln.Addr().String(), "model", modelID, "context", m.Runner.Planner().Context,
 				"sessions", pool.Limit(), "max_batch", maxBatch, "session_bytes", m.Runner.SessionBytes(), "queue", queue, "threads", threads)
 			stopBudget.Add(int64(grace))
 			return s.Serve(cmd.Context(), ln, grace)
