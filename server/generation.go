@@ -134,33 +134,7 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 			sessions, steppers = append(sessions, f), append(steppers, fseq)
 		}
 	}
-	results := make([]choiceResult, n)
-	if n == 1 {
-		results[0] = s.generateChoice(ctx, g, 0, sess, seq, prompt)
-	} else {
-		// A panic on a choice's goroutine would end the process: it is carried back to this
-		// one, once every choice has stopped using its session, for the handler to recover.
-		var wg sync.WaitGroup
-		panics := make([]any, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if v := recover(); v != nil {
-						panics[i] = fmt.Sprintf("choice %d: %v\n%s", i, v, debug.Stack())
-					}
-				}()
-				results[i] = s.generateChoice(ctx, g, i, sessions[i], steppers[i], prompt)
-			}()
-		}
-		wg.Wait()
-		for _, v := range panics {
-			if v != nil {
-				panic(v)
-			}
-		}
-	}
+	results := s.generateChoices(ctx, g, sessions, steppers, prompt)
 	for i, r := range results {
 		out.completionTokens += r.tokens
 		out.finishReasons = append(out.finishReasons, r.finish)
@@ -173,6 +147,39 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 	}
 	out.finishReason = out.finishReasons[0]
 	return out, nil
+}
+
+// generateChoices generates one choice per session, concurrently when there are several.
+func (s *Server) generateChoices(ctx context.Context, g generation, sessions []*runner.Session, steppers []generate.Stepper, prompt []int) []choiceResult {
+	n := len(sessions)
+	results := make([]choiceResult, n)
+	if n == 1 {
+		results[0] = s.generateChoice(ctx, g, 0, sessions[0], steppers[0], prompt)
+		return results
+	}
+	// A panic on a choice's goroutine would end the process: it is carried back to this
+	// one, once every choice has stopped using its session, for the handler to recover.
+	var wg sync.WaitGroup
+	panics := make([]any, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					panics[i] = fmt.Sprintf("choice %d: %v\n%s", i, v, debug.Stack())
+				}
+			}()
+			results[i] = s.generateChoice(ctx, g, i, sessions[i], steppers[i], prompt)
+		}()
+	}
+	wg.Wait()
+	for _, v := range panics {
+		if v != nil {
+			panic(v)
+		}
+	}
+	return results
 }
 
 func resetIfPoisoned(sess *runner.Session, err error) {

@@ -21,6 +21,8 @@ import (
 	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
+// newExportCmd is long because it declares every export flag and reports progress; the
+// export itself lives in internal/export.
 func newExportCmd() *cobra.Command {
 	var (
 		out, cacheDType, weights, embedWeights, prefillLogits, layout string

@@ -100,6 +100,8 @@ func (e *textEmitter) finish(stopped bool) {
 	e.w.Flush()
 }
 
+// newGenerateCmd is long because generate takes text or ids and prints text or ids; the
+// loop itself is package generate.
 func newGenerateCmd() *cobra.Command {
 	var (
 		tokens, prompt string

@@ -13,6 +13,8 @@ import (
 	"github.com/hfstatic/hfstatic/server"
 )
 
+// newServeCmd is long because it wires every serve flag into the server; the server itself
+// lives in package server.
 func newServeCmd() *cobra.Command {
 	var (
 		addr, modelID                string
