@@ -154,7 +154,10 @@ func Run(ctx context.Context, s *runner.Session, prompt []int, opts Options) (Re
 			}
 			opts.Constraint.FillMask(mask)
 			if tok = masked.SampleMasked(logits, s.Tokens(), mask); tok < 0 {
-				return res, fmt.Errorf("generate: the constraint allows no token after %d tokens", len(res.Tokens))
+				// The constraint is complete and the model has no end-of-sequence id to say
+				// so: the output is whole.
+				res.Reason = StopCondition
+				return res, nil
 			}
 			if err := opts.Constraint.Accept(tok); err != nil {
 				return res, fmt.Errorf("generate: %w", err)

@@ -92,7 +92,13 @@ func (r *logprobRecorder) observe(tok int, logits []float32, allowed []uint64) {
 		}
 	}
 	lse := maxL + math.Log(sum)
-	lp := func(i int) float64 { return max(float64(logits[i])-lse, -9999) }
+	lp := func(i int) float64 {
+		v := float64(logits[i]) - lse
+		if math.IsNaN(v) || v < -9999 {
+			return -9999 // JSON has no NaN or -Inf; OpenAI reports -9999 for impossible tokens
+		}
+		return v
+	}
 	text, bytes := r.text(tok)
 	e := tokenLogprob{Token: text, Logprob: lp(tok), Bytes: bytes, TopLogprobs: []topLogprob{}}
 	if r.top > 0 {
