@@ -37,14 +37,10 @@ func genDots() {
 
 // attnPrefetchRows is how many cache rows ahead the binary16 attention
 // kernels prefetch (NTA) the row they will read: a decode's keys and values
-// of one head are short streams (40 KB at 160 tokens) that the hardware
-// prefetcher barely ramps up on. Measured over a Qwen3-0.6B layout (28 layers
-// × 8 heads, 9 interleaved rounds): 160 rows 18-19 → 25-26 GB/s, 1920 rows
-// 26-28 → 26-28; 4 or 8 rows ahead, or T0, gained less. Both kernels also
-// take the row streams' page-start prefetch (pageKick, ahead of the
-// prefetched row): Qwen3-0.6B q4 decode with 1920 tokens cached, 1 and 2
-// threads, 12 alternating pairs: per-pair ratios 0.94-1.18, median 1.05
-// (a first version, 14 pairs: median 1.08).
+// of one head are short streams that the hardware prefetcher barely ramps up
+// on. Both kernels also take the row streams' page-start prefetch (pageKick,
+// ahead of the prefetched row). Measured in docs/performance.md, "Tuning
+// constants".
 const attnPrefetchRows = 16
 
 // attnPrefetchOffset returns a register holding attnPrefetchRows*ld.

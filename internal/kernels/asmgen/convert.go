@@ -15,8 +15,8 @@ func genConverts(s isa) {
 	v := s.vr
 	genConvert(s, "f32ToF16", "uint16", "float32", "values (a multiple of %d), rounding to nearest even", func(src, dst Mem) {
 		VMOVUPS(src, v[0])
-		// Convert into a register, then store: 1.4x faster than the
-		// memory-destination form on this Zen 5 (BenchmarkRowKernels/F32ToF16).
+		// Convert into a register, then store: faster than the
+		// memory-destination form (docs/performance.md, "Tuning constants").
 		VCVTPS2PH(U8(0), v[0], s.half(v[1]))
 		VMOVDQU(s.half(v[1]), dst)
 	})

@@ -20,9 +20,9 @@ import (
 // per-line prefetches. It is the q8 matrix-vector kernel of CPUs with AVX2
 // but not AVX-512 (the int8 analogue of the VNNI path); every input row,
 // decode or prefill, goes through it, so the arithmetic does not depend on
-// the number of rows. -bench 'MatVecSweep/MatMul-q8-AVX2' (1 thread, this
-// CPU forced to AVX2): 20 GB/s for the float stream it replaces, 9 without
-// the per-line prefetch, 27-28 with one FMA chain, 32-33 with two.
+// the number of rows. Two FMA chains and the per-line prefetch were chosen
+// by -bench 'MatVecSweep/MatMul-q8-AVX2' (docs/performance.md, "Tuning
+// constants").
 // rowsQ4I8AVX2 also takes xs: its weights are nibbles u = q+8 in [0, 15],
 // multiplied as unsigned bytes with x, and each block's int32 sum is corrected by xs[b] = 8 * (the block
 // sum of xq) in one lane before the conversion: still exact.

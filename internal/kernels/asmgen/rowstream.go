@@ -17,16 +17,10 @@ import (
 // with a single sequential stream of weights, which the hardware prefetcher
 // follows better than the nr interleaved streams of a tile.
 // At the start of each row it prefetches (NTA) the first two lines of the
-// next one: in a C model of this loop over 1 GiB of 4 KiB rows that read
-// 35-38 GB/s without, the hint gave +8-12% on one thread whether the rows
-// were page-aligned or not (one, two or four lines, the next row or the one
-// after, all the same; prefetching every line 4-16 KiB ahead, T0 or NTA, was
-// slower). Qwen3-0.6B f32 decode, same minutes: 1 thread 11.2 → 13.5
-// tok/s, 2 threads 20.3 → 23.7. Rows longer than a page, or not starting
-// on one, also get the q8/q4 streams' page-start prefetch (pageKick):
-// SmolLM2-135M f32 decode (2304-byte rows) on 1 thread, 4 alternating
-// pairs: 63.7-71.6 → 67.7-74.4 tok/s, ahead in every pair; Qwen3 (4 KiB
-// rows) unchanged.
+// next one, which the hardware prefetcher reaches too late; prefetching every
+// line further ahead was slower. Rows longer than a page, or not starting on
+// one, also get the q8/q4 streams' page-start prefetch (pageKick). The
+// measurements behind both are in docs/performance.md, "Tuning constants".
 func genRowStream(s isa, wt string) {
 	name := "rowStream" + wt + s.matSuffix
 	text(name, NOSPLIT, "func(x *float32, w *byte, ldw int, k16 int, y *float32, n int)")
@@ -168,12 +162,10 @@ func genRowStreamQ(s isa, q string) {
 }
 
 // pageKickAhead is how far ahead of the quants being read (bytes) the row
-// streams touch the start of the next 4 KiB page (see pageKick). Qwen3-0.6B
-// q8 decode on 1 thread, 3 alternating rounds of each binary: 43 tok/s
-// without; 56-58 at 1024, 54-58 at 2048, 54-58 at 4096 (T0 instead of NTA:
-// 52-55); 45-47 at 8192, the distance of the per-line prefetch, where it
-// adds nothing. The per-line prefetch stays: without it the kick alone gave
-// 46-47.
+// streams touch the start of the next 4 KiB page (see pageKick): far enough
+// to arrive in time, nearer than the per-line prefetch (at whose distance it
+// adds nothing), which stays beside it (docs/performance.md, "Tuning
+// constants").
 const pageKickAhead = 2048
 
 // pageKick emits the page-start prefetch of a row stream at stream
@@ -181,8 +173,8 @@ const pageKickAhead = 2048
 // page boundary (kick), the first two lines of that page are prefetched and
 // kick moves to the page after pos+pageKickAhead; t is scratch, and label
 // names the skip target (unique per function). The per-line prefetches
-// further ahead do not bring a page's first lines early enough on this
-// machine (AMD Zen 5; the float streams' row-start hint is the same idea).
+// further ahead do not bring a page's first lines early enough (the float
+// streams' row-start hint is the same idea).
 func pageKick(pos Mem, kick, t Register, label string) {
 	LEAQ(pos.Offset(pageKickAhead), t)
 	CMPQ(t, kick)

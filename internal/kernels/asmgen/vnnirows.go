@@ -11,18 +11,14 @@ import (
 )
 
 // q4Prefetch is how far ahead (bytes) the matrix-vector kernel prefetches
-// weights, which it reads as one stream (rows are contiguous): measured
-// end to end, SmolLM2-135M q4 decode on 1 thread is ~15% faster at 4096 than
-// without prefetch; 1024 and 2048 gain little, 6144 and 8192 about the same.
-// The hint is PREFETCHNTA: the weights are read once per token, and NTA fills
-// the line without the L2 allocation T0 asks for (BenchmarkMatVecSweep, 4
-// alternating runs: q8 row stream 1 thread 33-36 → 36-38 GB/s, 2 threads
-// 53-67 → 60-74; q4 about the same either way; Qwen3-0.6B decode q8/q4 on 1
-// thread +3% / +5%).
+// weights, which it reads as one stream (rows are contiguous). The hint is
+// PREFETCHNTA: the weights are read once per token, and NTA fills the line
+// without the L2 allocation T0 asks for. The distances were chosen by end-to-end
+// decode measurements (docs/performance.md, "Tuning constants").
 const q4Prefetch = 4096
 
-// q8Prefetch is as q4Prefetch, for q8 weights (SmolLM2-135M q8 decode on
-// 1 thread: 112 tok/s without, ~130 at 4096, ~145 at 8192, ~128 at 16384).
+// q8Prefetch is as q4Prefetch, for q8 weights (measured the same way:
+// docs/performance.md, "Tuning constants").
 const q8Prefetch = 8192
 
 // genVNNIRows emits vnniRows<q>_<nr>(xq, dx, xqs, w, ldw, nb, y): for
