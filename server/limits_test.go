@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,8 +55,10 @@ func TestSlowBodiesAreBounded(t *testing.T) {
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
 	baseG := runtime.NumGoroutine()
+	debug.FreeOSMemory()
+	baseRSS := vmRSS(t)
 
-	var peak atomic.Uint64
+	var peak, peakRSS atomic.Uint64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
 	sampler.Go(func() {
@@ -62,6 +67,9 @@ func TestSlowBodiesAreBounded(t *testing.T) {
 			runtime.ReadMemStats(&m)
 			if m.HeapInuse > peak.Load() {
 				peak.Store(m.HeapInuse)
+			}
+			if r := vmRSS(t); r > peakRSS.Load() {
+				peakRSS.Store(r)
 			}
 			select {
 			case <-stop:
@@ -115,6 +123,9 @@ func TestSlowBodiesAreBounded(t *testing.T) {
 	if grew := int64(peak.Load()) - int64(base.HeapInuse); grew > 64<<20 {
 		t.Errorf("heap in use grew by %d MiB during the attack, want < 64", grew>>20)
 	}
+	if grew := int64(peakRSS.Load()) - int64(baseRSS); baseRSS > 0 && grew > 128<<20 {
+		t.Errorf("RSS grew by %d MiB during the attack, want < 128 (it grew by 1.1 GB before the limits)", grew>>20)
+	}
 	// Memory and goroutines return to the baseline once the clients are gone.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -123,12 +134,15 @@ func TestSlowBodiesAreBounded(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		g := runtime.NumGoroutine()
 		heapBack := int64(m.HeapInuse)-int64(base.HeapInuse) < 8<<20
-		if heapBack && g <= baseG+2 {
+		debug.FreeOSMemory()
+		rss := vmRSS(t)
+		rssBack := baseRSS == 0 || int64(rss)-int64(baseRSS) < 32<<20
+		if heapBack && rssBack && g <= baseG+2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the attack: heap in use %d MiB over baseline, %d goroutines (baseline %d)",
-				(int64(m.HeapInuse)-int64(base.HeapInuse))>>20, g, baseG)
+			t.Fatalf("after the attack: heap in use %d MiB over baseline, RSS %d MiB over, %d goroutines (baseline %d)",
+				(int64(m.HeapInuse)-int64(base.HeapInuse))>>20, (int64(rss)-int64(baseRSS))>>20, g, baseG)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -181,4 +195,23 @@ func newTestServer(t *testing.T, o Options) *Server {
 		pool.Close()
 	})
 	return s
+}
+
+// vmRSS returns the process's resident set size from /proc/self/status (0 where /proc is
+// not available: the RSS checks are then left out, the heap checks remain).
+func vmRSS(t testing.TB) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }
