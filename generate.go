@@ -120,7 +120,7 @@ func newEmitter(tok *tokenizer.Tokenizer, prompt []int, stops []string, eos []in
 	}
 	e := &emitter{stream: tok.NewStream(true), stops: sm, eos: eos, onText: onText}
 	if len(prompt) > 0 {
-		e.stream.Add(prompt[len(prompt)-1]) // its text was the prompt's, not the reply's
+		e.stream.Prime(prompt[len(prompt)-1]) // its text was the prompt's, not the reply's
 	}
 	return e, nil
 }

@@ -213,7 +213,7 @@ func (s *Server) generateChoice(ctx context.Context, g generation, i int, sess *
 	if len(g.prompt) > 0 {
 		// The prompt's last token primes the detokenizer, so the first new token keeps
 		// its leading space (SentencePiece decoders strip it at the start of a text).
-		detok.Add(g.prompt[len(g.prompt)-1])
+		detok.Prime(g.prompt[len(g.prompt)-1])
 	}
 	maxTokens := g.set.maxTokens
 	if maxTokens == 0 {

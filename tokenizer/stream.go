@@ -78,6 +78,23 @@ func (s *Stream) Add(id int) (string, error) {
 	return out, nil
 }
 
+// Prime starts the stream after text that was already shown (the prompt): id, its last
+// token, becomes context, so that the next token keeps its leading space, and none of id's
+// own text is returned later — also when id is a byte-fallback token, whose byte Add would
+// hold back and then return with the next token's text.
+func (s *Stream) Prime(id int) error {
+	if _, ok := s.t.Token(id); !ok {
+		return &UnknownIDError{ID: id, VocabSize: len(s.t.tokens)}
+	}
+	text, err := s.t.Decode([]int{id}, s.skipSpecial)
+	if err != nil {
+		return err
+	}
+	s.ids = append(s.ids[:0], id)
+	s.emitted, s.inByteRun = text, false
+	return nil
+}
+
 // Flush returns the text still held back (for example an incomplete
 // character at the end of generation, decoded as U+FFFD) and resets the
 // stream.

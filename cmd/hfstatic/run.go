@@ -64,7 +64,7 @@ func newTextEmitter(w io.Writer, tok *tokenizer.Tokenizer, prompt []int, stops [
 	}
 	stream := tok.NewStream(true)
 	if len(prompt) > 0 {
-		stream.Add(prompt[len(prompt)-1]) // its text was the user's, not ours to print
+		stream.Prime(prompt[len(prompt)-1]) // its text was the user's, not ours to print
 	}
 	e := &textEmitter{w: bufio.NewWriter(w), stream: stream, stops: m, eos: map[int]bool{}}
 	for _, id := range eos {
