@@ -2,7 +2,6 @@ package grammar
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 )
 
@@ -125,5 +124,3 @@ func (d *dfa) step(s *dstate, c byte) *dstate {
 	s.next[c] = nx
 	return nx
 }
-
-func (d *dfa) String() string { return fmt.Sprintf("dfa(%d states)", len(d.states)) }

@@ -102,20 +102,8 @@ func (m *Matcher) advance(b []byte) bool {
 	return !dead
 }
 
-// AcceptBytes advances over text (e.g. a forced prefix); same rules as Accept.
-func (m *Matcher) AcceptBytes(b []byte) error {
-	if m.ended || !m.advance(b) {
-		return fmt.Errorf("text %q: %w", b, ErrRejected)
-	}
-	return nil
-}
-
 // CanEnd reports whether the output so far is a complete string of the language.
 func (m *Matcher) CanEnd() bool { return m.ended || m.cur.accept }
 
 // Ended reports whether an end-of-sequence token was accepted.
 func (m *Matcher) Ended() bool { return m.ended }
-
-// Dead reports whether no continuation is possible other than ending (the language's
-// strings that start with the output so far are all complete).
-func (m *Matcher) Dead() bool { return m.ended || len(m.cur.bytes) == 0 }

@@ -118,11 +118,8 @@ func downloadProgress(w io.Writer) func(hub.Progress) {
 // resolveModelDir turns a command's MODEL argument into a local Hugging Face folder: an
 // existing folder as it is; ORG/NAME[@REV] from the Hugging Face cache, or downloaded.
 func resolveModelDir(cmd *cobra.Command, arg string, quiet bool) (string, error) {
-	if st, err := os.Stat(arg); err == nil {
-		if st.IsDir() {
-			return arg, nil
-		}
-		return arg, nil // a file: the caller's own error says what it is
+	if _, err := os.Stat(arg); err == nil {
+		return arg, nil // a folder, or a file whose error the caller words
 	}
 	ref, err := hub.ParseRef(arg)
 	if err != nil {

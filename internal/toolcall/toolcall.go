@@ -72,20 +72,6 @@ func NewID() string {
 	return "call_" + string(b[:])
 }
 
-// Markers returns the texts with which a reply in this syntax starts a call (a streaming
-// server holds text back once one may be starting).
-func (s Syntax) Markers() []string {
-	switch s {
-	case Hermes:
-		return []string{"<tool_call>"}
-	case Mistral:
-		return []string{"[TOOL_CALLS]"}
-	case Llama3:
-		return []string{"<|python_tag|>", "{"}
-	}
-	return []string{"{", "```"}
-}
-
 // Parse splits a complete reply (decoded with special tokens kept) into its text content and
 // its calls. A reply with no well-formed call is all content.
 func Parse(s Syntax, reply string) (content string, calls []Call) {
