@@ -39,34 +39,19 @@ func multimodalFolder(t testing.TB, plain fstest.MapFS, rename func(string) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := plain["model.safetensors"].Data
-	f, err := safetensors.Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []safetensors.WriteTensor
-	for _, ts := range f.Tensors() {
-		raw, err := f.Raw(ts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, safetensors.WriteTensor{Name: rename(ts.Name), DType: ts.DType, Shape: ts.Shape, Data: raw})
-	}
 	fake := make([]byte, 4*8*8)
 	for i := range fake {
 		fake[i] = byte(i)
 	}
-	out = append(out,
+	weights := rewriteTensors(t, plain["model.safetensors"].Data, func(ts safetensors.Tensor, raw []byte) []safetensors.WriteTensor {
+		return []safetensors.WriteTensor{{Name: rename(ts.Name), DType: ts.DType, Shape: ts.Shape, Data: raw}}
+	},
 		safetensors.WriteTensor{Name: "vision_tower.vision_model.embeddings.patch_embedding.weight", DType: safetensors.F32, Shape: []int{8, 8}, Data: fake},
 		safetensors.WriteTensor{Name: "multi_modal_projector.mm_input_projection_weight", DType: safetensors.F32, Shape: []int{8, 8}, Data: fake})
-	var w bytes.Buffer
-	if err := safetensors.Write(&w, out, nil); err != nil {
-		t.Fatal(err)
-	}
 	return fstest.MapFS{
 		"config.json":            {Data: cfg, Mode: 0o444},
 		"generation_config.json": plain["generation_config.json"],
-		"model.safetensors":      {Data: w.Bytes(), Mode: 0o444},
+		"model.safetensors":      {Data: weights, Mode: 0o444},
 	}
 }
 
@@ -83,7 +68,29 @@ func untied(t testing.TB, plain fstest.MapFS) fstest.MapFS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := plain["model.safetensors"].Data
+	weights := rewriteTensors(t, plain["model.safetensors"].Data, func(ts safetensors.Tensor, raw []byte) []safetensors.WriteTensor {
+		out := []safetensors.WriteTensor{{Name: ts.Name, DType: ts.DType, Shape: ts.Shape, Data: raw}}
+		if ts.Name == "model.embed_tokens.weight" {
+			row := len(raw) / ts.Shape[0]
+			head := make([]byte, 0, len(raw))
+			for r := ts.Shape[0] - 1; r >= 0; r-- {
+				head = append(head, raw[r*row:(r+1)*row]...)
+			}
+			out = append(out, safetensors.WriteTensor{Name: "lm_head.weight", DType: ts.DType, Shape: ts.Shape, Data: head})
+		}
+		return out
+	})
+	return fstest.MapFS{
+		"config.json":            {Data: cj, Mode: 0o444},
+		"generation_config.json": plain["generation_config.json"],
+		"model.safetensors":      {Data: weights, Mode: 0o444},
+	}
+}
+
+// rewriteTensors rewrites a safetensors file tensor by tensor (each becomes what edit
+// returns) and appends extra.
+func rewriteTensors(t testing.TB, data []byte, edit func(ts safetensors.Tensor, raw []byte) []safetensors.WriteTensor, extra ...safetensors.WriteTensor) []byte {
+	t.Helper()
 	f, err := safetensors.Read(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
@@ -94,25 +101,14 @@ func untied(t testing.TB, plain fstest.MapFS) fstest.MapFS {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, safetensors.WriteTensor{Name: ts.Name, DType: ts.DType, Shape: ts.Shape, Data: raw})
-		if ts.Name == "model.embed_tokens.weight" {
-			row := len(raw) / ts.Shape[0]
-			head := make([]byte, 0, len(raw))
-			for r := ts.Shape[0] - 1; r >= 0; r-- {
-				head = append(head, raw[r*row:(r+1)*row]...)
-			}
-			out = append(out, safetensors.WriteTensor{Name: "lm_head.weight", DType: ts.DType, Shape: ts.Shape, Data: head})
-		}
+		out = append(out, edit(ts, raw)...)
 	}
+	out = append(out, extra...)
 	var w bytes.Buffer
 	if err := safetensors.Write(&w, out, nil); err != nil {
 		t.Fatal(err)
 	}
-	return fstest.MapFS{
-		"config.json":            {Data: cj, Mode: 0o444},
-		"generation_config.json": plain["generation_config.json"],
-		"model.safetensors":      {Data: w.Bytes(), Mode: 0o444},
-	}
+	return w.Bytes()
 }
 
 func exportFolder(t testing.TB, fsys fstest.MapFS, opts export.Options) ([]byte, *export.Summary) {
