@@ -1,9 +1,12 @@
 package program
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // OpSetVersion versions the op set below. A program whose ops need a newer op set is rejected.
-const OpSetVersion = 1
+const OpSetVersion = 2
 
 // OpKind names an operation. Every activation is float32, row-major [rows, width]; "rows"
 // is the method's step S unless an op says otherwise. The executor knows, for each step,
@@ -46,6 +49,9 @@ const (
 	OpGLU OpKind = "glu"
 	// OpSoftCap: In [x] → Out [x]: Attr.SoftCap * tanh(x / Attr.SoftCap).
 	OpSoftCap OpKind = "soft_cap"
+	// OpScale: In [x] → Out [x]: x * Attr.Scale (op set 2; Granite's residual and logits
+	// multipliers).
+	OpScale OpKind = "scale"
 )
 
 // Activation functions of OpGLU.
@@ -89,6 +95,7 @@ var arity = map[OpKind]struct{ minIn, maxIn, out int }{
 	OpAdd:        {2, 2, 1},
 	OpGLU:        {2, 2, 1},
 	OpSoftCap:    {1, 1, 1},
+	OpScale:      {1, 1, 1},
 }
 
 // checkArity validates an op's kind, arity and required attributes.
@@ -130,6 +137,10 @@ func (op *Op) check() error {
 	case OpSoftCap:
 		if op.Attr.SoftCap <= 0 {
 			return fmt.Errorf("soft_cap needs soft_cap > 0")
+		}
+	case OpScale:
+		if op.Attr.Scale == 0 || math.IsNaN(float64(op.Attr.Scale)) || math.IsInf(float64(op.Attr.Scale), 0) {
+			return fmt.Errorf("scale needs a finite, non-zero scale")
 		}
 	case OpEmbed:
 		if op.Attr.Scale == 0 {

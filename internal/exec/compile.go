@@ -166,6 +166,8 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (op, error
 		return m.compileGLU(op, in, out)
 	case program.OpSoftCap:
 		return m.compileSoftCap(op, in, out)
+	case program.OpScale:
+		return m.compileScale(op, in, out)
 	}
 	return nil, fmt.Errorf("op kind %q is not implemented by this executor", op.Kind)
 }

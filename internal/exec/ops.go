@@ -401,3 +401,30 @@ func (o *softCapOp) run(ps *pass) {
 		kernels.SoftCap(xs[off:off+w], o.c)
 	}
 }
+
+// scaleOp is x = x·s in place, row by row.
+type scaleOp struct {
+	m     *Method
+	x     operand // (rows, width)
+	width int
+	s     float32
+}
+
+func (m *Method) compileScale(op *program.Op, in []operand, out operand) (op, error) {
+	x := in[0]
+	if err := wantF32(x); err != nil {
+		return nil, err
+	}
+	if x.name != out.name {
+		return nil, fmt.Errorf("scale is in place")
+	}
+	_, width := rows2(x)
+	return &scaleOp{m: m, x: x, width: width, s: op.Attr.Scale}, nil
+}
+
+func (o *scaleOp) run(ps *pass) {
+	xs, w := ps.f32(o.x), o.width
+	for off := 0; off < o.m.rowsOf(ps, o.x)*w; off += w {
+		kernels.Scale(xs[off:off+w], o.s)
+	}
+}

@@ -164,6 +164,10 @@ class Session:
                 x = b[out].reshape(-1, b[out].shape[-1]); c = at["soft_cap"]
                 r = n if x.shape[0] == S else x.shape[0]
                 x[:r] = c * np.tanh(x[:r] / c)
+            elif k == "scale":
+                x = b[out].reshape(-1, b[out].shape[-1])
+                r = n if x.shape[0] == S else x.shape[0]
+                x[:r] = x[:r] * np.float32(at["scale"])
             else:
                 raise ValueError(k)
         for l in range(len(p.md["layers"])):

@@ -25,16 +25,26 @@ type Spec struct {
 	Activation string
 	// QKNorm applies per-head RMSNorm to q and k before RoPE (Qwen3, Gemma 3).
 	QKNorm bool
+	// QKNormWhole makes QKNorm normalize each projection over its whole width
+	// (heads*head_dim, kv_heads*head_dim) instead of per head (OLMo 2); optional.
+	QKNormWhole bool
 	// QKVBias and OBias, MLPBias: linear biases.
 	QKVBias, OBias, MLPBias bool
 	// SandwichNorms adds post-attention and post-feed-forward norms (Gemma 2/3).
 	SandwichNorms bool
+	// NoPreNorms drops the norms before attention and the MLP, leaving SandwichNorms'
+	// post-norms only: the sublayers read the residual stream itself (OLMo 2); optional.
+	NoPreNorms bool
 	// EmbedScale multiplies embeddings (1 for none).
 	EmbedScale float32
 	// AttnScale multiplies attention scores (usually 1/sqrt(HeadDim)).
 	AttnScale float32
 	// AttnSoftCap and FinalSoftCap are tanh soft-caps (0: none); optional.
 	AttnSoftCap, FinalSoftCap float32
+	// ResidualScale multiplies each sublayer's output before the residual add, and
+	// LogitScale multiplies the logits (Granite's residual_multiplier and 1/logits_scaling);
+	// optional, 0: none.
+	ResidualScale, LogitScale float32
 	// Tied output projection reuses the embedding table.
 	Tied bool
 	// LayerTypes has one entry per layer; Window > 0 iff some layer slides.
@@ -42,6 +52,9 @@ type Spec struct {
 	Window     int
 	// RoPE gives the rotary tables per layer type.
 	RoPE map[program.LayerType]RoPE
+	// NoPE, if set, has one entry per layer: true where the layer applies no rotary
+	// embedding (SmolLM3's no_rope_layers zeros); optional, nil: every layer rotates.
+	NoPE []bool
 	// Names maps roles to checkpoint tensor names.
 	Names Names
 	// Layouts, if set, are where a checkpoint may keep the tensors of Names (multimodal
@@ -81,6 +94,18 @@ func (s *Spec) Validate() error {
 	}
 	if s.Activation != program.ActSiLU && s.Activation != program.ActGELUTanh {
 		return fmt.Errorf("decoder spec: activation %q unsupported", s.Activation)
+	}
+	if s.NoPreNorms && !s.SandwichNorms {
+		return fmt.Errorf("decoder spec: no_pre_norms needs sandwich norms (a layer without any norm)")
+	}
+	if s.QKNormWhole && !s.QKNorm {
+		return fmt.Errorf("decoder spec: whole-width q/k norm needs q/k norm")
+	}
+	if s.ResidualScale < 0 || s.LogitScale < 0 {
+		return fmt.Errorf("decoder spec: residual scale %g and logit scale %g must be > 0 (0: none)", s.ResidualScale, s.LogitScale)
+	}
+	if s.NoPE != nil && len(s.NoPE) != s.Layers {
+		return fmt.Errorf("decoder spec: %d no-RoPE flags for %d layers", len(s.NoPE), s.Layers)
 	}
 	if len(s.LayerTypes) != s.Layers {
 		return fmt.Errorf("decoder spec: %d layer types for %d layers", len(s.LayerTypes), s.Layers)

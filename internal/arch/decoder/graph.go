@@ -3,6 +3,7 @@ package decoder
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/hfstatic/hfstatic/program"
 )
@@ -41,6 +42,9 @@ func (s *Spec) Method(md *program.Metadata, name string, step int, logits progra
 	m.Inputs, m.Outputs = program.MethodIO(md, S, logits)
 	m.Activations = []program.IO{act("x", D), act("h", D), act("q", qw), act("k", kvw), act("v", kvw),
 		act("o", qw), act("a", D), act("g", s.FFN), act("u", s.FFN)}
+	if s.NoPreNorms {
+		m.Activations = slices.Delete(m.Activations, 1, 2) // no normalized copy h of x
+	}
 
 	ops := &m.Ops
 	add := func(kind program.OpKind, in, out []string, attr program.Attr) {
@@ -57,19 +61,44 @@ func (s *Spec) Method(md *program.Metadata, name string, step int, logits progra
 		add(program.OpRMSNorm, []string{x, w}, []string{y}, program.Attr{Width: width, Eps: s.NormEps})
 	}
 
+	// residual adds a sublayer's output a to the stream x, scaled first where the spec says.
+	residual := func(l int, post Role) {
+		if s.SandwichNorms {
+			norm("a", "a", s.Names.Layer(l, post), D)
+		}
+		if s.ResidualScale != 0 {
+			add(program.OpScale, []string{"a"}, []string{"a"}, program.Attr{Scale: s.ResidualScale})
+		}
+		add(program.OpAdd, []string{"x", "a"}, []string{"x"}, program.Attr{})
+	}
+	// sublayerInput is what a sublayer reads: x normalized into h, or x itself.
+	sublayerInput := func(l int, pre Role) string {
+		if s.NoPreNorms {
+			return "x"
+		}
+		norm("x", "h", s.Names.Layer(l, pre), D)
+		return "h"
+	}
+	qNormWidth, kNormWidth := s.HeadDim, s.HeadDim
+	if s.QKNormWhole {
+		qNormWidth, kNormWidth = qw, kvw
+	}
+
 	add(program.OpEmbed, []string{program.InputIDs, s.Names.Embed}, []string{"x"}, program.Attr{Scale: s.EmbedScale})
 	for l, t := range s.LayerTypes {
 		cosT, sinT := RoPETableNames(t)
-		norm("x", "h", s.Names.Layer(l, AttnNorm), D)
-		linear("h", "q", l, Q, QBias, s.QKVBias)
-		linear("h", "k", l, K, KBias, s.QKVBias)
-		linear("h", "v", l, V, VBias, s.QKVBias)
+		h := sublayerInput(l, AttnNorm)
+		linear(h, "q", l, Q, QBias, s.QKVBias)
+		linear(h, "k", l, K, KBias, s.QKVBias)
+		linear(h, "v", l, V, VBias, s.QKVBias)
 		if s.QKNorm {
-			norm("q", "q", s.Names.Layer(l, QNorm), s.HeadDim)
-			norm("k", "k", s.Names.Layer(l, KNorm), s.HeadDim)
+			norm("q", "q", s.Names.Layer(l, QNorm), qNormWidth)
+			norm("k", "k", s.Names.Layer(l, KNorm), kNormWidth)
 		}
-		add(program.OpRoPE, []string{"q", program.PositionIDs, cosT, sinT}, []string{"q"}, program.Attr{HeadDim: s.HeadDim})
-		add(program.OpRoPE, []string{"k", program.PositionIDs, cosT, sinT}, []string{"k"}, program.Attr{HeadDim: s.HeadDim})
+		if s.NoPE == nil || !s.NoPE[l] {
+			add(program.OpRoPE, []string{"q", program.PositionIDs, cosT, sinT}, []string{"q"}, program.Attr{HeadDim: s.HeadDim})
+			add(program.OpRoPE, []string{"k", program.PositionIDs, cosT, sinT}, []string{"k"}, program.Attr{HeadDim: s.HeadDim})
+		}
 		window := 0
 		if t == program.LayerSliding {
 			window = s.Window
@@ -81,23 +110,20 @@ func (s *Spec) Method(md *program.Metadata, name string, step int, logits progra
 		add(program.OpCacheWrite, []string{"k", program.KCache(l)}, []string{program.KCache(l)}, program.Attr{})
 		add(program.OpCacheWrite, []string{"v", program.VCache(l)}, []string{program.VCache(l)}, program.Attr{})
 		linear("o", "a", l, O, OBias, s.OBias)
-		if s.SandwichNorms {
-			norm("a", "a", s.Names.Layer(l, PostAttnNorm), D)
-		}
-		add(program.OpAdd, []string{"x", "a"}, []string{"x"}, program.Attr{})
-		norm("x", "h", s.Names.Layer(l, FFNNorm), D)
-		linear("h", "g", l, Gate, GateBias, s.MLPBias)
-		linear("h", "u", l, Up, UpBias, s.MLPBias)
+		residual(l, PostAttnNorm)
+		h = sublayerInput(l, FFNNorm)
+		linear(h, "g", l, Gate, GateBias, s.MLPBias)
+		linear(h, "u", l, Up, UpBias, s.MLPBias)
 		add(program.OpGLU, []string{"g", "u"}, []string{"g"}, program.Attr{Activation: s.Activation})
 		linear("g", "a", l, Down, DownBias, s.MLPBias)
-		if s.SandwichNorms {
-			norm("a", "a", s.Names.Layer(l, PostFFNNorm), D)
-		}
-		add(program.OpAdd, []string{"x", "a"}, []string{"x"}, program.Attr{})
+		residual(l, PostFFNNorm)
 		add(program.OpAdvance, []string{program.Counter(l)}, []string{program.Counter(l)}, program.Attr{})
 	}
 	norm("x", "x", s.Names.FinalNorm, D)
 	add(program.OpLinear, []string{"x", s.OutputName()}, []string{program.Logits}, program.Attr{LastRow: logits == program.LogitsLast})
+	if s.LogitScale != 0 {
+		add(program.OpScale, []string{program.Logits}, []string{program.Logits}, program.Attr{Scale: s.LogitScale})
+	}
 	if s.FinalSoftCap > 0 {
 		add(program.OpSoftCap, []string{program.Logits}, []string{program.Logits}, program.Attr{SoftCap: s.FinalSoftCap})
 	}

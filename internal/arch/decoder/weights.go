@@ -29,8 +29,8 @@ const (
 	KBias        Role = "k_bias"         // [kv]
 	VBias        Role = "v_bias"         // [kv]
 	OBias        Role = "o_bias"         // [hidden]
-	QNorm        Role = "q_norm"         // [head_dim]
-	KNorm        Role = "k_norm"         // [head_dim]
+	QNorm        Role = "q_norm"         // [head_dim], or [q] with QKNormWhole
+	KNorm        Role = "k_norm"         // [head_dim], or [kv] with QKNormWhole
 	PostAttnNorm Role = "post_attn_norm" // [hidden]
 	FFNNorm      Role = "ffn_norm"       // [hidden]
 	Gate         Role = "gate"           // [ffn, hidden]
@@ -50,7 +50,15 @@ func (s *Spec) Shape(r Role) program.Shape {
 		return program.Shape{s.Vocab, D}
 	case FinalNorm, AttnNorm, FFNNorm, PostAttnNorm, PostFFNNorm, OBias, DownBias:
 		return program.Shape{D}
-	case QNorm, KNorm:
+	case QNorm:
+		if s.QKNormWhole {
+			return program.Shape{qw}
+		}
+		return program.Shape{s.HeadDim}
+	case KNorm:
+		if s.QKNormWhole {
+			return program.Shape{kvw}
+		}
 		return program.Shape{s.HeadDim}
 	case Q:
 		return program.Shape{qw, D}
@@ -131,7 +139,11 @@ func IsBias(r Role) bool {
 
 // LayerRoles lists the weights layer l uses, in a stable order.
 func (s *Spec) LayerRoles() []Role {
-	roles := []Role{AttnNorm, Q, K, V, O}
+	var roles []Role
+	if !s.NoPreNorms {
+		roles = append(roles, AttnNorm)
+	}
+	roles = append(roles, Q, K, V, O)
 	if s.QKVBias {
 		roles = append(roles, QBias, KBias, VBias)
 	}
@@ -144,7 +156,10 @@ func (s *Spec) LayerRoles() []Role {
 	if s.SandwichNorms {
 		roles = append(roles, PostAttnNorm)
 	}
-	roles = append(roles, FFNNorm, Gate, Up, Down)
+	if !s.NoPreNorms {
+		roles = append(roles, FFNNorm)
+	}
+	roles = append(roles, Gate, Up, Down)
 	if s.MLPBias {
 		roles = append(roles, GateBias, UpBias, DownBias)
 	}
