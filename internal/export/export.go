@@ -272,7 +272,7 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 	}
 	for _, t := range layerTypes {
 		cos, sin := p.spec.RoPETables(t, p.context)
-		half := p.spec.HeadDim / 2
+		half := p.spec.Rotary() / 2
 		cn, sn := decoder.RoPETableNames(t)
 		if err := pw.WriteTensor(cn, program.F32, program.Shape{p.context, half}, f32Bytes(cos)); err != nil {
 			return nil, err
@@ -306,6 +306,8 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors(), Ignored: p.ignored()}, nil
 }
 
+// writeWeight writes checkpoint tensor it into the program: as it is, or cut into its
+// Parts (a fused q/k/v or gate/up matrix), each converted as if the checkpoint held it.
 func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 	name := p.src(it.Name) // the checkpoint's name; the program keeps it.Name
 	t, ok := p.ckpt.Tensor(name)
@@ -319,6 +321,22 @@ func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 	if err != nil {
 		return &TensorError{Name: name, Problem: err.Error()}
 	}
+	if len(it.Parts) == 0 {
+		return p.writeValues(pw, it, name, vals)
+	}
+	for _, part := range it.Parts {
+		n := part.Shape.Elems()
+		if err := p.writeValues(pw, part, name, vals[:n]); err != nil {
+			return err
+		}
+		vals = vals[n:]
+	}
+	return nil
+}
+
+// writeValues converts the values of weight it, read from checkpoint tensor name, to the
+// program's type for its role and writes them.
+func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, vals []float32) error {
 	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) {
 		if norm && p.spec.NormOffset != 0 {
 			for i := range vals {

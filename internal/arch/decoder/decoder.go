@@ -1,5 +1,5 @@
 // Package decoder builds the fixed-shape step graph of a pre-norm decoder-only transformer
-// (Llama, Mistral, Qwen2/3, Gemma 2/3) from a validated, architecture-neutral Spec.
+// (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3) from a validated, architecture-neutral Spec.
 //
 // Architecture packages translate their Hugging Face config into a Spec; this package turns
 // a Spec into program ops, tensor names and RoPE tables. It also holds the config rules that
@@ -35,6 +35,13 @@ type Spec struct {
 	// NoPreNorms drops the norms before attention and the MLP, leaving SandwichNorms'
 	// post-norms only: the sublayers read the residual stream itself (OLMo 2); optional.
 	NoPreNorms bool
+	// FusedQKV: the checkpoint stores q, k and v as one matrix (role QKV, rows q then k then
+	// v; Phi-3) and FusedGateUp gate and up as one (role GateUp, rows gate then up). The
+	// exporter cuts them into the Q, K, V, Gate and Up the graph reads (Weight.Parts).
+	FusedQKV, FusedGateUp bool
+	// RotaryDim is how many leading dims of each head RoPE rotates (Phi-4-mini's
+	// partial_rotary_factor 0.75: 3/4 of head_dim); optional: 0 rotates all HeadDim.
+	RotaryDim int
 	// EmbedScale multiplies embeddings (1 for none).
 	EmbedScale float32
 	// AttnScale multiplies attention scores (usually 1/sqrt(HeadDim)).
@@ -64,7 +71,7 @@ type Spec struct {
 	Layouts []Layout
 }
 
-// RoPE describes a rotary embedding: per-frequency inverse frequencies (len HeadDim/2) and
+// RoPE describes a rotary embedding: per-frequency inverse frequencies (len Rotary()/2) and
 // an attention factor multiplying cos and sin (1 for none).
 type RoPE struct {
 	InvFreq         []float64
@@ -88,6 +95,12 @@ func (s *Spec) Validate() error {
 	}
 	if s.HeadDim%2 != 0 {
 		return fmt.Errorf("decoder spec: head_dim %d must be even for RoPE", s.HeadDim)
+	}
+	if s.RotaryDim < 0 || s.RotaryDim%2 != 0 || s.RotaryDim > s.HeadDim {
+		return fmt.Errorf("decoder spec: rotary dim %d must be even and in [0, head_dim %d]", s.RotaryDim, s.HeadDim)
+	}
+	if (s.FusedQKV && s.QKVBias) || (s.FusedGateUp && s.MLPBias) {
+		return fmt.Errorf("decoder spec: fused q/k/v or gate/up matrices with biases are not supported")
 	}
 	if s.NormEps <= 0 || s.EmbedScale == 0 || s.AttnScale <= 0 {
 		return fmt.Errorf("decoder spec: norm eps %g, embed scale %g and attention scale %g must be > 0", s.NormEps, s.EmbedScale, s.AttnScale)
@@ -116,8 +129,8 @@ func (s *Spec) Validate() error {
 		if !ok {
 			return fmt.Errorf("decoder spec: layer %d type %q has no RoPE table", i, t)
 		}
-		if len(r.InvFreq) != s.HeadDim/2 {
-			return fmt.Errorf("decoder spec: RoPE for %q has %d frequencies, want %d", t, len(r.InvFreq), s.HeadDim/2)
+		if len(r.InvFreq) != s.Rotary()/2 {
+			return fmt.Errorf("decoder spec: RoPE for %q has %d frequencies, want %d", t, len(r.InvFreq), s.Rotary()/2)
 		}
 		switch t {
 		case program.LayerFull:
@@ -141,10 +154,19 @@ func RoPETableNames(t program.LayerType) (cos, sin string) {
 	return "rope." + string(t) + ".cos", "rope." + string(t) + ".sin"
 }
 
-// RoPETables computes the [C, HeadDim/2] cos and sin tables of a layer type.
+// Rotary is the number of leading dims of each head that RoPE rotates: RotaryDim, or
+// HeadDim when RotaryDim is 0.
+func (s *Spec) Rotary() int {
+	if s.RotaryDim == 0 {
+		return s.HeadDim
+	}
+	return s.RotaryDim
+}
+
+// RoPETables computes the [C, Rotary()/2] cos and sin tables of a layer type.
 func (s *Spec) RoPETables(t program.LayerType, context int) (cos, sin []float32) {
 	r := s.RoPE[t]
-	half := s.HeadDim / 2
+	half := s.Rotary() / 2
 	cos = make([]float32, context*half)
 	sin = make([]float32, context*half)
 	for p := 0; p < context; p++ {

@@ -40,6 +40,10 @@ const (
 	UpBias       Role = "up_bias"        // [ffn]
 	DownBias     Role = "down_bias"      // [hidden]
 	PostFFNNorm  Role = "post_ffn_norm"  // [hidden]
+	// Fused checkpoint matrices (Spec.FusedQKV, FusedGateUp), cut into the roles above at
+	// export: the graph never reads them.
+	QKV    Role = "qkv"     // [q+2*kv, hidden]: Q, K, V rows in that order
+	GateUp Role = "gate_up" // [2*ffn, hidden]: Gate, Up rows in that order
 )
 
 // Shape is the shape of a weight of role r under the spec.
@@ -76,6 +80,21 @@ func (s *Spec) Shape(r Role) program.Shape {
 		return program.Shape{D, s.FFN}
 	case GateBias, UpBias:
 		return program.Shape{s.FFN}
+	case QKV:
+		return program.Shape{qw + 2*kvw, D}
+	case GateUp:
+		return program.Shape{2 * s.FFN, D}
+	}
+	return nil
+}
+
+// parts lists the roles a fused role is cut into, in row order (nil for other roles).
+func parts(r Role) []Role {
+	switch r {
+	case QKV:
+		return []Role{Q, K, V}
+	case GateUp:
+		return []Role{Gate, Up}
 	}
 	return nil
 }
@@ -137,13 +156,18 @@ func IsBias(r Role) bool {
 	return false
 }
 
-// LayerRoles lists the weights layer l uses, in a stable order.
+// LayerRoles lists the checkpoint weights of a layer, in a stable order (a fused role in
+// place of the roles it holds).
 func (s *Spec) LayerRoles() []Role {
 	var roles []Role
 	if !s.NoPreNorms {
 		roles = append(roles, AttnNorm)
 	}
-	roles = append(roles, Q, K, V, O)
+	if s.FusedQKV {
+		roles = append(roles, QKV, O)
+	} else {
+		roles = append(roles, Q, K, V, O)
+	}
 	if s.QKVBias {
 		roles = append(roles, QBias, KBias, VBias)
 	}
@@ -159,7 +183,11 @@ func (s *Spec) LayerRoles() []Role {
 	if !s.NoPreNorms {
 		roles = append(roles, FFNNorm)
 	}
-	roles = append(roles, Gate, Up, Down)
+	if s.FusedGateUp {
+		roles = append(roles, GateUp, Down)
+	} else {
+		roles = append(roles, Gate, Up, Down)
+	}
 	if s.MLPBias {
 		roles = append(roles, GateBias, UpBias, DownBias)
 	}
@@ -175,6 +203,9 @@ type Weight struct {
 	Role  Role
 	Layer int // -1 for the model-wide roles
 	Shape program.Shape
+	// Parts are the program tensors cut from a fused matrix's rows, in row order (Q, K, V
+	// of a QKV); nil when the tensor goes into the program as it is.
+	Parts []Weight
 }
 
 // Weights lists every checkpoint tensor the spec's graph reads, with its shape, in program
@@ -185,7 +216,11 @@ func (s *Spec) Weights() []Weight {
 	roles := s.LayerRoles()
 	for l := range s.Layers {
 		for _, r := range roles {
-			w = append(w, Weight{Name: s.Names.Layer(l, r), Role: r, Layer: l, Shape: s.Shape(r)})
+			wt := Weight{Name: s.Names.Layer(l, r), Role: r, Layer: l, Shape: s.Shape(r)}
+			for _, p := range parts(r) {
+				wt.Parts = append(wt.Parts, Weight{Name: s.Names.Layer(l, p), Role: p, Layer: l, Shape: s.Shape(p)})
+			}
+			w = append(w, wt)
 		}
 	}
 	w = append(w, Weight{Name: s.Names.FinalNorm, Role: FinalNorm, Layer: -1, Shape: s.Shape(FinalNorm)})
