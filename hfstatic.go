@@ -57,6 +57,11 @@ type Options struct {
 	Allocator runner.Allocator
 	// Export configures the in-memory export of OpenFolder and LoadCheckpoint.
 	Export ExportOptions
+	// Executor runs the program: "" or "go" for hfstatic's own kernels, "ort" for ONNX
+	// Runtime over the program's ONNX graphs (export with --delegate onnx).
+	Executor string
+	// ORTLib is the path of ONNX Runtime's shared library (libonnxruntime.so), for "ort".
+	ORTLib string
 }
 
 // LoadMode says how a program file is brought into memory.
@@ -185,7 +190,7 @@ func load(data []byte, name string, opts Options) (*Model, error) {
 	if len(data) >= 4 && string(data[:4]) == "GGUF" {
 		return nil, ErrGGUF
 	}
-	eng, err := engine.Load(data, engine.Options{Threads: threads, Allocator: opts.Allocator})
+	eng, err := engine.Load(data, engine.Options{Threads: threads, Allocator: opts.Allocator, Executor: opts.Executor, ORTLib: opts.ORTLib})
 	if err != nil {
 		return nil, err
 	}

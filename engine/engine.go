@@ -1,14 +1,17 @@
 // Package engine wires the pieces together for applications: it decodes a program held in
-// memory (typically mmapped), loads it into the CPU executor and returns a runner for it.
+// memory (typically mmapped), loads it into an executor (the Go CPU executor, or ONNX
+// Runtime over the program's ONNX graphs) and returns a runner for it.
 // It adds no policy of its own.
 package engine
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/hfstatic/hfstatic/internal/exec"
+	"github.com/hfstatic/hfstatic/internal/ort"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
@@ -21,13 +24,26 @@ type Options struct {
 	Allocator runner.Allocator
 	// SkipDataChecksums skips verifying tensor checksums at load.
 	SkipDataChecksums bool
+	// Executor runs the methods: ExecutorGo ("" means it) or ExecutorORT.
+	Executor string
+	// ORTLib is the path of ONNX Runtime's shared library, for ExecutorORT.
+	ORTLib string
 }
+
+// Executors.
+const (
+	// ExecutorGo runs the op lists on hfstatic's own kernels (internal/exec).
+	ExecutorGo = "go"
+	// ExecutorORT runs the program's ONNX graphs on ONNX Runtime (internal/ort); the
+	// program must have been exported with --delegate onnx.
+	ExecutorORT = "ort"
+)
 
 // Model is a loaded program ready to run.
 type Model struct {
 	File   *program.File
 	Runner *runner.Runner
-	exec   *exec.Program
+	exec   io.Closer // *exec.Program or *ort.Executor
 }
 
 // Load decodes, validates and loads a program. data must stay valid and unmodified until
@@ -44,11 +60,29 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	if err := runner.ValidateContract(&f.Manifest); err != nil {
 		return nil, err
 	}
-	x, err := exec.Load(f, xopts)
-	if err != nil {
-		return nil, err
+	var x io.Closer
+	var exe runner.Executor
+	switch opts.Executor {
+	case "", ExecutorGo:
+		p, err := exec.Load(f, xopts)
+		if err != nil {
+			return nil, err
+		}
+		x, exe = p, &executor{p: p}
+	case ExecutorORT:
+		lib, err := ort.Open(opts.ORTLib)
+		if err != nil {
+			return nil, err
+		}
+		e, err := ort.New(lib, f, ort.Options{Threads: opts.Threads})
+		if err != nil {
+			return nil, err
+		}
+		x, exe = e, e
+	default:
+		return nil, fmt.Errorf("engine: Options.Executor %q: want %q or %q", opts.Executor, ExecutorGo, ExecutorORT)
 	}
-	r, err := runner.New(&f.Manifest, f.Fingerprint, &executor{p: x}, runner.Options{Allocator: opts.Allocator})
+	r, err := runner.New(&f.Manifest, f.Fingerprint, exe, runner.Options{Allocator: opts.Allocator})
 	if err != nil {
 		x.Close()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hfstatic/hfstatic/internal/align"
+	"io"
 	"unsafe"
 
 	"github.com/hfstatic/hfstatic/program"
@@ -381,6 +382,11 @@ func (s *Session) Close() error {
 
 func (s *Session) free() {
 	s.clearLast() // a Logits view must not read a buffer given back (it may be unmapped)
+	for _, mio := range []*methodIO{s.dec, s.pre} {
+		if c, ok := stepCloser(mio); ok {
+			c.Close() // an executor's resources over the buffers (optional capability)
+		}
+	}
 	for _, b := range s.owned {
 		s.r.alloc.Free(b)
 	}
@@ -404,4 +410,14 @@ func (s *Session) masksCopied(src *Session) {
 	if s.pre != nil {
 		copy(s.pre.maskEnd, src.pre.maskEnd)
 	}
+}
+
+// stepCloser returns a bound step's Close, for executors whose steps hold resources of their
+// own over the session's buffers (an ONNX Runtime I/O binding).
+func stepCloser(mio *methodIO) (io.Closer, bool) {
+	if mio == nil {
+		return nil, false
+	}
+	c, ok := mio.step.(io.Closer)
+	return c, ok
 }

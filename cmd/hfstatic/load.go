@@ -12,6 +12,7 @@ import (
 	"github.com/hfstatic/hfstatic"
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/mmap"
+	"github.com/hfstatic/hfstatic/internal/ort"
 )
 
 // DefaultModelName is shown where the embedded model stands in for a program path.
@@ -40,6 +41,9 @@ func defaultThreads() int { return runtime.NumCPU() }
 // loadMode is the root --load flag: how program files are brought into memory.
 var loadMode = "mmap"
 
+// executorName and ortLib are the root --executor and --ort-lib flags.
+var executorName, ortLib = engine.ExecutorGo, ""
+
 // notes receives what commands say on the side (the command's standard error).
 var notes io.Writer = os.Stderr
 
@@ -50,7 +54,16 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)
 	}
-	opts := hfstatic.Options{Threads: threads}
+	switch executorName {
+	case engine.ExecutorGo:
+	case engine.ExecutorORT:
+		if ortLib == "" {
+			return nil, usagef("--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@%s.0 ships it under node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1)", ort.Version)
+		}
+	default:
+		return nil, usagef("--executor %q: want go or ort", executorName)
+	}
+	opts := hfstatic.Options{Threads: threads, Executor: executorName, ORTLib: ortLib}
 	if path == "" {
 		m, err := hfstatic.OpenEmbedded(ctx, opts)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hfstatic/hfstatic/internal/ort"
 )
 
 // usageError marks errors in how the command was called (exit code 2).
@@ -87,6 +89,10 @@ program, which then opens at once).`,
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&loadMode, "load", "mmap",
 		"how to bring a program into memory: mmap (zero-copy, in 2 MiB pages where the kernel can: a large file cached in small pages is read again once), mmap-plain (zero-copy, the page cache as it is) or copy (read into huge-page memory)")
+	root.PersistentFlags().StringVar(&executorName, "executor", "go",
+		"what runs the program: go (hfstatic's kernels) or ort (ONNX Runtime over the program's ONNX graphs: export with --delegate onnx)")
+	root.PersistentFlags().StringVar(&ortLib, "ort-lib", os.Getenv("HFSTATIC_ORT_LIB"),
+		"path of ONNX Runtime "+ort.Version+"'s libonnxruntime.so for --executor ort (default $HFSTATIC_ORT_LIB)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{suggestFlag(c, err)} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd(), newVersionCmd())

@@ -1,0 +1,140 @@
+package ort
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// ONNX TensorProto element types.
+const (
+	elemFloat   = 1
+	elemUint8   = 2
+	elemInt8    = 3
+	elemInt64   = 7
+	elemBool    = 9
+	elemFloat16 = 10
+	elemBF16    = 16
+)
+
+// elemType is the ONNX element type of a plain program dtype.
+func elemType(d program.DType) (int, error) {
+	switch d {
+	case program.F32:
+		return elemFloat, nil
+	case program.F16:
+		return elemFloat16, nil
+	case program.BF16:
+		return elemBF16, nil
+	case program.I64:
+		return elemInt64, nil
+	case program.Bool:
+		return elemBool, nil
+	}
+	return 0, fmt.Errorf("dtype %s has no ONNX tensor type", d)
+}
+
+// tensor creates an OrtValue over data (not copied: data must outlive the value and
+// stay where it is). shape is outermost first.
+func (l *Lib) tensor(what string, data []byte, elem int, shape []int64) (uintptr, error) {
+	var v uintptr
+	if len(data) == 0 || len(shape) == 0 {
+		return 0, fmt.Errorf("ort: tensor %s: empty data or shape", what)
+	}
+	err := l.call("create tensor "+what, fnCreateTensorWithDataAsOrtValue, l.cpu, uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data)),
+		uintptr(unsafe.Pointer(unsafe.SliceData(shape))), uintptr(len(shape)), uintptr(elem), uintptr(unsafe.Pointer(&v)))
+	runtime.KeepAlive(data)
+	runtime.KeepAlive(shape)
+	return v, err
+}
+
+// shape64 converts a program shape.
+func shape64(s program.Shape) []int64 {
+	out := make([]int64, len(s))
+	for i, d := range s {
+		out[i] = int64(d)
+	}
+	return out
+}
+
+// sessionOptions are the settings of one ORT session.
+type sessionOptions struct {
+	threads  int
+	spin     bool
+	profile  string             // file prefix for ORT's profiler; "" is off
+	weights  map[string]uintptr // initializers supplied from outside the model bytes
+	optLevel int
+}
+
+// newSession creates a session from model bytes (copied by ORT while it parses them).
+// The initializers in o.weights replace the model's of the same name, whose external-data
+// references are dropped first (see internalizeInitializers).
+func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, error) {
+	supplied := map[string]bool{}
+	for name := range o.weights {
+		supplied[name] = true
+	}
+	model, err := internalizeInitializers(model, supplied)
+	if err != nil {
+		return 0, fmt.Errorf("ort: %s: %w", what, err)
+	}
+	var opts uintptr
+	if err := l.call("create session options", fnCreateSessionOptions, uintptr(unsafe.Pointer(&opts))); err != nil {
+		return 0, err
+	}
+	defer l.release(fnReleaseSessionOptions, opts)
+	var strs cstrings
+	defer runtime.KeepAlive(&strs)
+	spin := "0"
+	if o.spin {
+		spin = "1"
+	}
+	for _, c := range []struct {
+		what string
+		fn   int
+		arg  uintptr
+	}{
+		{"set intra-op threads", fnSetIntraOpNumThreads, uintptr(o.threads)},
+		{"set inter-op threads", fnSetInterOpNumThreads, 1},
+		{"set execution mode", fnSetSessionExecutionMode, ortSequential},
+		{"set optimization level", fnSetSessionGraphOptimizationLvl, uintptr(o.optLevel)},
+	} {
+		if err := l.call(c.what+" for "+what, c.fn, opts, c.arg); err != nil {
+			return 0, err
+		}
+	}
+	if err := l.call("set intra-op spinning for "+what, fnAddSessionConfigEntry, opts, strs.add("session.intra_op.allow_spinning"), strs.add(spin)); err != nil {
+		return 0, err
+	}
+	if o.profile != "" {
+		if err := l.call("enable profiling for "+what, fnEnableProfiling, opts, strs.add(o.profile)); err != nil {
+			return 0, err
+		}
+	}
+	for name, v := range o.weights {
+		if err := l.call("add initializer "+name+" for "+what, fnAddInitializer, opts, strs.add(name), v); err != nil {
+			return 0, err
+		}
+	}
+	var sess uintptr
+	err = l.call("create session for "+what, fnCreateSessionFromArray, l.env,
+		uintptr(unsafe.Pointer(unsafe.SliceData(model))), uintptr(len(model)), opts, uintptr(unsafe.Pointer(&sess)))
+	runtime.KeepAlive(model)
+	return sess, err
+}
+
+// endProfiling stops the session's profiler and returns the profile file's name.
+func (l *Lib) endProfiling(sess uintptr) (string, error) {
+	var alloc, out uintptr
+	if err := l.call("get default allocator", fnGetAllocatorWithDefaultOptions, uintptr(unsafe.Pointer(&alloc))); err != nil {
+		return "", err
+	}
+	if err := l.call("end profiling", fnSessionEndProfiling, sess, alloc, uintptr(unsafe.Pointer(&out))); err != nil {
+		return "", err
+	}
+	name := goString(out)
+	l.call("free profile name", fnAllocatorFree, alloc, out)
+	return name, nil
+}
