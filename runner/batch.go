@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -88,11 +89,13 @@ type Batcher struct {
 	exited   chan struct{} // closed by the scheduler
 
 	// Scheduler-owned, reused every step.
-	step   []*Seq
-	steps  []Step
-	errs   []error
-	rr     int // round-robin cursor for prefill chunks and decode rows
-	linger *time.Timer
+	step  []*Seq
+	steps []Step
+	errs  []error
+	rr    int // round-robin cursor for prefill chunks and decode rows
+	// lastChunk records that the last step ran a prefill chunk.
+	lastChunk bool
+	linger    *time.Timer
 }
 
 // seqState is where a Seq is in its calls.
@@ -389,15 +392,19 @@ func (b *Batcher) form() bool {
 	b.step = b.step[:0]
 	// At most one prefill chunk (a step of several rows), taken in turn, then single
 	// rows in turn (a one-token step is a decode row whichever method runs it).
+	// With room for one sequence only, a chunk and a decode row take turns: chunks first
+	// every step would stall every running stream until the prompt is in.
 	n := len(b.queue)
 	start := b.rr % n
-	for i := range n {
+	chunkTurn := b.opts.MaxBatch > 1 || !b.lastChunk || !slices.ContainsFunc(b.queue, func(q *Seq) bool { return q.rows == 1 })
+	for i := 0; i < n && chunkTurn; i++ {
 		q := b.queue[(start+i)%n]
 		if q.rows > 1 {
 			b.step = append(b.step, q)
 			break
 		}
 	}
+	b.lastChunk = len(b.step) > 0
 	for i := 0; i < n && len(b.step) < b.opts.MaxBatch; i++ {
 		q := b.queue[(start+i)%n]
 		if q.rows == 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,5 +339,35 @@ func TestBatcherRunsQueuedStepsTogether(t *testing.T) {
 	wg.Wait()
 	if got := bf.maxSteps.Load(); got != 2 {
 		t.Errorf("the two steps queued behind a running one ran %d together, want 2", got)
+	}
+}
+
+// TestOneSessionStepsAlternateChunksAndDecodeRows checks the step policy's fairness at
+// MaxBatch = 1: while a long prompt's chunk and a running stream's decode row are both
+// queued at every step, they take turns, instead of the prompt running to its end first.
+func TestOneSessionStepsAlternateChunksAndDecodeRows(t *testing.T) {
+	for _, maxBatch := range []int{1, 2} {
+		b := &Batcher{opts: BatchOptions{MaxBatch: maxBatch}}
+		chunk, row := &Seq{rows: 2}, &Seq{rows: 1}
+		var order []string
+		for range 6 {
+			b.queue = []*Seq{chunk, row}
+			if !b.form() {
+				t.Fatal("form ran no step with two steps queued")
+			}
+			var names []string
+			for _, q := range b.step {
+				names = append(names, map[bool]string{true: "chunk", false: "decode"}[q == chunk])
+			}
+			order = append(order, strings.Join(names, "+"))
+			b.busy = false
+		}
+		want := []string{"chunk", "decode", "chunk", "decode", "chunk", "decode"}
+		if maxBatch == 2 {
+			want = []string{"chunk+decode", "chunk+decode", "chunk+decode", "chunk+decode", "chunk+decode", "chunk+decode"}
+		}
+		if !slices.Equal(order, want) {
+			t.Errorf("MaxBatch %d: steps %v, want %v", maxBatch, order, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hfstatic/hfstatic/runner"
 )
@@ -137,6 +138,33 @@ func TestPanicBecomes500AndServerKeepsServing(t *testing.T) {
 			t.Errorf("status %d, want 500 again (slot leaked?)", code)
 		}
 	}
+}
+
+// TestFailedChoiceStopsItsSiblings checks that when one of n choices fails, the others
+// stop at their next token instead of generating to the end: here the first token's hook
+// panics, and every later token waits for its choice's context, up to 10 s.
+func TestFailedChoiceStopsItsSiblings(t *testing.T) {
+	s, base, pool := startServer(t, nil)
+	var calls, waitedOut atomic.Int32
+	s.setTokenHook(func(ctx context.Context) {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			waitedOut.Add(1)
+		}
+	})
+	start := time.Now()
+	code, _, body := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":50,"n":3,"seed":1}`)
+	if code != http.StatusInternalServerError || !strings.Contains(string(body), "server_error") {
+		t.Errorf("status %d %s, want a 500 error object", code, body)
+	}
+	if waitedOut.Load() > 0 || time.Since(start) > 9*time.Second {
+		t.Errorf("the other choices kept generating after one failed (%d tokens waited out)", waitedOut.Load())
+	}
+	waitFor(t, func() bool { return pool.Stats().Leased == 0 })
 }
 
 // TestPanicInOneOfSeveralChoicesBecomes500 checks that n > 1, whose choices generate on

@@ -135,15 +135,24 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		}
 	}
 	results := s.generateChoices(ctx, g, sessions, steppers, prompt)
+	var failed error
 	for i, r := range results {
 		out.completionTokens += r.tokens
 		out.finishReasons = append(out.finishReasons, r.finish)
-		if r.err != nil {
-			if i == 0 {
-				resetIfPoisoned(sess, r.err)
-			}
-			return out, r.err
+		if r.err == nil {
+			continue
 		}
+		if i == 0 {
+			resetIfPoisoned(sess, r.err)
+		}
+		// A choice stopped because a sibling failed reports a cancellation: the request
+		// fails with the sibling's error.
+		if failed == nil || errors.Is(failed, context.Canceled) && !errors.Is(r.err, context.Canceled) {
+			failed = r.err
+		}
+	}
+	if failed != nil {
+		return out, failed
 	}
 	out.finishReason = out.finishReasons[0]
 	return out, nil
@@ -157,6 +166,11 @@ func (s *Server) generateChoices(ctx context.Context, g generation, sessions []*
 		results[0] = s.generateChoice(ctx, g, 0, sessions[0], steppers[0], prompt)
 		return results
 	}
+	// The request fails when one choice fails: the first failure (an error or a panic)
+	// cancels the other choices, which stop at their next token instead of generating
+	// text nobody receives.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	// A panic on a choice's goroutine would end the process: it is carried back to this
 	// one, once every choice has stopped using its session, for the handler to recover.
 	var wg sync.WaitGroup
@@ -168,9 +182,13 @@ func (s *Server) generateChoices(ctx context.Context, g generation, sessions []*
 			defer func() {
 				if v := recover(); v != nil {
 					panics[i] = fmt.Sprintf("choice %d: %v\n%s", i, v, debug.Stack())
+					cancel()
 				}
 			}()
 			results[i] = s.generateChoice(ctx, g, i, sessions[i], steppers[i], prompt)
+			if results[i].err != nil {
+				cancel()
+			}
 		}()
 	}
 	wg.Wait()
