@@ -169,24 +169,41 @@ func Collect(ctx context.Context, f *program.File, sequences [][]int, opts Optio
 	return st, nil
 }
 
+// lookupWeight is how much a tied embedding's plain squared error (its rows looked up as
+// they are) counts next to its error as the output head, whose statistics are normalized
+// to a mean square of 1 per input channel. 1 would count both alike; less favours the
+// head, whose errors reach every logit (stories260K, tuning text: KL 0.049 at 0.3, 0.051
+// at 1, with q4 embedding and calibration).
+const lookupWeight = 0.3
+
 // lookupToo adapts the statistics of a matrix that is also an embedding table (tied
 // embeddings): each of its rows is also read as it is, where every column matters alike.
-// The importance is normalized to mean 1 plus 1, and there is no Gram matrix: compensating
-// errors across columns serves the product but moves error into the rows looked up.
+// The statistics are normalized to a mean square of 1 per channel and lookupWeight is
+// added to the diagonal: importance[c]/mean + lookupWeight, Gram/mean + lookupWeight·I.
 func lookupToo(cal kernels.Calibration) kernels.Calibration {
 	var mean float64
 	for _, v := range cal.Importance {
 		mean += float64(v)
 	}
 	mean /= float64(len(cal.Importance))
-	imp := make([]float32, len(cal.Importance))
+	if !(mean > 0) {
+		mean = 1
+	}
+	n := len(cal.Importance)
+	out := kernels.Calibration{Importance: make([]float32, n)}
 	for c, v := range cal.Importance {
-		imp[c] = 1
-		if mean > 0 {
-			imp[c] += float32(float64(v) / mean)
+		out.Importance[c] = float32(float64(v)/mean + lookupWeight)
+	}
+	if cal.Gram != nil {
+		out.Gram = make([]float32, n*n)
+		for i, v := range cal.Gram {
+			out.Gram[i] = float32(float64(v) / mean)
+		}
+		for c := range n {
+			out.Gram[c*n+c] += lookupWeight
 		}
 	}
-	return kernels.Calibration{Importance: imp}
+	return out
 }
 
 func addTo(dst, src []float32) {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // gptqDamping is added to the Gram matrix's diagonal, as a fraction of its mean,
@@ -17,7 +18,8 @@ const gptqDamping = 0.01
 // rounding error is compensated by the columns after it (GPTQ, Frantar et
 // al. 2022, with the inverse's Cholesky factor), and each block's scale is
 // chosen, when the block is reached, for the compensated values weighted by
-// G's diagonal.
+// G's diagonal. Then refineRow improves each row's codes and scales for the
+// same error.
 func quantizeGPTQ(t WeightType, dst []byte, src []float32, rows, cols int, gram []float32) error {
 	if len(gram) != cols*cols {
 		return fmt.Errorf("quantize %s [%d][%d]: %w: Gram matrix of %d values, want %d", t, rows, cols, ErrShape, len(gram), cols*cols)
@@ -41,13 +43,16 @@ func quantizeGPTQ(t WeightType, dst []byte, src []float32, rows, cols int, gram 
 	}
 	rb := t.RowBytes(cols)
 	nb := (cols + BlockSize - 1) / BlockSize
+	h := dampedGram(gram, cols)
 	return forRows(rows, cols, func(r int) error {
+		src := src[r*cols : (r+1)*cols]
 		w := make([]float64, cols)
-		for c, v := range src[r*cols : (r+1)*cols] {
+		for c, v := range src {
 			w[c] = float64(v)
 		}
 		blk := make([]float32, BlockSize)
-		d := dst[r*rb : (r+1)*rb]
+		q := make([]float64, cols)  // the codes
+		scale := make([]uint16, nb) // binary16 block scales
 		for b := range nb {
 			lo, hi := b*BlockSize, min(cols, (b+1)*BlockSize)
 			for c := lo; c < hi; c++ {
@@ -60,33 +65,241 @@ func quantizeGPTQ(t WeightType, dst []byte, src []float32, rows, cols int, gram 
 			if sumF32(bw) == 0 {
 				bw = nil
 			}
-			h, err := lv.searchScale(blk[:hi-lo], weightsOrOnes(bw, hi-lo))
+			hs, err := lv.searchScale(blk[:hi-lo], weightsOrOnes(bw, hi-lo))
 			if err != nil {
 				return fmt.Errorf("quantize %s: row %d block %d: %w", t, r, b, err)
 			}
-			binary.LittleEndian.PutUint16(d[2*b:], h)
-			s := float64(f16ToF32(h))
+			scale[b] = hs
+			s := float64(f16ToF32(hs))
 			var inv float64
 			if s != 0 {
 				inv = 1 / s
 			}
-			for i := range BlockSize {
-				c := lo + i
-				if c >= hi {
-					put(d, nb, b, i, 0)
-					continue
-				}
-				q := lv.round(float64(float32(w[c])) * inv)
-				put(d, nb, b, i, int8(q))
-				e := (w[c] - s*q) / u[c*cols+c]
+			for c := lo; c < hi; c++ {
+				q[c] = lv.round(float64(float32(w[c])) * inv)
+				e := (w[c] - s*q[c]) / u[c*cols+c]
 				row := u[c*cols : (c+1)*cols]
 				for k := c + 1; k < cols; k++ {
 					w[k] -= e * row[k]
 				}
 			}
 		}
+		refineRow(src, q, scale, h, lv)
+		d := dst[r*rb : (r+1)*rb]
+		for b := range nb {
+			binary.LittleEndian.PutUint16(d[2*b:], scale[b])
+			for i := range BlockSize {
+				var v int8
+				if c := b*BlockSize + i; c < cols {
+					v = int8(q[c])
+				}
+				put(d, nb, b, i, v)
+			}
+		}
 		return nil
 	})
+}
+
+// refineRounds bounds refineRow's alternations of code and scale moves.
+const refineRounds = 3
+
+// dampedGram returns H = G + λI in float64 ([n][n]), λ as in inverseCholeskyUpper:
+// the matrix GPTQ compensates along, and refineRow's measure of a row's error.
+func dampedGram(gram []float32, n int) []float64 {
+	var mean float64
+	for i := range n {
+		mean += float64(gram[i*n+i])
+	}
+	lambda := gptqDamping * mean / float64(n)
+	if !(lambda > 0) {
+		lambda = 1
+	}
+	h := make([]float64, n*n)
+	for i, v := range gram {
+		h[i] = float64(v)
+	}
+	for i := range n {
+		h[i*n+i] += lambda
+	}
+	return h
+}
+
+// refineRow lowers a row's output error eᵀ H e (e = ŵ − w, ŵ[c] = scale[c/32]·q[c],
+// w = src) from where GPTQ left it, which is greedy: each column's rounding was final
+// when it was reached. By turns, every code moves by ±1 where that lowers the error
+// (coordinate descent over the roundings, up to four passes), then the block scales
+// are re-fitted jointly by least squares for the codes, kept if their binary16 values
+// lower the error. It never raises the error. q holds the codes as float64 levels.
+func refineRow(src []float32, q []float64, scale []uint16, h []float64, lv levels) {
+	n, nb := len(q), len(scale)
+	e := make([]float64, n)  // ŵ − w
+	he := make([]float64, n) // H e
+	setError := func() float64 {
+		for c := range n {
+			e[c] = float64(f16ToF32(scale[c/BlockSize]))*q[c] - float64(src[c])
+		}
+		var obj float64
+		for i := range n {
+			var s float64
+			for j, v := range h[i*n : (i+1)*n] {
+				s += v * e[j]
+			}
+			he[i] = s
+			obj += e[i] * s
+		}
+		return obj
+	}
+	obj := setError()
+	hw := make([]float64, n) // H w
+	for i := range n {
+		for j, v := range h[i*n : (i+1)*n] {
+			hw[i] += v * float64(src[j])
+		}
+	}
+	for range refineRounds {
+		moved := false
+		for range 4 {
+			pass := false
+			for c := range n {
+				d := float64(f16ToF32(scale[c/BlockSize]))
+				if d == 0 {
+					continue
+				}
+				for _, step := range [2]float64{-1, 1} {
+					nq := q[c] + step
+					if nq < float64(lv.lo) || nq > float64(lv.hi) {
+						continue
+					}
+					// Moving ŵ[c] by δ changes eᵀHe by 2δ(He)[c] + δ²H[c][c].
+					delta := d * step
+					if change := 2*delta*he[c] + delta*delta*h[c*n+c]; change < -1e-12*delta*delta*h[c*n+c] {
+						q[c] = nq
+						e[c] += delta
+						for k, v := range h[c*n : (c+1)*n] {
+							he[k] += delta * v
+						}
+						pass = true
+						break
+					}
+				}
+			}
+			if !pass {
+				break
+			}
+			moved = true
+		}
+		if moved {
+			obj = setError()
+		}
+		if !refitScales(scale, q, h, hw, nb) {
+			if !moved {
+				break
+			}
+			continue
+		}
+		old := slices.Clone(scale)
+		if got := setError(); got < obj {
+			obj = got
+			continue
+		}
+		copy(scale, old)
+		obj = setError()
+		if !moved {
+			break
+		}
+	}
+}
+
+// refitScales sets the scales of the blocks holding a nonzero code to the joint
+// least-squares solution for the codes q: minimising (Σ_b s_b Q_b − w)ᵀ H (Σ_b s_b Q_b
+// − w) over s gives A s = y, A[a][b] = Q_aᵀ H Q_b, y[a] = Q_aᵀ H w. It returns false,
+// leaving scale as it was, when nothing changes.
+func refitScales(scale []uint16, q, h, hw []float64, nb int) bool {
+	n := len(q)
+	active := make([]int, nb) // block → its index in the system, or -1
+	m := 0
+	for b := range nb {
+		active[b] = -1
+		for _, v := range q[b*BlockSize : min(n, (b+1)*BlockSize)] {
+			if v != 0 {
+				active[b] = m
+				m++
+				break
+			}
+		}
+	}
+	if m == 0 {
+		return false
+	}
+	a := make([]float64, m*m)
+	y := make([]float64, m)
+	for i := range n {
+		bi := active[i/BlockSize]
+		if bi < 0 || q[i] == 0 {
+			continue
+		}
+		y[bi] += q[i] * hw[i]
+		for j, v := range h[i*n : (i+1)*n] {
+			if bj := active[j/BlockSize]; bj >= 0 {
+				a[bi*m+bj] += q[i] * v * q[j]
+			}
+		}
+	}
+	sol, ok := solveLinear(a, y, m)
+	if !ok {
+		return false
+	}
+	changed := false
+	for b, k := range active {
+		if k < 0 {
+			continue
+		}
+		hb := f32ToF16(float32(sol[k]))
+		if hb&0x7c00 == 0x7c00 || hb&0x7fff == 0 || hb == scale[b] {
+			continue
+		}
+		scale[b] = hb
+		changed = true
+	}
+	return changed
+}
+
+// solveLinear solves a x = y (a [n][n]) by Gaussian elimination with partial
+// pivoting; ok is false when a is singular. a and y are left as they were.
+func solveLinear(a, y []float64, n int) (x []float64, ok bool) {
+	a, x = slices.Clone(a), slices.Clone(y)
+	for col := range n {
+		p := col
+		for r := col + 1; r < n; r++ {
+			if math.Abs(a[r*n+col]) > math.Abs(a[p*n+col]) {
+				p = r
+			}
+		}
+		if a[p*n+col] == 0 {
+			return nil, false
+		}
+		if p != col {
+			for k := range n {
+				a[p*n+k], a[col*n+k] = a[col*n+k], a[p*n+k]
+			}
+			x[p], x[col] = x[col], x[p]
+		}
+		for r := col + 1; r < n; r++ {
+			f := a[r*n+col] / a[col*n+col]
+			for k := col; k < n; k++ {
+				a[r*n+k] -= f * a[col*n+k]
+			}
+			x[r] -= f * x[col]
+		}
+	}
+	for r := n - 1; r >= 0; r-- {
+		s := x[r]
+		for k := r + 1; k < n; k++ {
+			s -= a[r*n+k] * x[k]
+		}
+		x[r] = s / a[r*n+r]
+	}
+	return x, true
 }
 
 func sumF32(v []float32) float64 {

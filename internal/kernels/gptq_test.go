@@ -111,3 +111,83 @@ func TestGPTQRejectsBadGram(t *testing.T) {
 		t.Error("negative definite Gram: no error")
 	}
 }
+
+// refineRow starts from any rounding (here nearest, at each block's max-based scale)
+// and never raises the row's error eᵀHe; on correlated inputs it lowers it, and its
+// codes stay in the format's range.
+func TestRefineRowLowersOutputError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const cols = 96
+	gram := make([]float32, cols*cols)
+	mix := randVec(rng, cols*cols)
+	for i := range cols { // G = M Mᵀ / cols
+		for j := range cols {
+			var s float64
+			for k := range cols {
+				s += float64(mix[i*cols+k]) * float64(mix[j*cols+k])
+			}
+			gram[i*cols+j] = float32(s / cols)
+		}
+	}
+	h := dampedGram(gram, cols)
+	errorOf := func(src []float32, q []float64, scale []uint16) float64 {
+		var e float64
+		for i := range cols {
+			for j := range cols {
+				ei := float64(f16ToF32(scale[i/BlockSize]))*q[i] - float64(src[i])
+				ej := float64(f16ToF32(scale[j/BlockSize]))*q[j] - float64(src[j])
+				e += ei * h[i*cols+j] * ej
+			}
+		}
+		return e
+	}
+	for _, lv := range []levels{q8Levels, q4Levels} {
+		var before, after float64
+		for range 20 {
+			src := randVec(rng, cols)
+			q := make([]float64, cols)
+			scale := make([]uint16, cols/BlockSize)
+			for b := range scale {
+				var amax float32
+				for _, v := range src[b*BlockSize : (b+1)*BlockSize] {
+					amax = max(amax, float32(math.Abs(float64(v))))
+				}
+				s, err := blockScale(amax, lv.hi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scale[b] = s
+				for c := b * BlockSize; c < (b+1)*BlockSize; c++ {
+					q[c] = lv.round(float64(src[c]) / float64(f16ToF32(s)))
+				}
+			}
+			e0 := errorOf(src, q, scale)
+			refineRow(src, q, scale, h, lv)
+			e1 := errorOf(src, q, scale)
+			if e1 > e0*(1+1e-12) {
+				t.Fatalf("hi=%d: error rose from %g to %g", lv.hi, e0, e1)
+			}
+			for c, v := range q {
+				if v < float64(lv.lo) || v > float64(lv.hi) || v != math.Trunc(v) {
+					t.Fatalf("hi=%d: code %d is %v, outside [%d, %d]", lv.hi, c, v, lv.lo, lv.hi)
+				}
+			}
+			before, after = before+e0, after+e1
+		}
+		t.Logf("hi=%d: error %.4g → %.4g", lv.hi, before, after)
+		if !(after < 0.8*before) {
+			t.Errorf("hi=%d: error %g after refining, %g before: want at least 20%% less", lv.hi, after, before)
+		}
+	}
+}
+
+func TestSolveLinear(t *testing.T) {
+	a := []float64{0, 2, 1, 1} // needs a pivot
+	x, ok := solveLinear(a, []float64{4, 3}, 2)
+	if !ok || math.Abs(x[0]-1) > 1e-12 || math.Abs(x[1]-2) > 1e-12 {
+		t.Errorf("solveLinear = %v, %v; want [1 2], true", x, ok)
+	}
+	if _, ok := solveLinear([]float64{1, 2, 2, 4}, []float64{1, 2}, 2); ok {
+		t.Error("singular matrix: ok = true")
+	}
+}

@@ -33,7 +33,8 @@ type Calibration struct {
 	// set, each row minimises the mean squared error of its output, (w -
 	// ŵ)ᵀ Gram (w - ŵ): columns are quantized in order and each rounding error
 	// is compensated by the columns after it (GPTQ), block scales weighted by
-	// Gram's diagonal; Importance is not used.
+	// Gram's diagonal; then codes are moved by ±1 and block scales re-fitted
+	// while that lowers the error. Importance is not used.
 	Gram []float32
 }
 
