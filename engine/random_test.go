@@ -16,19 +16,33 @@ import (
 // and probe logits, each within tol × the position's logit range.
 func compareReference(t *testing.T, ref *testckpt.Summary, rows [][]float32, tol float64) float64 {
 	t.Helper()
-	worstRel := 0.0
+	return compareSummary(t, ref, rows, tol, true)
+}
+
+// compareSummary checks logits rows against a reference summary: log-sum-exp, top-10 and
+// probe logits, each within tol, relative to the position's logit range when perRange, else
+// absolute. It returns the worst difference in that unit.
+func compareSummary(t *testing.T, ref *testckpt.Summary, rows [][]float32, tol float64, perRange bool) float64 {
+	t.Helper()
+	if len(rows) != len(ref.Positions) {
+		t.Fatalf("%d logits rows for %d reference positions", len(rows), len(ref.Positions))
+	}
+	worst := 0.0
 	for i, p := range ref.Positions {
 		row := rows[i]
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, x := range row {
 			lo, hi = math.Min(lo, float64(x)), math.Max(hi, float64(x))
 		}
-		span := hi - lo
+		unit := 1.0
+		if perRange {
+			unit = hi - lo
+		}
 		check := func(what string, got, want float64) {
-			rel := math.Abs(got-want) / span
-			worstRel = math.Max(worstRel, rel)
-			if !(rel <= tol) {
-				t.Errorf("position %d %s: got %.5f, llama.cpp %.5f (|diff|/range %.2g > %g)", i, what, got, want, rel, tol)
+			d := math.Abs(got-want) / unit
+			worst = math.Max(worst, d)
+			if !(d <= tol) {
+				t.Errorf("position %d %s: got %.6f, %s %.6f (|diff| %.2g > %g, per range: %v)", i, what, got, ref.Reference, want, d, tol, perRange)
 			}
 		}
 		check("logsumexp", logSumExp(row), p.LogSumExp)
@@ -38,11 +52,11 @@ func compareReference(t *testing.T, ref *testckpt.Summary, rows [][]float32, tol
 		for k, id := range ref.ProbeIDs {
 			check(fmt.Sprintf("probe logit[%d]", id), float64(row[id]), float64(p.ProbeLogits[k]))
 		}
-		if got := sample.Argmax(row); got != p.Argmax && math.Abs(float64(row[got]-row[p.Argmax]))/span > tol {
-			t.Errorf("position %d: argmax %d, llama.cpp %d", i, got, p.Argmax)
+		if got := sample.Argmax(row); got != p.Argmax && math.Abs(float64(row[got]-row[p.Argmax]))/unit > tol {
+			t.Errorf("position %d: argmax %d, %s %d", i, got, ref.Reference, p.Argmax)
 		}
 	}
-	return worstRel
+	return worst
 }
 
 func logSumExp(row []float32) float64 {

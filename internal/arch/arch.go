@@ -11,7 +11,10 @@ import (
 
 	"github.com/hfstatic/hfstatic/internal/arch/decoder"
 	"github.com/hfstatic/hfstatic/internal/arch/gemma"
+	"github.com/hfstatic/hfstatic/internal/arch/granite"
 	"github.com/hfstatic/hfstatic/internal/arch/llama"
+	"github.com/hfstatic/hfstatic/internal/arch/olmo2"
+	"github.com/hfstatic/hfstatic/internal/arch/smollm3"
 )
 
 // Architecture is one Hugging Face class of a model family: it turns a raw config.json
@@ -28,6 +31,9 @@ type Architecture interface {
 var families = [][]Architecture{
 	all(llama.Variants),
 	all(gemma.Variants),
+	all(olmo2.Variants),
+	all(smollm3.Variants),
+	all(granite.Variants),
 }
 
 func all[A Architecture](variants []A) []Architecture {

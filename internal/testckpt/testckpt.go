@@ -1,8 +1,8 @@
 // Package testckpt provides checkpoints for tests and benchmarks: the
 // random-weight Hugging Face fixtures (Llama 3, Qwen2, Qwen3, Mistral,
-// Gemma 3; f32 and bf16) regenerated bit-exactly from their embedded
-// weights_spec.json, the llama.cpp reference logits summaries computed on
-// them, and Synthesize/Generate to build random checkpoints of any size of
+// Gemma 3, OLMo 2, SmolLM3, Granite; f32 and bf16) regenerated bit-exactly
+// from their embedded weights_spec.json, the llama.cpp (and, for the last
+// three, float64) reference logits summaries computed on them, and Synthesize/Generate to build random checkpoints of any size of
 // any registered architecture (internal/arch), with the tensors its decoder
 // spec reads.
 //
@@ -115,8 +115,9 @@ func Random(name string) (fstest.MapFS, error) {
 	}, nil
 }
 
-// Summary is llama.cpp's reference run on a fixture (reference.summary.json):
-// CPU, f32 KV cache, on llama.cpp's own conversion of the checkpoint.
+// Summary is a reference run on a fixture: llama.cpp's (reference.summary.json: CPU, f32
+// KV cache, on llama.cpp's own conversion of the checkpoint) or a float64 one
+// (reference64.summary.json).
 type Summary struct {
 	Reference       string     `json:"reference"` // the implementation that produced it
 	Model           string     `json:"model"`
@@ -162,19 +163,28 @@ func (p *IDLogit) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Reference returns the parsed reference.summary.json of fixture name.
-func Reference(name string) (*Summary, error) {
-	b, err := readFixture(name, "reference.summary.json")
+// Reference returns the parsed reference.summary.json of fixture name: llama.cpp's run.
+func Reference(name string) (*Summary, error) { return readSummary(name, "reference.summary.json") }
+
+// Float64Reference returns the parsed reference64.summary.json of fixture name: a float64
+// NumPy forward pass written from transformers' modeling code (tools/refs/ref64.py), kept
+// for the families added after the first six (OLMo 2, SmolLM3, Granite).
+func Float64Reference(name string) (*Summary, error) {
+	return readSummary(name, "reference64.summary.json")
+}
+
+func readSummary(name, file string) (*Summary, error) {
+	b, err := readFixture(name, file)
 	if err != nil {
 		return nil, err
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("testckpt: %s/reference.summary.json: %w", name, err)
+		return nil, fmt.Errorf("testckpt: %s/%s: %w", name, file, err)
 	}
 	if len(s.Positions) != s.NPositions || len(s.InputIDs) != s.NPositions {
-		return nil, fmt.Errorf("testckpt: %s/reference.summary.json: %d positions and %d input ids, header says %d",
-			name, len(s.Positions), len(s.InputIDs), s.NPositions)
+		return nil, fmt.Errorf("testckpt: %s/%s: %d positions and %d input ids, header says %d",
+			name, file, len(s.Positions), len(s.InputIDs), s.NPositions)
 	}
 	return &s, nil
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/hfstatic/hfstatic/internal/safetensors"
 )
 
-var allFixtures = []string{"gemma3", "gemma3-bf16", "llama", "llama-bf16", "mistral", "qwen2", "qwen3", "qwen3-bf16"}
+var allFixtures = []string{"gemma3", "gemma3-bf16", "granite", "granite-bf16", "llama", "llama-bf16", "mistral",
+	"olmo2", "olmo2-bf16", "qwen2", "qwen3", "qwen3-bf16", "smollm3", "smollm3-bf16"}
 
 func TestNamesListsEveryFixture(t *testing.T) {
 	if diff := cmp.Diff(allFixtures, Names()); diff != "" {
@@ -159,7 +160,7 @@ func TestRandomFilesAreWellFormed(t *testing.T) {
 
 // The bf16 fixtures store exactly the f32 fixtures' values rounded to nearest even.
 func TestBF16FixturesAreRoundedF32Fixtures(t *testing.T) {
-	for _, name := range []string{"llama", "qwen3", "gemma3"} {
+	for _, name := range []string{"llama", "qwen3", "gemma3", "olmo2", "smollm3", "granite"} {
 		f32, bf16 := openRandom(t, name), openRandom(t, name+"-bf16")
 		ties := 0
 		for _, t32 := range f32.Tensors() {

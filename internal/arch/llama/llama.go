@@ -77,7 +77,7 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
 	bad := func(field string, val any, want string) error {
-		return fmt.Errorf("%s config: %s = %v, %s", v.Class, field, val, want)
+		return &decoder.FieldError{Class: v.Class, Field: field, Problem: fmt.Sprintf("= %v, %s", val, want)}
 	}
 	if c.HiddenSize <= 0 {
 		return nil, 0, bad("hidden_size", c.HiddenSize, "must be > 0")
@@ -180,3 +180,11 @@ func (v Variant) layerTypes(c *rawConfig) ([]program.LayerType, int, error) {
 // Names are the transformers weight names of the family: the common ones, where
 // post_attention_layernorm is the norm before the MLP.
 var Names = decoder.TransformersNames(nil)
+
+// Plain is a Llama-shaped variant with none of the family's switches (no sliding window,
+// no q/k norm, biases only as attention_bias and mlp_bias say) and the class's rope_theta
+// default: the base of families whose configs read like Llama's and that change the graph
+// afterwards (OLMo 2, SmolLM3, Granite). Its Spec's errors name class.
+func Plain(class string, defaultTheta float64) Variant {
+	return Variant{Class: class, Sliding: decoder.NoSliding, defaultTheta: defaultTheta}
+}
