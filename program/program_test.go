@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -173,6 +174,26 @@ func TestDecodeChecksReservedBytes(t *testing.T) {
 		var fe *FormatError
 		if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "reserved byte") {
 			t.Errorf("byte %d set: Decode = %v, want a *FormatError about a reserved byte", at, err)
+		}
+	}
+}
+
+// A scale op (op set 2) needs a finite, non-zero factor.
+func TestWriterRejectsScaleWithoutFactor(t *testing.T) {
+	for _, s := range []float32{0, float32(math.Inf(1)), float32(math.NaN())} {
+		m := Method{Name: "decode", Step: 1, Logits: LogitsLast,
+			Inputs:      []IO{{Name: "x", DType: F32, Shape: Shape{1, 2}}},
+			Outputs:     []IO{{Name: "y", DType: F32, Shape: Shape{1, 2}}},
+			Activations: []IO{{Name: "h", DType: F32, Shape: Shape{1, 2}}},
+			Ops: []Op{{Kind: OpLinear, In: []string{"x", "w"}, Out: []string{"h"}},
+				{Kind: OpScale, In: []string{"h"}, Out: []string{"h"}, Attr: Attr{Scale: s}},
+				{Kind: OpAdd, In: []string{"h", "x"}, Out: []string{"y"}}}}
+		w, _ := NewWriter(&bytes.Buffer{})
+		w.WriteTensor("w", F32, Shape{2, 2}, make([]byte, 16))
+		_, err := w.Finish(Metadata{}, []Method{m})
+		var fe *FormatError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "scale needs a finite, non-zero scale") {
+			t.Errorf("scale %g: Finish = %v, want a *FormatError about the scale", s, err)
 		}
 	}
 }

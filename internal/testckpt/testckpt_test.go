@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math"
 	"slices"
 	"strings"
@@ -14,7 +16,7 @@ import (
 )
 
 var allFixtures = []string{"gemma3", "gemma3-bf16", "granite", "granite-bf16", "llama", "llama-bf16", "mistral",
-	"olmo2", "olmo2-bf16", "qwen2", "qwen3", "qwen3-bf16", "smollm3", "smollm3-bf16"}
+	"olmo2", "olmo2-bf16", "qwen2", "qwen3", "qwen3-bf16", "smollm3", "smollm3-bf16", "smollm3-swa"}
 
 func TestNamesListsEveryFixture(t *testing.T) {
 	if diff := cmp.Diff(allFixtures, Names()); diff != "" {
@@ -334,28 +336,29 @@ func TestSynthesizeRejectsBadConfigs(t *testing.T) {
 	}
 }
 
+// Every fixture has llama.cpp's summary, a float64 one (OLMo 2, SmolLM3, Granite), or both;
+// each is well formed.
 func TestReference(t *testing.T) {
+	readers := []struct {
+		file string
+		read func(string) (*Summary, error)
+	}{{"reference.summary.json", Reference}, {"reference64.summary.json", Float64Reference}}
 	for _, name := range allFixtures {
 		t.Run(name, func(t *testing.T) {
-			s, err := Reference(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(s.GreedyIDs) != 16 || len(s.ProbeIDs) != 64 || s.NVocab <= 0 {
-				t.Fatalf("summary has %d greedy ids, %d probe ids, vocab %d", len(s.GreedyIDs), len(s.ProbeIDs), s.NVocab)
-			}
-			for k, id := range s.ProbeIDs {
-				if id != k*(s.NVocab/64) {
-					t.Errorf("probe_ids[%d] = %d, want %d", k, id, k*(s.NVocab/64))
+			found := 0
+			for _, r := range readers {
+				s, err := r.read(name)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
 				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				found++
+				checkSummary(t, r.file, s)
 			}
-			for i, p := range s.Positions {
-				if p.Pos != i || len(p.Top10) != 10 || len(p.ProbeLogits) != 64 {
-					t.Fatalf("position %d: pos %d, %d top, %d probes", i, p.Pos, len(p.Top10), len(p.ProbeLogits))
-				}
-				if p.Top10[0].ID != p.Argmax || float64(p.Top10[0].Logit) > p.LogSumExp+1e-4 { // float32 logit vs float64 logsumexp
-					t.Errorf("position %d: top1 %+v, argmax %d, logsumexp %v", i, p.Top10[0], p.Argmax, p.LogSumExp)
-				}
+			if found == 0 {
+				t.Errorf("no reference summary (%s or %s)", readers[0].file, readers[1].file)
 			}
 		})
 	}
@@ -368,6 +371,26 @@ func TestReference(t *testing.T) {
 	}
 	if _, err := Random("nope"); err == nil {
 		t.Errorf("Random(unknown) succeeded")
+	}
+}
+
+func checkSummary(t *testing.T, file string, s *Summary) {
+	t.Helper()
+	if len(s.GreedyIDs) != 16 || len(s.ProbeIDs) != 64 || s.NVocab <= 0 {
+		t.Fatalf("%s has %d greedy ids, %d probe ids, vocab %d", file, len(s.GreedyIDs), len(s.ProbeIDs), s.NVocab)
+	}
+	for k, id := range s.ProbeIDs {
+		if id != k*(s.NVocab/64) {
+			t.Errorf("%s: probe_ids[%d] = %d, want %d", file, k, id, k*(s.NVocab/64))
+		}
+	}
+	for i, p := range s.Positions {
+		if p.Pos != i || len(p.Top10) != 10 || len(p.ProbeLogits) != 64 {
+			t.Fatalf("%s position %d: pos %d, %d top, %d probes", file, i, p.Pos, len(p.Top10), len(p.ProbeLogits))
+		}
+		if p.Top10[0].ID != p.Argmax || float64(p.Top10[0].Logit) > p.LogSumExp+1e-4 { // float32 logit vs float64 logsumexp
+			t.Errorf("%s position %d: top1 %+v, argmax %d, logsumexp %v", file, i, p.Top10[0], p.Argmax, p.LogSumExp)
+		}
 	}
 }
 

@@ -9,8 +9,8 @@ internal/testckpt/testdata (see README.md here).
 IDS is a comma-separated list of token ids. Writes OUT_PREFIX.logits.f64 (float64
 little-endian [n_ids][vocab]: the logits at each prompt position) and OUT_PREFIX.greedy.txt
 (N_GREEDY lines "id max_logit", greedy continuation). Weights are read as stored (f32, or
-bf16 widened exactly) and every operation runs in float64. No sliding window: the families
-this covers are checked here without one.
+bf16 widened exactly) and every operation runs in float64. Sliding windows: SmolLM3's only
+(configuration_smollm3.py's rule).
 """
 import json, struct, sys
 
@@ -64,6 +64,7 @@ class Model:
         self.scaling = self.head_dim ** -0.5
         self.embed_mul = self.residual_mul = self.logits_div = 1.0
         self.rope_layers = [True] * self.layers
+        self.windows = [None] * self.layers  # sliding window per layer (None: full attention)
         if self.arch == "GraniteForCausalLM":  # modeling_granite.py
             self.scaling = c.get("attention_multiplier", 1.0)
             self.embed_mul = c.get("embedding_multiplier", 1.0)
@@ -76,7 +77,8 @@ class Model:
                 nrl = [int((i + 1) % k != 0) for i in range(self.layers)]
             self.rope_layers = [bool(x) for x in nrl[:self.layers]]
             if c.get("use_sliding_window") and c.get("sliding_window") is not None:
-                raise ValueError("sliding windows are not implemented here")
+                types = c.get("layer_types") or ["full_attention" if r else "sliding_attention" for r in self.rope_layers]
+                self.windows = [c["sliding_window"] if t == "sliding_attention" else None for t in types]
         self.olmo2 = self.arch == "Olmo2ForCausalLM"
         tied = c.get("tie_word_embeddings", self.arch in ("SmolLM3ForCausalLM",))
         self.lm_head = self.w["model.embed_tokens.weight"] if tied else self.w["lm_head.weight"]
@@ -103,6 +105,8 @@ class Model:
         k, v = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)
         s = q @ k.transpose(0, 2, 1) * self.scaling
         s = s + np.triu(np.full((S, S), -np.inf), 1)
+        if self.windows[l] is not None:  # row i sees positions a with i - window < a <= i
+            s = s + np.tril(np.full((S, S), -np.inf), -self.windows[l])
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         s /= s.sum(axis=-1, keepdims=True)
         o = (s @ v).transpose(1, 0, 2).reshape(S, H * D)
