@@ -84,6 +84,15 @@ func TestBatchedSessionsEqualLoneSessions(t *testing.T) {
 			return exporttest.Program(t, fsys, export.Options{Context: 40, Prefill: 8, PrefillLogits: program.LogitsAll, CacheDType: cache, SlidingLayout: program.LayoutRing})
 		}
 	}
+	experts := func(name, weights string) func(t *testing.T) []byte {
+		return func(t *testing.T) []byte {
+			fsys, err := testckpt.Random(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return exporttest.Program(t, fsys, export.Options{Context: 40, Prefill: 8, Weights: weights, PrefillLogits: program.LogitsAll, CacheDType: program.F32})
+		}
+	}
 	for _, tc := range []struct {
 		name     string
 		program  func(t *testing.T) []byte
@@ -95,6 +104,9 @@ func TestBatchedSessionsEqualLoneSessions(t *testing.T) {
 		{"stories/f32/f16-cache/last-logits", stories("f32", program.F16, program.LogitsLast), 3, 0},
 		{"gemma3-ring/f32-cache", gemma3(program.F32), 4, 5},
 		{"gemma3-ring/f16-cache", gemma3(program.F16), 8, 0},
+		{"qwen3moe/q8", experts("qwen3moe", "q8"), 4, 3},
+		{"mixtral/q4", experts("mixtral", "q4"), 8, 0},
+		{"mixtral/f32", experts("mixtral", "f32"), 4, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := loadModel(t, tc.program(t), 2)

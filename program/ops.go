@@ -52,6 +52,13 @@ const (
 	// OpScale: In [x] → Out [x]: x * Attr.Scale (op set 2; Granite's residual and logits
 	// multipliers).
 	OpScale OpKind = "scale"
+	// OpMoE (op set 2): In [x [R,D], router f32[E,D], gate_0..gate_{E-1} [F,D],
+	// up_0..up_{E-1} [F,D], down_0..down_{E-1} [D,F]] → Out [y [R,D]] (not x).
+	// Per row: p = softmax(router·x) over the E experts; the Attr.TopK largest p
+	// (ties: lower expert first), divided by their sum when Attr.NormTopK; then
+	// y = Σ over the chosen experts, in expert order, of p_e · down_e(act(gate_e·x) · up_e·x),
+	// Attr.Activation "silu" or "gelu_tanh". A mixture-of-experts feed-forward layer.
+	OpMoE OpKind = "moe"
 )
 
 // Activation functions of OpGLU.
@@ -81,6 +88,8 @@ type Attr struct {
 	Window     int     `json:"window,omitempty"`
 	SoftCap    float32 `json:"soft_cap,omitempty"`
 	Activation string  `json:"activation,omitempty"`
+	TopK       int     `json:"top_k,omitempty"`
+	NormTopK   bool    `json:"norm_top_k,omitempty"`
 }
 
 // arity gives the allowed input counts and the output count of each kind.
@@ -96,7 +105,11 @@ var arity = map[OpKind]struct{ minIn, maxIn, out int }{
 	OpGLU:        {2, 2, 1},
 	OpSoftCap:    {1, 1, 1},
 	OpScale:      {1, 1, 1},
+	OpMoE:        {5, 2 + 3*MaxExperts, 1},
 }
+
+// MaxExperts bounds the experts of one OpMoE.
+const MaxExperts = 1024
 
 // checkArity validates an op's kind, arity and required attributes.
 func (op *Op) check() error {
@@ -137,6 +150,20 @@ func (op *Op) check() error {
 	case OpSoftCap:
 		if op.Attr.SoftCap <= 0 {
 			return fmt.Errorf("soft_cap needs soft_cap > 0")
+		}
+	case OpMoE:
+		experts := (len(op.In) - 2) / 3
+		if (len(op.In)-2)%3 != 0 {
+			return fmt.Errorf("moe takes x, router and three weights per expert, has %d inputs", len(op.In))
+		}
+		if op.Attr.TopK < 1 || op.Attr.TopK > experts {
+			return fmt.Errorf("moe top_k = %d, must be in [1, %d] (the experts)", op.Attr.TopK, experts)
+		}
+		if op.Attr.Activation != ActSiLU && op.Attr.Activation != ActGELUTanh {
+			return fmt.Errorf("moe activation %q is not %q or %q", op.Attr.Activation, ActSiLU, ActGELUTanh)
+		}
+		if op.Out[0] == op.In[0] {
+			return fmt.Errorf("moe writes y into a buffer other than its input x %q", op.In[0])
 		}
 	case OpScale:
 		if op.Attr.Scale == 0 || math.IsNaN(float64(op.Attr.Scale)) || math.IsInf(float64(op.Attr.Scale), 0) {

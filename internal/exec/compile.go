@@ -168,6 +168,8 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (op, error
 		return m.compileSoftCap(op, in, out)
 	case program.OpScale:
 		return m.compileScale(op, in, out)
+	case program.OpMoE:
+		return m.compileMoE(op, in, out)
 	}
 	return nil, fmt.Errorf("op kind %q is not implemented by this executor", op.Kind)
 }

@@ -337,7 +337,9 @@ func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 // writeValues converts the values of weight it, read from checkpoint tensor name, to the
 // program's type for its role and writes them.
 func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, vals []float32) error {
-	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) {
+	// Norms and biases stay f32, and so does a router: quantized programs then choose the
+	// experts float ones do wherever the router's margins exceed the rounding.
+	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) || it.Role == decoder.Router {
 		if norm && p.spec.NormOffset != 0 {
 			for i := range vals {
 				vals[i] += p.spec.NormOffset

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/hfstatic/hfstatic/internal/arch/decoder"
 )
 
 // Bounds on what an export may allocate. Configs come from strangers: the
@@ -36,9 +38,11 @@ func (p *plan) checkClaims() error {
 		return fmt.Errorf("%w: vocab_size %d and hidden_size %d imply %q of shape %v, the checkpoint's is %v",
 			ErrConfigClaims, s.Vocab, s.Hidden, p.src(s.Names.Embed), want, embed.Shape)
 	}
-	roles := s.LayerRoles()
-	for _, r := range roles {
-		if name := s.Names.Layer(s.Layers-1, r); !p.has(name) {
+	for _, w := range s.LayerWeights(s.Layers - 1) {
+		if w.Role == decoder.ExpertGate || w.Role == decoder.ExpertUp || w.Role == decoder.ExpertDown {
+			continue // one missing expert is a missing tensor (below), not a claim about depth
+		}
+		if name := w.Name; !p.has(name) {
 			return fmt.Errorf("%w: num_hidden_layers %d implies tensor %q, which the checkpoint does not hold",
 				ErrConfigClaims, s.Layers, p.src(name))
 		}

@@ -1,8 +1,9 @@
 // Package testckpt provides checkpoints for tests and benchmarks: the
 // random-weight Hugging Face fixtures (Llama 3, Qwen2, Qwen3, Mistral,
-// Gemma 3, OLMo 2, SmolLM3, Granite; f32 and bf16) regenerated bit-exactly
-// from their embedded weights_spec.json, the llama.cpp (and, for the last
-// three, float64) reference logits summaries computed on them, and Synthesize/Generate to build random checkpoints of any size of
+// Gemma 3, OLMo 2, SmolLM3, Granite, Qwen3-MoE, Mixtral; f32 and bf16) regenerated
+// bit-exactly from their embedded weights_spec.json, the llama.cpp (and, for the last
+// five, float64) reference logits summaries computed on them, and Synthesize/Generate to
+// build random checkpoints of any size of
 // any registered architecture (internal/arch), with the tensors its decoder
 // spec reads.
 //
@@ -128,6 +129,9 @@ type Summary struct {
 	GreedyMaxLogits []float32  `json:"greedy_max_logits"` // the max logit at each greedy step
 	ProbeIDs        []int      `json:"probe_ids"`         // probe_ids[k] = k * (vocab/64)
 	Positions       []Position `json:"positions"`         // one per prompt position
+	// MinRouterMargin (mixture-of-experts models, float64 references) is the smallest gap
+	// between a token's k-th and (k+1)-th router logit in any layer.
+	MinRouterMargin float64 `json:"min_router_margin,omitempty"`
 }
 
 // Position holds the reference logits summary at one prompt position.
@@ -168,7 +172,8 @@ func Reference(name string) (*Summary, error) { return readSummary(name, "refere
 
 // Float64Reference returns the parsed reference64.summary.json of fixture name: a float64
 // NumPy forward pass written from transformers' modeling code (tools/refs/ref64.py), kept
-// for the families added after the first six (OLMo 2, SmolLM3, Granite).
+// for the families added after the first six (OLMo 2, SmolLM3, Granite; Qwen3-MoE and
+// Mixtral from tools/refs/moe64.py).
 func Float64Reference(name string) (*Summary, error) {
 	return readSummary(name, "reference64.summary.json")
 }

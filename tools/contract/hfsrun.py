@@ -160,6 +160,27 @@ class Session:
                 a = g / (1 + np.exp(-g)) if at["activation"] == "silu" else \
                     0.5 * g * (1 + np.tanh(np.float32(0.7978845608028654) * (g + np.float32(0.044715) * g ** 3)))
                 b[out][:n] = a * u
+            elif k == "moe":  # op set 2: mixture of experts (contract section 5)
+                x, E, K = get(ins[0])[:n], (len(ins) - 2) // 3, at["top_k"]
+                lg = (x @ get(ins[1]).T).astype(np.float64)
+                y = np.zeros_like(x)
+                for i in range(n):
+                    top = np.argsort(-lg[i], kind="stable")[:K]
+                    e_ = np.exp(lg[i] - lg[i].max())
+                    w = e_[top] / (e_[top].sum() if at.get("norm_top_k") else e_.sum())
+                    for e, we in sorted(zip(top, w)):
+                        G, U, Dn = (get(ins[2 + j * E + e]) for j in range(3))
+                        xi = x[i:i + 1]
+                        if INT8_ACTIVATIONS and p.t[ins[2 + e]]["dtype"] in ("q8", "q4"):
+                            xi = quantize_rows(xi)
+                        g, u = xi @ G.T, xi @ U.T
+                        a = g / (1 + np.exp(-g)) if at["activation"] == "silu" else \
+                            0.5 * g * (1 + np.tanh(np.float32(0.7978845608028654) * (g + np.float32(0.044715) * g ** 3)))
+                        h = a * u
+                        if INT8_ACTIVATIONS and p.t[ins[2 + 2 * E + e]]["dtype"] in ("q8", "q4"):
+                            h = quantize_rows(h)
+                        y[i] += np.float32(we) * (h @ Dn.T)[0]
+                b[out][:n] = y
             elif k == "soft_cap":
                 x = b[out].reshape(-1, b[out].shape[-1]); c = at["soft_cap"]
                 r = n if x.shape[0] == S else x.shape[0]

@@ -64,6 +64,9 @@ type Spec struct {
 	NoPE []bool
 	// Names maps roles to checkpoint tensor names.
 	Names Names
+	// MoE, if set, makes the feed-forward of the layers it marks a mixture of experts
+	// (Qwen3-MoE, Mixtral). Optional.
+	MoE *MoE
 	// Layouts, if set, are where a checkpoint may keep the tensors of Names (multimodal
 	// folders keep the text model under a prefix, Gemma 3's in two ways): the exporter reads
 	// through the first layout under which the checkpoint has Names.Embed, and the program
@@ -146,7 +149,7 @@ func (s *Spec) Validate() error {
 	if s.Names.Layer == nil {
 		return fmt.Errorf("decoder spec: no tensor names")
 	}
-	return nil
+	return s.validateMoE()
 }
 
 // RoPETableNames returns the program tensor names of a layer type's cos and sin tables.

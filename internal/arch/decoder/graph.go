@@ -41,7 +41,10 @@ func (s *Spec) Method(md *program.Metadata, name string, step int, logits progra
 	m := program.Method{Name: name, Step: S, Logits: logits}
 	m.Inputs, m.Outputs = program.MethodIO(md, S, logits)
 	m.Activations = []program.IO{act("x", D), act("h", D), act("q", qw), act("k", kvw), act("v", kvw),
-		act("o", qw), act("a", D), act("g", s.FFN), act("u", s.FFN)}
+		act("o", qw), act("a", D)}
+	if s.dense() {
+		m.Activations = append(m.Activations, act("g", s.FFN), act("u", s.FFN))
+	}
 	if s.NoPreNorms {
 		m.Activations = slices.Delete(m.Activations, 1, 2) // no normalized copy h of x
 	}
@@ -112,10 +115,14 @@ func (s *Spec) Method(md *program.Metadata, name string, step int, logits progra
 		linear("o", "a", l, O, OBias, s.OBias)
 		residual(l, PostAttnNorm)
 		h = sublayerInput(l, FFNNorm)
-		linear(h, "g", l, Gate, GateBias, s.MLPBias)
-		linear(h, "u", l, Up, UpBias, s.MLPBias)
-		add(program.OpGLU, []string{"g", "u"}, []string{"g"}, program.Attr{Activation: s.Activation})
-		linear("g", "a", l, Down, DownBias, s.MLPBias)
+		if s.Sparse(l) {
+			s.moeOp(ops, h, l)
+		} else {
+			linear(h, "g", l, Gate, GateBias, s.MLPBias)
+			linear(h, "u", l, Up, UpBias, s.MLPBias)
+			add(program.OpGLU, []string{"g", "u"}, []string{"g"}, program.Attr{Activation: s.Activation})
+			linear("g", "a", l, Down, DownBias, s.MLPBias)
+		}
 		residual(l, PostFFNNorm)
 		add(program.OpAdvance, []string{program.Counter(l)}, []string{program.Counter(l)}, program.Attr{})
 	}
@@ -132,5 +139,9 @@ func (s *Spec) Method(md *program.Metadata, name string, step int, logits progra
 
 // Describe is a one-line summary for logs.
 func (s *Spec) Describe() string {
-	return fmt.Sprintf("%d layers, hidden %d, %d/%d heads × %d, ffn %d, vocab %d", s.Layers, s.Hidden, s.Heads, s.KVHeads, s.HeadDim, s.FFN, s.Vocab)
+	d := fmt.Sprintf("%d layers, hidden %d, %d/%d heads × %d, ffn %d, vocab %d", s.Layers, s.Hidden, s.Heads, s.KVHeads, s.HeadDim, s.FFN, s.Vocab)
+	if s.MoE != nil {
+		d += fmt.Sprintf(", %d experts (%d per token) × ffn %d", s.MoE.Experts, s.MoE.TopK, s.MoE.FFN)
+	}
+	return d
 }

@@ -84,6 +84,8 @@ func (s *Spec) Shape(r Role) program.Shape {
 		return program.Shape{qw + 2*kvw, D}
 	case GateUp:
 		return program.Shape{2 * s.FFN, D}
+	case Router, ExpertGate, ExpertUp, ExpertDown:
+		return s.moeShape(r)
 	}
 	return nil
 }
@@ -103,6 +105,9 @@ func parts(r Role) []Role {
 type Names struct {
 	Embed, FinalNorm, LMHead string
 	Layer                    func(l int, r Role) string
+	// Expert names expert e's ExpertGate, ExpertUp or ExpertDown in layer l (mixture-of-
+	// experts families only).
+	Expert func(l, e int, r Role) string
 }
 
 // transformersLayerNames are the names transformers gives a decoder layer's weights in
@@ -156,8 +161,9 @@ func IsBias(r Role) bool {
 	return false
 }
 
-// LayerRoles lists the checkpoint weights of a layer, in a stable order (a fused role in
-// place of the roles it holds).
+// LayerRoles lists the checkpoint weights of every layer, in a stable order (a fused role in
+// place of the roles it holds; a sparse layer has the mixture's instead of the dense MLP's:
+// LayerWeights).
 func (s *Spec) LayerRoles() []Role {
 	var roles []Role
 	if !s.NoPreNorms {
@@ -213,15 +219,8 @@ type Weight struct {
 // projection. The exporter and the synthetic checkpoints both derive from this list.
 func (s *Spec) Weights() []Weight {
 	w := []Weight{{Name: s.Names.Embed, Role: Embed, Layer: -1, Shape: s.Shape(Embed)}}
-	roles := s.LayerRoles()
 	for l := range s.Layers {
-		for _, r := range roles {
-			wt := Weight{Name: s.Names.Layer(l, r), Role: r, Layer: l, Shape: s.Shape(r)}
-			for _, p := range parts(r) {
-				wt.Parts = append(wt.Parts, Weight{Name: s.Names.Layer(l, p), Role: p, Layer: l, Shape: s.Shape(p)})
-			}
-			w = append(w, wt)
-		}
+		w = append(w, s.LayerWeights(l)...)
 	}
 	w = append(w, Weight{Name: s.Names.FinalNorm, Role: FinalNorm, Layer: -1, Shape: s.Shape(FinalNorm)})
 	if !s.Tied {

@@ -1,5 +1,6 @@
 // Package llama gives the meaning of Llama-family Hugging Face configs (LlamaForCausalLM,
-// MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) as decoder specs. It knows config
+// MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, and the mixtures of experts
+// Qwen3MoeForCausalLM and MixtralForCausalLM: moe.go) as decoder specs. It knows config
 // fields and weight names; it does not read files or run anything.
 //
 // Sliding layers follow transformers (decoder.LayerTypes): Mistral slides every layer when
@@ -39,6 +40,7 @@ type rawConfig struct {
 	UseSlidingWindow      bool                    `json:"use_sliding_window"`
 	MaxWindowLayers       decoder.Opt[int]        `json:"max_window_layers"`
 	LayerTypes            []string                `json:"layer_types"`
+	moeConfig
 }
 
 // Variant is one architecture of the family.
@@ -50,6 +52,11 @@ type Variant struct {
 	QKNorm bool
 	// Sliding decides the layer types when config.json has no layer_types.
 	Sliding decoder.SlidingRule
+	// Experts: how the config describes a mixture of experts (none for dense variants).
+	Experts experts
+	// windowIfUsed: sliding_window applies only when use_sliding_window is true
+	// (Qwen3MoeConfig sets it to None otherwise).
+	windowIfUsed bool
 	// defaultWindow is transformers' sliding_window default, used when the field is
 	// absent (an explicit null means no window).
 	defaultWindow int
@@ -62,6 +69,8 @@ var Variants = []Variant{
 	{Class: "MistralForCausalLM", Sliding: decoder.AllSliding, defaultWindow: 4096, defaultTheta: 10000},
 	{Class: "Qwen2ForCausalLM", QKVBias: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
 	{Class: "Qwen3ForCausalLM", QKNorm: true, Sliding: decoder.WindowLayersSliding, defaultWindow: 4096, defaultTheta: 10000},
+	{Class: "Qwen3MoeForCausalLM", QKNorm: true, Experts: qwen3MoeExperts, Sliding: decoder.AllSliding, windowIfUsed: true, defaultWindow: 4096, defaultTheta: 10000},
+	{Class: "MixtralForCausalLM", Experts: mixtralExperts, Sliding: decoder.AllSliding, defaultTheta: 1e6},
 }
 
 // Name is the class name the variant is registered under.
@@ -142,6 +151,14 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	moe, err := v.moe(&c)
+	if err != nil {
+		return nil, 0, err
+	}
+	names := Names
+	if v.Experts != noExperts {
+		names = v.moeNames()
+	}
 	s := &decoder.Spec{
 		Hidden: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads, KVHeads: kv,
 		HeadDim: headDim, FFN: c.IntermediateSize, Vocab: c.VocabSize,
@@ -157,7 +174,8 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 		LayerTypes: types,
 		Window:     window,
 		RoPE:       map[program.LayerType]decoder.RoPE{program.LayerFull: rope, program.LayerSliding: rope},
-		Names:      Names,
+		Names:      names,
+		MoE:        moe,
 	}
 	return s, c.MaxPositionEmbeddings, s.Validate()
 }
@@ -168,10 +186,14 @@ func (v Variant) layerTypes(c *rawConfig) ([]program.LayerType, int, error) {
 	if p := c.MaxWindowLayers.Value; p != nil {
 		maxWindow = *p
 	}
+	window := c.SlidingWindow.Or(v.defaultWindow)
+	if (v.windowIfUsed && !c.UseSlidingWindow) || (v.defaultWindow == 0 && !c.SlidingWindow.Present) {
+		window = nil // no window: absent with no default, or not switched on
+	}
 	return decoder.LayerTypes(v.Class, v.Sliding, decoder.SlidingConfig{
 		Layers:           c.NumHiddenLayers,
 		LayerTypes:       c.LayerTypes,
-		Window:           c.SlidingWindow.Or(v.defaultWindow),
+		Window:           window,
 		UseSlidingWindow: c.UseSlidingWindow,
 		MaxWindowLayers:  maxWindow,
 	})
