@@ -122,3 +122,79 @@ func TestPerfKernel(t *testing.T) {
 		fmt.Printf("tile 4x5 k=1024: %.1f GFLOP/s\n", 2*20*1024/d/1e9)
 	}
 }
+
+// TestPerfBatch times the q8/q4 matrix product of a few rows (a batched
+// decode step) on cache-resident weights, batch stream against tiles: its
+// compute cost, which the weights' stream from memory must hide.
+func TestPerfBatch(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	p := NewPool(1)
+	defer p.Close()
+	for _, typ := range []WeightType{Q8, Q4} {
+		const rows, cols = 1024, 1024
+		w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: make([]byte, rows*typ.RowBytes(cols))}
+		Quantize(typ, w.Data, randVec(rng, rows*cols), rows, cols)
+		for _, m := range []int{1, 2, 4, 8, 12, 16, 32} {
+			x, y := randVec(rng, m*cols), make([]float32, m*rows)
+			var line string
+			for _, stream := range []bool{true, false} {
+				useBatchStream = stream
+				var d []float64
+				for range 5 {
+					p.MatMul(y, x, m, w, nil)
+					n := 0
+					t0 := threadCPU()
+					for threadCPU()-t0 < 20*time.Millisecond {
+						p.MatMul(y, x, m, w, nil)
+						n++
+					}
+					d = append(d, (threadCPU()-t0).Seconds()/float64(n))
+				}
+				useBatchStream = true
+				sort.Float64s(d)
+				line += fmt.Sprintf("  stream=%-5v %7.1f us (%5.1f GB/s weights)", stream, d[2]*1e6, float64(len(w.Data))/d[2]/1e9)
+			}
+			fmt.Printf("%v m=%-2d%s\n", typ, m, line)
+		}
+	}
+}
+
+// TestPerfBatchKernel times vnniBatch<q>_<m> alone on cache-resident data:
+// ns per group of 16 blocks.
+func TestPerfBatchKernel(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 16, 1024
+	nb := cols / BlockSize
+	xb := make([]byte, 8*cols)
+	bp := make([]float32, 8*2*nb)
+	y := make([]float32, 8*rows)
+	for _, typ := range []WeightType{Q8, Q4} {
+		w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: make([]byte, rows*typ.RowBytes(cols))}
+		Quantize(typ, w.Data, randVec(rng, rows*cols), rows, cols)
+		for m := 2; m <= vnniBatchMax; m++ {
+			f := vnniBatchQ8[m]
+			if typ == Q4 {
+				f = vnniBatchQ4[m]
+			}
+			var d []float64
+			for range 5 {
+				n := 0
+				t0 := threadCPU()
+				for threadCPU()-t0 < 20*time.Millisecond {
+					for range 100 {
+						f(&xb[0], &bp[0], &w.Data[0], typ.RowBytes(cols), nb, &y[0], rows*4, rows)
+					}
+					n += 100
+				}
+				d = append(d, (threadCPU()-t0).Seconds()/float64(n))
+			}
+			sort.Float64s(d)
+			groups := float64(rows * nb / 16)
+			fmt.Printf("vnniBatch%v_%d: %.1f ns per group (%.1f per row-group)\n", typ, m, d[2]/groups*1e9, d[2]/groups/float64(m)*1e9)
+		}
+	}
+}

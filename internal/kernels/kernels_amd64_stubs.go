@@ -874,6 +874,41 @@ func vnniTileQ8_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 //go:noescape
 func vnniTileQ8_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
+// vnniBatchQ8_2 is the q8 matrix product of 2 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_2(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ8_3 is the q8 matrix product of 3 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_3(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ8_4 is the q8 matrix product of 4 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_4(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ8_5 is the q8 matrix product of 5 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_5(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ8_6 is the q8 matrix product of 6 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_6(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ8_7 is the q8 matrix product of 7 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_7(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ8_8 is the q8 matrix product of 8 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ8_8(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
 // transposeWQ4 lays out one q4 weight row for vnniTileQ4 (see genTransposeW).
 //
 //go:noescape
@@ -963,3 +998,38 @@ func vnniTileQ4_4x2(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *by
 //
 //go:noescape
 func vnniTileQ4_4x3(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
+
+// vnniBatchQ4_2 is the q4 matrix product of 2 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_2(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ4_3 is the q4 matrix product of 3 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_3(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ4_4 is the q4 matrix product of 4 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_4(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ4_5 is the q4 matrix product of 5 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_5(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ4_6 is the q4 matrix product of 6 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_6(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ4_7 is the q4 matrix product of 7 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_7(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// vnniBatchQ4_8 is the q4 matrix product of 8 activation rows, weights streamed once (see vnnibatch.go in asmgen).
+//
+//go:noescape
+func vnniBatchQ4_8(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)

@@ -129,6 +129,7 @@ type matmulJob struct {
 	nbp    int       // blocks per row of xq8 (a multiple of 16); 0 when unused
 	i8     bool      // xq8 and dx (and xs8 for q4) hold x for rows<q>I8AVX2 (AVX2 path)
 	xs8    []int32   // 8 × the block sums of xq8 (AVX2 q4 path)
+	bp     []float32 // per group and row: scales and offset sums (VNNI batch stream; see prepareBatch)
 }
 
 // runChunk computes the weight rows of chunk c on thread id.

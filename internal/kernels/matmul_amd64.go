@@ -140,14 +140,19 @@ func (p *Pool) prepare(j *matmulJob) {
 func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	cols := j.w.Cols
 	nbp := (nb + 15) &^ 15
+	if batchStream(j.m) {
+		p.prepareBatch(j, nbp)
+		return
+	}
+	t := j.m >= tileM
 	ld := nbp * BlockSize
 	if cols != ld {
 		p.xpad = growFloats(p.xpad, j.m*ld)
 	}
-	if j.m < tileM && cap(p.xq8) < j.m*ld {
+	if !t && cap(p.xq8) < j.m*ld {
 		p.xq8 = make([]byte, j.m*ld)
 	}
-	if j.m >= tileM && cap(p.xq8t) < j.m*ld {
+	if t && cap(p.xq8t) < j.m*ld {
 		p.xq8t = make([]byte, j.m*ld)
 	}
 	p.dx = growFloats(p.dx, j.m*nbp)
@@ -165,7 +170,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 			p.prepareRowVNNI(0, i)
 		}
 	}
-	if j.m >= tileM {
+	if t {
 		j.xq8 = p.xq8t[:j.m*ld]
 	} else {
 		j.xq8 = p.xq8[:j.m*ld]
@@ -225,6 +230,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	w, m := j.w, j.m
 	switch {
+	case j.bp != nil:
+		vnniBatchRows(j, lo, hi)
 	case j.nbp > 0 && m >= tileM:
 		vnniTileRowsQ8(p, id, j, lo, hi)
 	case m >= tileM && (w.Type == Q8 || w.Type == Q4):
@@ -400,6 +407,89 @@ func tailDot(t WeightType, x []float32, w []byte) float32 {
 		}
 	}
 	return s
+}
+
+// vnniBatchMax is the most activation rows whose q8/q4 matrix product
+// streams the weights once (vnniBatchRows); more go to the tiles
+// (vnniTileRowsQ8). useBatchStream turns the stream off (benchmarks and
+// tests compare it with the tiles).
+const vnniBatchMax = 8
+
+var useBatchStream = true
+
+// batchStream reports whether the VNNI matrix product of m activation rows
+// takes the batch stream (vnniBatchRows).
+func batchStream(m int) bool { return m > 1 && m <= vnniBatchMax && useBatchStream }
+
+// vnniBatch<q>[m] is vnniBatch<q>_<m>, the batch stream of m rows.
+var (
+	vnniBatchQ8 = [vnniBatchMax + 1]vnniBatchFunc{2: vnniBatchQ8_2, 3: vnniBatchQ8_3, 4: vnniBatchQ8_4,
+		5: vnniBatchQ8_5, 6: vnniBatchQ8_6, 7: vnniBatchQ8_7, 8: vnniBatchQ8_8}
+	vnniBatchQ4 = [vnniBatchMax + 1]vnniBatchFunc{2: vnniBatchQ4_2, 3: vnniBatchQ4_3, 4: vnniBatchQ4_4,
+		5: vnniBatchQ4_5, 6: vnniBatchQ4_6, 7: vnniBatchQ4_7, 8: vnniBatchQ4_8}
+)
+
+type vnniBatchFunc func(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// prepareBatch quantizes the input rows for the batch stream: per group g
+// of 16 blocks and row i (index k = g*m+i), the row's quants in the layout
+// of quantizeXQ8T at xq8[k*512:], and at bp[k*32:] the blocks' scales then
+// -offset times their sums (int32 bits), the offset being the weights' (see
+// vnni.go in asmgen).
+func (p *Pool) prepareBatch(j *matmulJob, nbp int) {
+	cols, m := j.w.Cols, j.m
+	ld := nbp * BlockSize
+	if cap(p.xq8t) < m*ld {
+		p.xq8t = make([]byte, m*ld)
+	}
+	p.bp = growFloats(p.bp, 2*m*nbp)
+	var sums [16]float32
+	shift := 7 // q8: weights + 128
+	if j.w.Type == Q4 {
+		shift = 3 // q4: weights + 8
+	}
+	for i := range m {
+		x := j.x[i*cols : (i+1)*cols]
+		if cols != ld {
+			p.xpad = growFloats(p.xpad, ld)
+			copy(p.xpad, x)
+			clear(p.xpad[cols:])
+			x = p.xpad
+		}
+		for g := range nbp / 16 {
+			k := g*m + i
+			b := p.bp[32*k : 32*k+32]
+			quantizeXQ8T(&x[g*16*BlockSize], 16, &p.xq8t[512*k], &b[0], &sums[0])
+			for l, s := range sums {
+				b[16+l] = math.Float32frombits(uint32(-(int32(s) << shift)))
+			}
+		}
+	}
+	j.xq8, j.bp, j.nbp = p.xq8t[:m*ld], p.bp[:2*m*nbp], nbp
+}
+
+// vnniBatchRows is the q8 and q4 matrix product with VNNI for a few
+// activation rows (a batched decode step): one stream over weight rows
+// [lo, hi), each multiplied with every activation row while in registers
+// (vnniBatchQ8_<m>, vnniBatchQ4_<m>), with the tiles' arithmetic, so every
+// row of y equals MatMul of that row alone, bit for bit.
+func vnniBatchRows(j *matmulJob, lo, hi int) {
+	w := j.w
+	nb := (w.Cols + BlockSize - 1) / BlockSize
+	rb := w.Type.RowBytes(w.Cols)
+	batch := vnniBatchQ8[j.m]
+	if w.Type == Q4 {
+		batch = vnniBatchQ4[j.m]
+	}
+	batch(&j.xq8[0], &j.bp[0], &w.Data[lo*rb], rb, nb, &j.y[lo], w.Rows*4, hi-lo)
+	if j.bias != nil {
+		for i := range j.m {
+			y := j.y[i*w.Rows+lo : i*w.Rows+hi]
+			for k := range y {
+				y[k] += j.bias[lo+k]
+			}
+		}
+	}
 }
 
 // vnniTileQ8 and vnniTileQ4 are the int8 matrix-product micro-kernels

@@ -94,7 +94,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 		p := NewPool(threads)
 		for _, typ := range allTypes {
 			for _, s := range shapes {
-				for _, m := range []int{1, 2, 3, 4, 5, 7, 8, 13, 17} {
+				for _, m := range []int{1, 2, 3, 4, 5, 7, 8, 13, 16, 17} {
 					checkMatMul(t, p, rng, typ, m, s.rows, s.cols, m%2 == 1)
 				}
 			}

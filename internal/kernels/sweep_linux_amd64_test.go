@@ -151,3 +151,50 @@ func BenchmarkMatVecSweep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatchSweep is a batched decode step's weight traffic: matrix products
+// of m input rows (one per sequence) over -sweep-bytes of q8 and q4 weights in
+// Qwen3-0.6B-wide matrices. SetBytes counts the weights once per pass, so MB/s
+// compares with the matrix-vector sweep and m× it is the rows' total.
+func BenchmarkBatchSweep(b *testing.B) {
+	const rows, cols = 3072, 1024
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []WeightType{Q8, Q4} {
+		qrb := typ.RowBytes(cols)
+		nmat := max(*sweepBytes/(rows*qrb), 1)
+		qdata := hugeAlloc(b, nmat*rows*qrb)
+		src := randVec(rng, rows*cols)
+		if err := Quantize(typ, qdata[:rows*qrb], src, rows, cols); err != nil {
+			b.Fatal(err)
+		}
+		for i := 1; i < nmat; i++ {
+			copy(qdata[i*rows*qrb:], qdata[:rows*qrb])
+		}
+		for _, m := range []int{1, 2, 4, 8, 16, 32} {
+			for _, c := range []struct {
+				threads int
+				stream  bool
+			}{{1, true}, {1, false}, {2, true}, {2, false}} {
+				threads, name := c.threads, "stream"
+				if !c.stream {
+					name = "tiles"
+				}
+				b.Run(fmt.Sprintf("type=%v/m=%d/%s/threads=%d", typ, m, name, threads), func(b *testing.B) {
+					defer func(old bool) { useBatchStream = old }(useBatchStream)
+					useBatchStream = c.stream
+					x, y := randVec(rng, m*cols), make([]float32, m*rows)
+					p := NewPool(threads)
+					defer p.Close()
+					b.SetBytes(int64(len(qdata)))
+					b.ReportAllocs()
+					for b.Loop() {
+						for i := range nmat {
+							w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: qdata[i*rows*qrb : (i+1)*rows*qrb]}
+							p.MatMul(y, x, m, w, nil)
+						}
+					}
+				})
+			}
+		}
+	}
+}

@@ -38,6 +38,7 @@ type Pool struct {
 	xq8t    []byte             // xq8 transposed for the q8 VNNI matrix product
 	dx      []float32          // scales of the xq8 blocks
 	xs8     []int32            // 8 × the block sums of xq8 (AVX2 q4 int8 route)
+	bp      []float32          // scales and offset sums of the VNNI batch stream (prepareBatch)
 	starts  [maxGuided + 1]int // chunk starts of a matrix-vector product
 
 	// The current job, written by the caller before claim is published:

@@ -73,6 +73,9 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 	}
 }
 
+// Every row of a q8/q4 matrix product (the batch stream for up to
+// vnniBatchMax rows, the tiles beyond, and the tiles alone with the stream
+// off) equals the matrix-vector product of that row alone, bit for bit.
 func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 	if !useVNNI {
 		t.Log("no AVX-512 VNNI on this CPU: the VNNI kernels are not used")
@@ -83,7 +86,7 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 		p := NewPool(threads)
 		for _, typ := range []WeightType{Q8, Q4} {
 			for _, cols := range []int{1, 31, 32, 33, 64, 100, 224, 480, 512, 545, 576, 1000, 1536} {
-				for _, m := range []int{4, 5, 7, 8, 13} {
+				for _, m := range []int{2, 3, 4, 5, 7, 8, 9, 13, 16, 17} {
 					rows := 1 + rng.IntN(70)
 					w, _ := randMatrix(t, rng, typ, rows, cols)
 					x := randVec(rng, m*cols)
@@ -91,14 +94,22 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 					if rng.IntN(2) == 0 {
 						bias = randVec(rng, rows)
 					}
-					y := make([]float32, m*rows)
-					p.MatMul(y, x, m, w, bias)
 					y1 := make([]float32, rows)
+					want := make([]float32, m*rows)
 					for i := range m {
 						p.MatMul(y1, x[i*cols:(i+1)*cols], 1, w, bias)
-						for r := range rows {
-							if got, want := y[i*rows+r], y1[r]; math.Float32bits(got) != math.Float32bits(want) {
-								t.Fatalf("%v threads=%d m=%d rows=%d cols=%d: y[%d][%d] = %v, MatMul of that row alone gives %v", typ, threads, m, rows, cols, i, r, got, want)
+						copy(want[i*rows:], y1)
+					}
+					for _, stream := range []bool{true, false} {
+						useBatchStream = stream
+						y := make([]float32, m*rows)
+						p.MatMul(y, x, m, w, bias)
+						useBatchStream = true
+						for i := range m {
+							for r := range rows {
+								if got, want := y[i*rows+r], want[i*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
+									t.Fatalf("%v threads=%d m=%d rows=%d cols=%d batch stream %v: y[%d][%d] = %v, MatMul of that row alone gives %v", typ, threads, m, rows, cols, stream, i, r, got, want)
+								}
 							}
 						}
 					}

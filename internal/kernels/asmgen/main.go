@@ -102,6 +102,9 @@ func main() {
 				genVNNITile(q, mr, nr)
 			}
 		}
+		for m := 2; m <= vnniBatchMax; m++ {
+			genVNNIBatch(q, m)
+		}
 	}
 	Generate()
 }

@@ -172,36 +172,8 @@ func genTransposeW(q string) {
 	c := Z31 // q8: 0x80 in every byte; q4: 0x0f
 	N, M := zr[16:24], zr[24:30]
 	unitBytes := 2 * qbytes(q) // quant bytes of a unit of two blocks
-	loadUnit := func(src Mem, mk *Mem, u int) {
-		if mk != nil {
-			KMOVQ(mk.Offset(8*u), K2)
-		}
-		if q == "Q8" {
-			if mk != nil {
-				VMOVDQU8_Z(src, K2, N[u])
-				VPXORD(c, N[u], N[u])
-			} else {
-				VPXORD(src, c, N[u])
-			}
-			return
-		}
-		lo, hi := N[u].AsY(), Z30.AsY()
-		if mk != nil {
-			VMOVDQU8_Z(src, K2, lo)
-		} else {
-			VMOVDQU64(src, lo)
-		}
-		VPSRLW(U8(4), lo, hi)
-		VPANDD(c.AsY(), hi, hi)
-		VPANDD(c.AsY(), lo, lo)
-		VINSERTI64X4(U8(1), hi, N[u], N[u])    // lo0 lo1 hi0 hi1
-		VSHUFI64X2(U8(0xd8), N[u], N[u], N[u]) // lo0 hi0 lo1 hi1
-	}
-	if q == "Q8" {
-		avx512.splat(0x80808080, c)
-	} else {
-		avx512.splat(0x0f0f0f0f, c)
-	}
+	loadUnit := func(src Mem, mk *Mem, u int) { loadWeightUnit(q, src, mk, u, N[u], Z30, c) }
+	splatUnitMask(q, c)
 	group := func(mk *Mem) {
 		for u := range 8 {
 			loadUnit(Mem{Base: qp, Disp: unitBytes * u}, mk, u)
@@ -227,6 +199,46 @@ func genTransposeW(q string) {
 	Label("done")
 	VZEROUPPER()
 	RET()
+}
+
+// splatUnitMask sets c to what loadWeightUnit needs: 0x80 in every byte
+// (q8) or 0x0f (q4).
+func splatUnitMask(q string, c VecPhysical) {
+	if q == "Q8" {
+		avx512.splat(0x80808080, c)
+	} else {
+		avx512.splat(0x0f0f0f0f, c)
+	}
+}
+
+// loadWeightUnit loads unit u (two blocks' quants, at src; mk, when not
+// nil, holds unitMasks' byte masks) into dst as unsigned bytes in element
+// order: q8 xor 0x80, q4 nibbles expanded to bytes (already q+8). tmp is
+// scratch (q4), c is set by splatUnitMask.
+func loadWeightUnit(q string, src Mem, mk *Mem, u int, dst, tmp, c VecPhysical) {
+	if mk != nil {
+		KMOVQ(mk.Offset(8*u), K2)
+	}
+	if q == "Q8" {
+		if mk != nil {
+			VMOVDQU8_Z(src, K2, dst)
+			VPXORD(c, dst, dst)
+		} else {
+			VPXORD(src, c, dst)
+		}
+		return
+	}
+	lo, hi := dst.AsY(), tmp.AsY()
+	if mk != nil {
+		VMOVDQU8_Z(src, K2, lo)
+	} else {
+		VMOVDQU64(src, lo)
+	}
+	VPSRLW(U8(4), lo, hi)
+	VPANDD(c.AsY(), hi, hi)
+	VPANDD(c.AsY(), lo, lo)
+	VINSERTI64X4(U8(1), hi, dst, dst)   // lo0 lo1 hi0 hi1
+	VSHUFI64X2(U8(0xd8), dst, dst, dst) // lo0 hi0 lo1 hi1
 }
 
 // genVNNITile emits vnniTile<q>_<mr>x<nr>(xq, ldx, dx, xqs, ldd, w, ldw,
