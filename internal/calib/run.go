@@ -60,9 +60,19 @@ func Run(ctx context.Context, ckpt *hf.Checkpoint, sequences [][]int, opts Optio
 	if longest == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrInput)
 	}
-	eo := export.Options{Context: longest, Weights: "f32", CacheDType: program.F32}
-	if longest >= 2 {
-		eo.Prefill = min(longest, 64)
+	f, err := floatProgram(ctx, ckpt, longest)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(ctx, f, sequences, opts)
+}
+
+// floatProgram exports ckpt with float32 weights and caches and a context of n tokens
+// into memory.
+func floatProgram(ctx context.Context, ckpt *hf.Checkpoint, n int) (*program.File, error) {
+	eo := export.Options{Context: n, Weights: "f32", CacheDType: program.F32}
+	if n >= 2 {
+		eo.Prefill = min(n, 64)
 	}
 	var buf bytes.Buffer
 	if _, err := export.Export(ctx, ckpt, &buf, eo); err != nil {
@@ -74,5 +84,5 @@ func Run(ctx context.Context, ckpt *hf.Checkpoint, sequences [][]int, opts Optio
 	if err != nil {
 		return nil, fmt.Errorf("calib: float32 program: %w", err)
 	}
-	return Collect(ctx, f, sequences, opts)
+	return f, nil
 }
