@@ -80,7 +80,6 @@ def main():
     eps, theta = cfg["rms_norm_eps"], cfg.get("rope_theta", 10000.0)
     qk_norm = cls in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
     S = len(ids)
-    pos = np.arange(S, dtype=np.float64)
     margin = np.inf
 
     def mlp(p, h, gate="gate_proj", up="up_proj", down="down_proj"):
@@ -105,40 +104,52 @@ def main():
                 out[r] += we * mlp(f"{p}.experts.{e}", h[r:r + 1], *names)[0]
         return out
 
-    x = W["model.embed_tokens.weight"][ids]
-    causal = np.triu(np.full((S, S), -np.inf), 1)
-    for l in range(L):
-        p = f"model.layers.{l}"
-        h = rms_norm(x, W[f"{p}.input_layernorm.weight"], eps)
-        q = (h @ W[f"{p}.self_attn.q_proj.weight"].T).reshape(S, H, hd)
-        k = (h @ W[f"{p}.self_attn.k_proj.weight"].T).reshape(S, KV, hd)
-        v = (h @ W[f"{p}.self_attn.v_proj.weight"].T).reshape(S, KV, hd)
-        if qk_norm:
-            q = rms_norm(q, W[f"{p}.self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, W[f"{p}.self_attn.k_norm.weight"], eps)
-        q, k = rope(q, pos, theta, hd), rope(k, pos, theta, hd)
-        o = np.zeros((S, H, hd))
-        for i in range(H):
-            g = i // (H // KV)
-            s = q[:, i] @ k[:, g].T / np.sqrt(hd) + causal
-            o[:, i] = softmax(s) @ v[:, g]
-        x = x + o.reshape(S, H * hd) @ W[f"{p}.self_attn.o_proj.weight"].T
-        h = rms_norm(x, W[f"{p}.post_attention_layernorm.weight"], eps)
-        if cls == "Qwen3MoeForCausalLM":
-            E, K = cfg.get("num_experts", 128), cfg.get("num_experts_per_tok", 8)
-            step, only = cfg.get("decoder_sparse_step", 1), cfg.get("mlp_only_layers") or []
-            if l not in only and E > 0 and (l + 1) % step == 0:
-                x = x + moe(f"{p}.mlp", h, E, K, cfg.get("norm_topk_prob", False), ())
+    def forward(ids):
+        S = len(ids)
+        pos = np.arange(S, dtype=np.float64)
+        x = W["model.embed_tokens.weight"][ids]
+        causal = np.triu(np.full((S, S), -np.inf), 1)
+        for l in range(L):
+            p = f"model.layers.{l}"
+            h = rms_norm(x, W[f"{p}.input_layernorm.weight"], eps)
+            q = (h @ W[f"{p}.self_attn.q_proj.weight"].T).reshape(S, H, hd)
+            k = (h @ W[f"{p}.self_attn.k_proj.weight"].T).reshape(S, KV, hd)
+            v = (h @ W[f"{p}.self_attn.v_proj.weight"].T).reshape(S, KV, hd)
+            if qk_norm:
+                q = rms_norm(q, W[f"{p}.self_attn.q_norm.weight"], eps)
+                k = rms_norm(k, W[f"{p}.self_attn.k_norm.weight"], eps)
+            q, k = rope(q, pos, theta, hd), rope(k, pos, theta, hd)
+            o = np.zeros((S, H, hd))
+            for i in range(H):
+                g = i // (H // KV)
+                s = q[:, i] @ k[:, g].T / np.sqrt(hd) + causal
+                o[:, i] = softmax(s) @ v[:, g]
+            x = x + o.reshape(S, H * hd) @ W[f"{p}.self_attn.o_proj.weight"].T
+            h = rms_norm(x, W[f"{p}.post_attention_layernorm.weight"], eps)
+            if cls == "Qwen3MoeForCausalLM":
+                E, K = cfg.get("num_experts", 128), cfg.get("num_experts_per_tok", 8)
+                step, only = cfg.get("decoder_sparse_step", 1), cfg.get("mlp_only_layers") or []
+                if l not in only and E > 0 and (l + 1) % step == 0:
+                    x = x + moe(f"{p}.mlp", h, E, K, cfg.get("norm_topk_prob", False), ())
+                else:
+                    x = x + mlp(f"{p}.mlp", h)
+            elif cls == "MixtralForCausalLM":
+                E, K = cfg.get("num_local_experts", 8), cfg.get("num_experts_per_tok", 2)
+                x = x + moe(f"{p}.block_sparse_moe", h, E, K, True, ("w1", "w3", "w2"))
             else:
                 x = x + mlp(f"{p}.mlp", h)
-        elif cls == "MixtralForCausalLM":
-            E, K = cfg.get("num_local_experts", 8), cfg.get("num_experts_per_tok", 2)
-            x = x + moe(f"{p}.block_sparse_moe", h, E, K, True, ("w1", "w3", "w2"))
-        else:
-            x = x + mlp(f"{p}.mlp", h)
-    x = rms_norm(x, W["model.norm.weight"], eps)
-    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
-    logits = x @ head.T
+        x = rms_norm(x, W["model.norm.weight"], eps)
+        head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
+        logits = x @ head.T
+        return logits
+
+    logits = forward(ids)
+    prompt_margin = margin  # the continuation's margins are not reported
+    greedy, greedy_max, cur = [], [], list(ids)
+    for _ in range(16):  # greedy continuation, each step a fresh causal pass
+        row = forward(cur)[-1] if greedy else logits[-1]
+        t = int(np.argmax(row))
+        greedy.append(t); greedy_max.append(float(row[t])); cur.append(t)
     V = logits.shape[1]
     probes = [k * (V // 64) for k in range(64)]
     positions = []
@@ -151,10 +162,10 @@ def main():
                           "top10": [[int(t), float(row[t])] for t in top],
                           "probe_logits": [float(row[t]) for t in probes]})
     summary = {"reference": "tools/refs/moe64.py (NumPy float64, from transformers' modeling code)",
-               "model": cls, "n_vocab": V, "n_positions": S, "input_ids": ids,
+               "model": cls, "n_vocab": V, "n_positions": S, "input_ids": ids, "greedy_ids": greedy, "greedy_max_logits": greedy_max,
                "probe_ids": probes, "positions": positions}
-    if np.isfinite(margin):
-        summary["min_router_margin"] = float(margin)
+    if np.isfinite(prompt_margin):
+        summary["min_router_margin"] = float(prompt_margin)
     with open(out_path, "w") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
