@@ -90,6 +90,7 @@ func main() {
 	genQuantizeX("Q8", true)
 	genQ8EvenOdd()
 	genQ8Transpose()
+	genQ4Transpose()
 	genQ4BlockOrder()
 	for _, q := range []string{"Q8", "Q4"} {
 		genTransposeW(q)

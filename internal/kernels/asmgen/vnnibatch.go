@@ -33,10 +33,15 @@ func genVNNIBatch(q string, m int) {
 	text(name, NOSPLIT, "func(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)")
 	Doc(fmt.Sprintf("%s is the %s matrix product of %d activation rows, weights streamed once (see vnnibatch.go in asmgen).", name, strings.ToLower(q), m))
 	masks := AllocLocal(64)
-	_, tables, _ := q8TransposePlan()
+	levels, tables, final := q8TransposePlan()
+	tab := q8Transpose
+	if q == "Q4" {
+		levels, tables, final = q4TransposePlan()
+		tab = q4Transpose
+	}
 	idx := zr[0:len(tables)]
 	for t := range tables {
-		VMOVDQU32(q8Transpose.Offset(64*t), idx[t])
+		VMOVDQU32(tab.Offset(64*t), idx[t])
 	}
 	c := Z31
 	splatUnitMask(q, c)
@@ -47,9 +52,9 @@ func genVNNIBatch(q string, m int) {
 		panic("vnniBatch: too many registers")
 	}
 	unitBytes := 2 * qbytes(q)
-	prefetch, every := q8Prefetch, 1 // a prefetch per 64 bytes of quants
+	prefetch := q8Prefetch
 	if q == "Q4" {
-		prefetch, every = q4Prefetch, 2
+		prefetch = q4Prefetch
 	}
 
 	w := Load(Param("w"), GP64())
@@ -82,26 +87,22 @@ func genVNNIBatch(q string, m int) {
 	JL(LabelRef("tail"))
 	kt := GP64()
 	pageKick(Mem{Base: qp}, kick, kt, "nokick")
-	for u := range 8 {
-		src := Mem{Base: qp, Disp: unitBytes * u}
-		if u%every == 0 {
-			PREFETCHNTA(src.Offset(prefetch))
-		}
-		loadWeightUnit(q, src, nil, u, N[u], s, c)
-	}
+	loadGroup(q, qp, nil, N, c, prefetch)
 	VCVTPH2PS(Mem{Base: w, Index: bo2, Scale: 1}, sw)
 	JMP(LabelRef("transpose"))
 
 	Label("tail")
 	lowMask(rem, K1)
-	unitMasks(rem, masks, 8, bits.TrailingZeros(uint(qbytes(q))), unitBytes)
-	for u := range 8 {
-		loadWeightUnit(q, Mem{Base: qp, Disp: unitBytes * u}, &masks, u, N[u], s, c)
+	if q == "Q4" {
+		unitMasks(rem, masks, 4, 4, 64)
+	} else {
+		unitMasks(rem, masks, 8, bits.TrailingZeros(uint(qbytes(q))), unitBytes)
 	}
+	loadGroup(q, qp, &masks, N, c, 0)
 	VCVTPH2PS_Z(Mem{Base: w, Index: bo2, Scale: 1}, K1, sw)
 
 	Label("transpose")
-	regs, final := q8TransposeRenamed(N, spare, idx)
+	regs := transposeRenamed(levels, N, spare, idx)
 	var dw [8]VecPhysical // dw[k]: the vector holding dword k of every block
 	for sl, k := range final {
 		dw[k] = regs[sl]
@@ -147,12 +148,66 @@ func genVNNIBatch(q string, m int) {
 	RET()
 }
 
-// q8TransposeRenamed is q8TransposeUnits with one spare register instead of
-// moves back: each pair's low half goes to the free register and the input
-// it replaces becomes free. It returns the register of each vector slot
-// after the transpose (slot s holds dword final[s] of blocks 0..15).
-func q8TransposeRenamed(N []VecPhysical, spare VecPhysical, idx []VecPhysical) (regs [8]VecPhysical, final [8]int) {
-	levels, _, final := q8TransposePlan()
+// loadGroup loads the quants of a group of 16 blocks at qp (mk, when not
+// nil, holds unitMasks' byte masks; else each 64 bytes are prefetched
+// prefetch bytes ahead) into N as unsigned bytes: q8 made unsigned (xor
+// c = 0x80), unit u of two blocks in N[u], as loadWeightUnit; q4 as four
+// vectors of four blocks' bytes, split into the low nibbles (N[u]: dwords
+// 0-3 of blocks 4u..4u+3) and the high ones (N[4+u]: dwords 4-7), c = 0x0f
+// (the layout of q4TransposePlan).
+func loadGroup(q string, qp Register, mk *Mem, N []VecPhysical, c VecPhysical, prefetch int) {
+	if q == "Q8" {
+		for u := range 8 {
+			src := Mem{Base: qp, Disp: 64 * u}
+			if mk == nil {
+				PREFETCHNTA(src.Offset(prefetch))
+			}
+			loadWeightUnit(q, src, mk, u, N[u], nil, c)
+		}
+		return
+	}
+	for u := range 4 {
+		src := Mem{Base: qp, Disp: 64 * u}
+		if mk == nil {
+			PREFETCHNTA(src.Offset(prefetch))
+			VMOVDQU64(src, N[u])
+		} else {
+			KMOVQ(mk.Offset(8*u), K2)
+			VMOVDQU8_Z(src, K2, N[u])
+		}
+		VPSRLW(U8(4), N[u], N[4+u])
+		VPANDD(c, N[u], N[u])
+		VPANDD(c, N[4+u], N[4+u])
+	}
+}
+
+// q4Transpose holds the permute indices of q4TransposePlan.
+var q4Transpose Mem
+
+// q4TransposePlan is the transpose of a q4 group as loadGroup leaves it
+// (vector u < 4: lane l holds dword l%4 of block 4u+l/4; vector 4+u: dword
+// 4+l%4 of the same blocks) into vector k holding dword k of every block:
+// two levels, where the q8 units take three.
+func q4TransposePlan() (levels [][4]q8Pair, tables [][16]uint32, final [8]int) {
+	return transposePlan(func(u, l int) (int, int) { return 4*(u%4) + l/4, 4*(u/4) + l%4 })
+}
+
+func genQ4Transpose() {
+	_, tables, _ := q4TransposePlan()
+	q4Transpose = GLOBL("vnniQ4Transpose", RODATA|NOPTR)
+	for t, tab := range tables {
+		for l, v := range tab {
+			DATA(64*t+4*l, U32(v))
+		}
+	}
+}
+
+// transposeRenamed emits the transpose of levels (see transposePlan) of
+// the vectors in N with one spare register instead of moves back: each
+// pair's low half goes to the free register and the input it replaces
+// becomes free. It returns the register of each vector slot after the
+// transpose.
+func transposeRenamed(levels [][4]q8Pair, N []VecPhysical, spare VecPhysical, idx []VecPhysical) (regs [8]VecPhysical) {
 	copy(regs[:], N)
 	free := spare
 	for _, lv := range levels {
@@ -164,5 +219,5 @@ func q8TransposeRenamed(N []VecPhysical, spare VecPhysical, idx []VecPhysical) (
 			regs[pr.a], regs[pr.b], free = free, a, b
 		}
 	}
-	return regs, final
+	return regs
 }

@@ -22,12 +22,20 @@ type q8Pair struct{ a, b, p, q int } // inputs a, b; outputs p (low k), q (high 
 // block 2u+l/8, dword l%8) into 8 vectors holding dword k of blocks 0..15
 // in lane b. It returns, per level, the pairs and the index of each
 // output's permute table, the tables, and which vector ends with which k.
-func q8TransposePlan() (levels [3][4]q8Pair, tables [][16]uint32, final [8]int) {
+func q8TransposePlan() (levels [][4]q8Pair, tables [][16]uint32, final [8]int) {
+	return transposePlan(func(u, l int) (int, int) { return 2*u + l/8, l % 8 })
+}
+
+// transposePlan is q8TransposePlan for any start: lane l of vector u holds
+// dword k of block b, (b, k) = at(u, l). Levels pair vectors with the same
+// dwords of different blocks until each vector holds one dword.
+func transposePlan(at func(u, l int) (b, k int)) (levels [][4]q8Pair, tables [][16]uint32, final [8]int) {
 	type elem struct{ b, k int }
 	vecs := make([][16]elem, 8)
 	for u := range 8 {
 		for l := range 16 {
-			vecs[u][l] = elem{2*u + l/8, l % 8}
+			b, k := at(u, l)
+			vecs[u][l] = elem{b, k}
 		}
 	}
 	kset := func(v [16]elem) (lo, hi int) {
@@ -53,7 +61,16 @@ func q8TransposePlan() (levels [3][4]q8Pair, tables [][16]uint32, final [8]int) 
 		tables = append(tables, t)
 		return len(tables) - 1
 	}
-	for lv := range 3 {
+	single := func() bool {
+		for _, v := range vecs {
+			if lo, hi := kset(v); lo != hi {
+				return false
+			}
+		}
+		return true
+	}
+	for lv := 0; !single(); lv++ {
+		levels = append(levels, [4]q8Pair{})
 		used := make([]bool, 8)
 		next := make([][16]elem, 8)
 		np := 0
