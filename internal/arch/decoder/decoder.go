@@ -1,5 +1,6 @@
-// Package decoder builds the fixed-shape step graph of a pre-norm decoder-only transformer
-// (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3) from a validated, architecture-neutral Spec.
+// Package decoder builds the fixed-shape step graph of a decoder-only transformer (Llama,
+// Mistral, Qwen2/3, Gemma 2/3, Phi-3, SmolLM3, Granite; OLMo 2's post-norm layers) from a
+// validated, architecture-neutral Spec.
 //
 // Architecture packages translate their Hugging Face config into a Spec; this package turns
 // a Spec into program ops, tensor names and RoPE tables. It also holds the config rules that

@@ -95,10 +95,10 @@ type SlidingConfig struct {
 
 // LayerTypes derives every layer's attention type and the sliding window W from a
 // family's rule, in the way transformers does. W is 0 iff no layer slides. A layer that
-// slides needs sliding_window > 0; the error names the field.
+// slides needs sliding_window > 0. Errors are *FieldError naming the field.
 func LayerTypes(family string, rule SlidingRule, c SlidingConfig) ([]program.LayerType, int, error) {
 	if c.Layers <= 0 {
-		return nil, 0, fmt.Errorf("%s config: num_hidden_layers = %d, must be > 0", family, c.Layers)
+		return nil, 0, &FieldError{Class: family, Field: "num_hidden_layers", Problem: fmt.Sprintf("= %d, must be > 0", c.Layers)}
 	}
 	types := make([]program.LayerType, c.Layers)
 	slides := func(i int) bool { return false }
@@ -106,11 +106,11 @@ func LayerTypes(family string, rule SlidingRule, c SlidingConfig) ([]program.Lay
 	case rule == NoSliding:
 	case len(c.LayerTypes) > 0:
 		if len(c.LayerTypes) != c.Layers {
-			return nil, 0, fmt.Errorf("%s config: layer_types has %d entries for %d layers", family, len(c.LayerTypes), c.Layers)
+			return nil, 0, &FieldError{Class: family, Field: "layer_types", Problem: fmt.Sprintf("has %d entries for %d layers", len(c.LayerTypes), c.Layers)}
 		}
 		for i, t := range c.LayerTypes {
 			if t != "full_attention" && t != "sliding_attention" {
-				return nil, 0, fmt.Errorf("%s config: layer_types[%d] = %q is not full_attention or sliding_attention", family, i, t)
+				return nil, 0, &FieldError{Class: family, Field: fmt.Sprintf("layer_types[%d]", i), Problem: fmt.Sprintf("= %q is not full_attention or sliding_attention", t)}
 			}
 		}
 		slides = func(i int) bool { return c.LayerTypes[i] == "sliding_attention" }
@@ -120,7 +120,7 @@ func LayerTypes(family string, rule SlidingRule, c SlidingConfig) ([]program.Lay
 		slides = func(i int) bool { return c.Window != nil && c.UseSlidingWindow && i >= c.MaxWindowLayers }
 	case rule == PatternSliding:
 		if c.Pattern <= 0 {
-			return nil, 0, fmt.Errorf("%s config: sliding_window_pattern = %d, must be > 0", family, c.Pattern)
+			return nil, 0, &FieldError{Class: family, Field: "sliding_window_pattern", Problem: fmt.Sprintf("= %d, must be > 0", c.Pattern)}
 		}
 		slides = func(i int) bool { return (i+1)%c.Pattern != 0 }
 	case rule == AlternateSliding:
@@ -144,7 +144,7 @@ func LayerTypes(family string, rule SlidingRule, c SlidingConfig) ([]program.Lay
 		if c.Window != nil {
 			got = fmt.Sprint(*c.Window)
 		}
-		return nil, 0, fmt.Errorf("%s config: sliding layers need sliding_window > 0, got %s", family, got)
+		return nil, 0, &FieldError{Class: family, Field: "sliding_window", Problem: fmt.Sprintf("> 0, got %s (sliding layers need a window)", got)}
 	}
 	return types, *c.Window, nil
 }

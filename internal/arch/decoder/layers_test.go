@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -111,5 +112,28 @@ func TestOptTellsAbsentFromNull(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"a": "x"}`), &c); err == nil {
 		t.Error("a string for an int field was accepted")
+	}
+}
+
+func TestLayerTypesErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		cfg   SlidingConfig
+		rule  SlidingRule
+		field string
+	}{
+		{SlidingConfig{Layers: 0}, AllSliding, "num_hidden_layers"},
+		{SlidingConfig{Layers: 2, LayerTypes: []string{"full_attention"}}, AllSliding, "layer_types"},
+		{SlidingConfig{Layers: 2, LayerTypes: []string{"full_attention", "local"}}, AllSliding, "layer_types[1]"},
+		{SlidingConfig{Layers: 2, Pattern: 0}, PatternSliding, "sliding_window_pattern"},
+		{SlidingConfig{Layers: 2, Pattern: 2}, PatternSliding, "sliding_window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			_, _, err := LayerTypes("Test", tt.rule, tt.cfg)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field || fe.Class != "Test" {
+				t.Errorf("err = %v, want a *FieldError naming Test's %s", err, tt.field)
+			}
+		})
 	}
 }
