@@ -14,6 +14,7 @@ import (
 	"github.com/hfstatic/hfstatic/internal/arch/granite"
 	"github.com/hfstatic/hfstatic/internal/arch/llama"
 	"github.com/hfstatic/hfstatic/internal/arch/olmo2"
+	"github.com/hfstatic/hfstatic/internal/arch/phi3"
 	"github.com/hfstatic/hfstatic/internal/arch/smollm3"
 )
 
@@ -34,6 +35,7 @@ var families = [][]Architecture{
 	all(olmo2.Variants),
 	all(smollm3.Variants),
 	all(granite.Variants),
+	all(phi3.Variants),
 }
 
 func all[A Architecture](variants []A) []Architecture {

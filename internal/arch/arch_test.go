@@ -9,7 +9,7 @@ import (
 
 func TestRegistryListsEveryFamilyOnce(t *testing.T) {
 	want := []string{"Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "GraniteForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
-		"MixtralForCausalLM", "Olmo2ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "SmolLM3ForCausalLM"}
+		"MixtralForCausalLM", "Olmo2ForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "SmolLM3ForCausalLM"}
 	if diff := cmp.Diff(want, Supported()); diff != "" {
 		t.Errorf("Supported (-want +got):\n%s", diff)
 	}

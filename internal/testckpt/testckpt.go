@@ -1,11 +1,10 @@
 // Package testckpt provides checkpoints for tests and benchmarks: the
 // random-weight Hugging Face fixtures (Llama 3, Qwen2, Qwen3, Mistral,
-// Gemma 3, OLMo 2, SmolLM3, Granite, Qwen3-MoE, Mixtral; f32 and bf16) regenerated
-// bit-exactly from their embedded weights_spec.json, the llama.cpp (and, for the last
-// five, float64) reference logits summaries computed on them, and Synthesize/Generate to
-// build random checkpoints of any size of
-// any registered architecture (internal/arch), with the tensors its decoder
-// spec reads.
+// Gemma 3, OLMo 2, SmolLM3, Granite, Qwen3-MoE, Mixtral, Phi-3/3.5/4-mini; f32 and
+// bf16) regenerated bit-exactly from their embedded weights_spec.json, the llama.cpp (and,
+// for the families after Gemma 3, float64) reference logits summaries computed on them,
+// and Synthesize/Generate to build random checkpoints of any size of any registered
+// architecture (internal/arch), with the tensors its decoder spec reads.
 //
 // It owns the fixture data and the generator rule. It does not read or
 // interpret checkpoints (see internal/hf) and holds no tokenizers.
@@ -173,7 +172,7 @@ func Reference(name string) (*Summary, error) { return readSummary(name, "refere
 // Float64Reference returns the parsed reference64.summary.json of fixture name: a float64
 // NumPy forward pass written from transformers' modeling code (tools/refs/ref64.py), kept
 // for the families added after the first six (OLMo 2, SmolLM3, Granite; Qwen3-MoE and
-// Mixtral from tools/refs/moe64.py).
+// Mixtral from tools/refs/moe64.py; Phi-3 from tools/refs/phi3_ref64.py).
 func Float64Reference(name string) (*Summary, error) {
 	return readSummary(name, "reference64.summary.json")
 }

@@ -16,7 +16,7 @@ import (
 )
 
 var allFixtures = []string{"gemma3", "gemma3-bf16", "granite", "granite-bf16", "llama", "llama-bf16", "mistral",
-	"mixtral", "mixtral-bf16", "olmo2", "olmo2-bf16", "qwen2", "qwen3", "qwen3-bf16", "qwen3moe", "qwen3moe-bf16", "smollm3", "smollm3-bf16", "smollm3-swa"}
+	"mixtral", "mixtral-bf16", "olmo2", "olmo2-bf16", "phi3", "phi35", "phi4mini", "phi4mini-bf16", "qwen2", "qwen3", "qwen3-bf16", "qwen3moe", "qwen3moe-bf16", "smollm3", "smollm3-bf16", "smollm3-swa"}
 
 func TestNamesListsEveryFixture(t *testing.T) {
 	if diff := cmp.Diff(allFixtures, Names()); diff != "" {

@@ -80,6 +80,18 @@ type Spec struct {
 type RoPE struct {
 	InvFreq         []float64
 	AttentionFactor float64
+	// LongInvFreq, if set, replaces InvFreq in programs whose context exceeds LongAbove
+	// (longrope's long factors beyond original_max_position_embeddings); optional.
+	LongInvFreq []float64
+	LongAbove   int
+}
+
+// Freqs returns the inverse frequencies a program of the given context uses.
+func (r RoPE) Freqs(context int) []float64 {
+	if r.LongInvFreq != nil && context > r.LongAbove {
+		return r.LongInvFreq
+	}
+	return r.InvFreq
 }
 
 // Validate checks the spec's invariants.
@@ -133,8 +145,8 @@ func (s *Spec) Validate() error {
 		if !ok {
 			return fmt.Errorf("decoder spec: layer %d type %q has no RoPE table", i, t)
 		}
-		if len(r.InvFreq) != s.Rotary()/2 {
-			return fmt.Errorf("decoder spec: RoPE for %q has %d frequencies, want %d", t, len(r.InvFreq), s.Rotary()/2)
+		if len(r.InvFreq) != s.Rotary()/2 || (r.LongInvFreq != nil && len(r.LongInvFreq) != s.Rotary()/2) {
+			return fmt.Errorf("decoder spec: RoPE for %q has %d (long: %d) frequencies, want %d", t, len(r.InvFreq), len(r.LongInvFreq), s.Rotary()/2)
 		}
 		switch t {
 		case program.LayerFull:
@@ -170,13 +182,14 @@ func (s *Spec) Rotary() int {
 // RoPETables computes the [C, Rotary()/2] cos and sin tables of a layer type.
 func (s *Spec) RoPETables(t program.LayerType, context int) (cos, sin []float32) {
 	r := s.RoPE[t]
+	inv := r.Freqs(context)
 	half := s.Rotary() / 2
 	cos = make([]float32, context*half)
 	sin = make([]float32, context*half)
 	for p := 0; p < context; p++ {
 		for j := 0; j < half; j++ {
 			// float32 angle as HF and llama.cpp compute it.
-			ang := float64(float32(p) * float32(r.InvFreq[j]))
+			ang := float64(float32(p) * float32(inv[j]))
 			cos[p*half+j] = float32(cosf(ang) * r.AttentionFactor)
 			sin[p*half+j] = float32(sinf(ang) * r.AttentionFactor)
 		}

@@ -25,13 +25,16 @@ func Prefixed(model, head string) Layout {
 }
 
 // FieldError reports a config field that is missing or wrong; Field is its JSON path
-// (e.g. "text_config").
+// (e.g. "text_config", "rope_scaling.long_factor").
 type FieldError struct {
-	Class   string // the Hugging Face class name
+	Class   string // the Hugging Face class name; "" when the reporter does not know it
 	Field   string
 	Problem string
 }
 
 func (e *FieldError) Error() string {
+	if e.Class == "" {
+		return fmt.Sprintf("%s %s", e.Field, e.Problem)
+	}
 	return fmt.Sprintf("%s config: %s %s", e.Class, e.Field, e.Problem)
 }

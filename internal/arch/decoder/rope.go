@@ -16,6 +16,10 @@ type RopeScaling struct {
 	AttentionFactor               *float64 `json:"attention_factor"`
 	BetaFast                      *float64 `json:"beta_fast"`
 	BetaSlow                      *float64 `json:"beta_slow"`
+	// ShortFactor and LongFactor divide the frequencies of longrope (Phi-3), one per
+	// frequency: short up to original_max_position_embeddings, long beyond.
+	ShortFactor []float64 `json:"short_factor"`
+	LongFactor  []float64 `json:"long_factor"`
 }
 
 // RopeParameters is one rope_parameters object of transformers v5 configs, which replaced
@@ -23,6 +27,14 @@ type RopeScaling struct {
 type RopeParameters struct {
 	RopeScaling
 	RopeTheta *float64 `json:"rope_theta"`
+}
+
+// kindField is the JSON path of the scaling type as the config spells it.
+func (r *RopeScaling) kindField() string {
+	if r != nil && r.RopeType == "" && r.Type != "" {
+		return "rope_scaling.type"
+	}
+	return "rope_scaling.rope_type"
 }
 
 // Kind is the scaling type ("default" when none).
@@ -39,8 +51,10 @@ func (r *RopeScaling) Kind() string {
 	return "default"
 }
 
-// NewRoPE computes inverse frequencies for head dimension dim, base theta and an optional
-// scaling (default, linear, llama3, yarn). maxPos is the config's max_position_embeddings.
+// NewRoPE computes inverse frequencies for rotary dimension dim (head_dim, or its rotated
+// part), base theta and an optional scaling (default, linear, llama3, yarn, longrope).
+// maxPos is the config's max_position_embeddings. A config error is a *FieldError naming
+// the field (its Class left for the caller).
 func NewRoPE(dim int, theta float64, scaling *RopeScaling, maxPos int) (RoPE, error) {
 	if theta <= 0 {
 		return RoPE{}, fmt.Errorf("rope_theta %g must be > 0", theta)
@@ -120,6 +134,61 @@ func NewRoPE(dim int, theta float64, scaling *RopeScaling, maxPos int) (RoPE, er
 			r.AttentionFactor = *s.AttentionFactor
 		}
 		return r, nil
+	case "longrope":
+		return longRoPE(r, dim, theta, scaling, maxPos)
 	}
-	return RoPE{}, fmt.Errorf("rope_scaling type %q is not supported (supported: default, linear, llama3, yarn)", kind)
+	return RoPE{}, &FieldError{Field: scaling.kindField(),
+		Problem: fmt.Sprintf("%q is not supported (supported: default, linear, llama3, yarn, longrope)", kind)}
+}
+
+// longRoPE is transformers' longrope (_compute_longrope_parameters): the frequencies
+// divided by short_factor, or by long_factor in programs whose context exceeds
+// original_max_position_embeddings (transformers switches when the sequence outgrows it;
+// a static program's context fixes the choice at export, as llama.cpp's n_ctx does), and
+// cos and sin multiplied by sqrt(1 + ln(factor)/ln(original)), factor being
+// max_position_embeddings/original (rope_scaling.factor when no original is given) unless
+// rope_scaling.attention_factor is set. r holds the unscaled frequencies.
+func longRoPE(r RoPE, dim int, theta float64, s *RopeScaling, maxPos int) (RoPE, error) {
+	for _, f := range []struct {
+		field string
+		v     []float64
+	}{{"rope_scaling.short_factor", s.ShortFactor}, {"rope_scaling.long_factor", s.LongFactor}} {
+		if len(f.v) != dim/2 {
+			return RoPE{}, &FieldError{Field: f.field,
+				Problem: fmt.Sprintf("has %d entries, want %d (one per rotary frequency: head_dim × partial_rotary_factor / 2)", len(f.v), dim/2)}
+		}
+		for i, x := range f.v {
+			if !(x > 0) {
+				return RoPE{}, &FieldError{Field: fmt.Sprintf("%s[%d]", f.field, i), Problem: fmt.Sprintf("= %g, must be > 0", x)}
+			}
+		}
+	}
+	orig, factor := s.OriginalMaxPositionEmbeddings, s.Factor
+	if orig > 0 {
+		factor = float64(maxPos) / float64(orig)
+	} else {
+		orig = maxPos
+	}
+	if orig <= 0 {
+		return RoPE{}, &FieldError{Field: "original_max_position_embeddings", Problem: fmt.Sprintf("= %d, must be > 0", orig)}
+	}
+	r.AttentionFactor = 1
+	if factor > 1 {
+		r.AttentionFactor = math.Sqrt(1 + math.Log(factor)/math.Log(float64(orig)))
+	}
+	if s.AttentionFactor != nil {
+		r.AttentionFactor = *s.AttentionFactor
+	}
+	// float32 as in transformers: 1 / (ext * theta^(2j/dim)).
+	scaled := func(ext []float64) []float64 {
+		inv := make([]float64, dim/2)
+		for j := range inv {
+			base := float32(math.Pow(theta, float64(2*j)/float64(dim)))
+			inv[j] = float64(1 / (float32(ext[j]) * base))
+		}
+		return inv
+	}
+	r.InvFreq = scaled(s.ShortFactor)
+	r.LongInvFreq, r.LongAbove = scaled(s.LongFactor), orig
+	return r, nil
 }
