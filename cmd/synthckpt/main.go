@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/synthckpt -shape qwen3-0.6b -dtype bf16 -o /tmp/qwen3-0.6b
 //
-// Shapes: smollm2-135m, qwen3-0.6b, llama3.2-1b, and the names of the
+// Shapes: smollm2-135m, qwen3-0.6b, llama3.2-1b, phi4-mini, and the names of the
 // internal/testckpt fixtures (llama, qwen3, gemma3, …; with their model seed,
 // -seed 0, the weights are the fixture's exactly). Weights follow
 // testckpt.Synthesize and are streamed to disk. No tokenizer is written.

@@ -74,6 +74,7 @@ func TestRealShapesHavePublishedParameterCounts(t *testing.T) {
 		{"smollm2-135m", "float32", 134_515_008, 2 + 30*9},
 		{"qwen3-0.6b", "bfloat16", 596_049_920, 2 + 28*11},
 		{"llama3.2-1b", "float16", 1_235_814_400, 2 + 16*9},
+		{"phi4-mini", "bfloat16", 3_836_021_760, 2 + 32*6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.shape, func(t *testing.T) {
