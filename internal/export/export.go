@@ -17,6 +17,7 @@ import (
 	"github.com/hfstatic/hfstatic/internal/arch/decoder"
 	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/internal/onnx"
 	"github.com/hfstatic/hfstatic/program"
 )
 
@@ -59,7 +60,13 @@ type Options struct {
 	// Model and Writer are recorded in the program's source metadata: what was exported
 	// (a folder name or ORG/NAME) and the version of the program writing it; "" omits them.
 	Model, Writer string
+	// Delegate adds, beside the op lists, each method as a graph for another engine:
+	// DelegateONNX stores ONNX graphs (internal/onnx) as assets; "" stores none.
+	Delegate string
 }
+
+// DelegateONNX is the Options.Delegate that stores each method's ONNX graph.
+const DelegateONNX = "onnx"
 
 // Progress reports export progress.
 type Progress struct {
@@ -153,6 +160,9 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 	}
 	if p.opts.CacheDType != program.F16 && p.opts.CacheDType != program.F32 {
 		return nil, fmt.Errorf("%w: cache dtype %q must be f16 or f32 (caches stay float)", ErrOptions, p.opts.CacheDType)
+	}
+	if opts.Delegate != "" && opts.Delegate != DelegateONNX {
+		return nil, fmt.Errorf("%w: delegate %q must be %q or none", ErrOptions, opts.Delegate, DelegateONNX)
 	}
 	if p.opts.SlidingLayout == "" {
 		p.opts.SlidingLayout = program.LayoutRing
@@ -297,6 +307,17 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 	methods := []program.Method{p.spec.Method(&meta, program.MethodDecode, 1, program.LogitsLast)}
 	if p.opts.Prefill > 0 {
 		methods = append(methods, p.spec.Method(&meta, program.MethodPrefill, p.opts.Prefill, p.opts.PrefillLogits))
+	}
+	if p.opts.Delegate == DelegateONNX {
+		assets, err := onnx.Build(&program.Manifest{Metadata: meta, Tensors: pw.Tensors(), Methods: methods}, p.opts.Writer)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range assets {
+			if err := pw.WriteAsset(a.Name, a.Data); err != nil {
+				return nil, err
+			}
+		}
 	}
 	fp, err := pw.Finish(meta, methods)
 	if err != nil {

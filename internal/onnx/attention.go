@@ -1,0 +1,111 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// attention translates the attention op. Keys and values are the incoming cache's L slots
+// followed by the S current rows (rounded to the cache dtype, as the cache will hold
+// them): [Hkv, L+S, D]. Query head h = g·group + r reads kv head g, so the queries are
+// laid out [Hkv, group·S, Dk] and one batched MatMul per kv head gives the scores.
+// Which of the L+S columns row i sees is the same for every layer with the same cache
+// rows and window (visibility).
+func (b *builder) attention(op *program.Op, in []string) (string, error) {
+	g, at := b.g, op.Attr
+	kc, vc := op.In[3], op.In[4]
+	for _, c := range []string{kc, vc} {
+		if _, ok := b.m.Input(c); !ok {
+			return "", fmt.Errorf("attention over %q, which is not a cache input", c)
+		}
+		if _, written := b.rows[c]; written {
+			return "", fmt.Errorf("attention reads %q after a cache_write of this step", c)
+		}
+	}
+	if op.In[5] != program.AttentionMask {
+		return "", fmt.Errorf("attention mask %q is not %s", op.In[5], program.AttentionMask)
+	}
+	kio, _ := b.m.Input(kc)
+	if len(kio.Shape) != 4 {
+		return "", fmt.Errorf("cache %q %v is not [1,H,L,D]", kc, kio.Shape)
+	}
+	Hq, Hkv, Dk, Dv := int64(at.Heads), int64(at.KVHeads), int64(at.HeadDim), int64(at.VHeadDim)
+	S, L := int64(b.S), int64(kio.Shape[2])
+	if Hkv <= 0 || Hq%Hkv != 0 || int64(kio.Shape[1]) != Hkv || int64(kio.Shape[3]) != Dk {
+		return "", fmt.Errorf("%d heads over %d kv heads of dim %d, cache %q %v", Hq, Hkv, Dk, kc, kio.Shape)
+	}
+	for _, c := range []struct {
+		name  string
+		width int64
+	}{{op.In[0], Hq * Dk}, {op.In[1], Hkv * Dk}, {op.In[2], Hkv * Dv}} {
+		if int64(b.width[c.name]) != c.width {
+			return "", fmt.Errorf("%q has width %d, want %d", c.name, b.width[c.name], c.width)
+		}
+	}
+	group := Hq / Hkv
+
+	// keys and values: [Hkv, L+S, D] f32
+	kv := func(cache, cur string, D int64) string {
+		all := g.op("Concat", []string{g.reshape(cache, Hkv, L, D), g.reshape(b.kvRowsOf(cur, Hkv, D), Hkv, S, D)}, attrInt("axis", 1))
+		if b.cache != Float {
+			all = g.cast(all, Float)
+		}
+		return all
+	}
+	keys, vals := kv(in[3], in[1], Dk), kv(in[4], in[2], Dv)
+
+	q := g.reshape(g.transpose(g.reshape(in[0], S, Hq, Dk), 1, 0, 2), Hkv, group*S, Dk)
+	scores := g.op("MatMul", []string{q, g.transpose(keys, 0, 2, 1)}) // [Hkv, group·S, L+S]
+	scores = g.binary("Mul", scores, g.f32(at.Scale))
+	if at.SoftCap > 0 {
+		scores = b.softCap(scores, at.SoftCap)
+	}
+	scores = g.reshape(scores, Hkv, group, S, L+S)
+	scores = g.op("Where", []string{b.visibility(L, at.Window), scores, g.f32(float32(math.Inf(-1)))})
+	p := g.reshape(g.op("Softmax", []string{scores}, attrInt("axis", -1)), Hkv, group*S, L+S)
+	o := g.op("MatMul", []string{p, vals}) // [Hkv, group·S, Dv]
+	return g.reshape(g.transpose(g.reshape(o, Hq, S, Dv), 1, 0, 2), S, Hq*Dv), nil
+}
+
+// visibility is the [S, L+S] bool mask of the columns (L cache slots, then S current
+// rows) each row attends to, as internal/exec's attention computes it:
+//
+//   - slot s holds position a = pos-1 - ((pos-1-s) mod L), valid when a ≥ 0 (positions
+//     a < pos that the cache still holds); current row j is position pos+j, valid for
+//     j ≤ i (causal) and pos+j < C;
+//   - the column's position must be allowed by attention_mask[i];
+//   - with a window W, a > pos+i-W.
+//
+// Column j = i of row i is always kept, so that a padding row never has all its columns
+// masked (softmax would make NaN, and NaN·0 would reach the real rows through the values).
+// For a real row the column is visible anyway.
+func (b *builder) visibility(L int64, window int) string {
+	key := [2]int{int(L), window}
+	if v, ok := b.visible[key]; ok {
+		return v
+	}
+	g := b.g
+	S, C := int64(b.S), int64(b.C)
+	pos := b.position() // [1]
+	pm1 := g.binary("Sub", pos, g.ints(1))
+	slotPos := g.binary("Sub", pm1, g.op("Mod", []string{g.binary("Sub", pm1, g.ints(iota64(int(L))...)), g.ints(L)})) // [L]
+	curPos := g.binary("Add", pos, g.ints(iota64(int(S))...))                                                          // [S]
+	abs := g.op("Concat", []string{slotPos, curPos}, attrInt("axis", 0))                                               // [L+S]
+	valid := g.op("Concat", []string{
+		g.op("GreaterOrEqual", []string{slotPos, g.ints(0)}),
+		g.binary("Less", curPos, g.ints(C)),
+	}, attrInt("axis", 0))
+	rel := g.binary("Sub", abs, pos)                  // a - pos: < 0 for the cache, j for row j
+	row := g.reshape(g.ints(iota64(int(S))...), S, 1) // i
+	inMask := g.op("Gather", []string{b.mask(), g.op("Max", []string{g.op("Min", []string{abs, g.ints(C - 1)}), g.ints(0)})}, attrInt("axis", 1))
+	vis := g.op("And", []string{g.op("And", []string{valid, inMask}), g.op("LessOrEqual", []string{rel, row})})
+	if window > 0 {
+		// a > pos+i-W ⇔ (a-pos) - i > -W
+		vis = g.op("And", []string{vis, g.op("Greater", []string{g.binary("Sub", rel, row), g.ints(-int64(window))})})
+	}
+	vis = g.op("Or", []string{vis, g.op("Equal", []string{rel, row})})
+	b.visible[key] = vis
+	return vis
+}

@@ -1,0 +1,438 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// builder translates one method's op list. Activations are 2-D values [rows, width]
+// (rows = S, or 1 after a last_row linear); a program buffer written in place gets a
+// new value each time (cur holds the latest).
+type builder struct {
+	g      *graph
+	w      *weights
+	md     *program.Metadata
+	m      *program.Method
+	S, C   int
+	cache  ElemType
+	cur    map[string]string // program buffer → its current value
+	width  map[string]int    // program buffer → last dimension
+	rows   map[string]string // cache → the rows output value (cache_write)
+	kvRows map[string]string // current-rows value → its [1,H,S,D] cache-dtype form
+
+	// Values computed once per graph, on first use.
+	posFlat, pos1, ids, mask2d, last string
+	visible                          map[[2]int]string // (cache rows, window) → [S, L+S] bool
+}
+
+func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, error) {
+	cache, ok := elemType(md.CacheDType)
+	if !ok || (cache != Float && cache != Float16) {
+		return nil, fmt.Errorf("onnx: cache dtype %q is not f32 or f16", md.CacheDType)
+	}
+	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, S: m.Step, C: md.MaxContext, cache: cache,
+		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[string]string{},
+		visible: map[[2]int]string{}}
+	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
+		for _, io := range list {
+			if len(io.Shape) > 0 {
+				b.width[io.Name] = io.Shape[len(io.Shape)-1]
+			}
+		}
+	}
+	S, C := int64(b.S), int64(b.C)
+	b.g.input(program.InputIDs, Int64, 1, S)
+	b.g.input(program.AttentionMask, Bool, 1, 1, S, C)
+	b.g.input(program.PositionIDs, Int64, 1, S)
+	for l, ly := range md.Layers {
+		H, L := int64(ly.KVHeads), int64(ly.CacheRows)
+		b.g.input(program.KCache(l), cache, 1, H, L, int64(ly.KHeadDim))
+		b.g.input(program.VCache(l), cache, 1, H, L, int64(ly.VHeadDim))
+	}
+	for i := range m.Ops {
+		op := &m.Ops[i]
+		if err := b.op(op); err != nil {
+			return nil, &OpError{Method: m.Name, Index: i, Kind: op.Kind, Problem: err.Error()}
+		}
+	}
+	return b.g, b.outputs()
+}
+
+// outputs names the graph's outputs: the logits and every cache's rows.
+func (b *builder) outputs() error {
+	out, ok := b.m.Output(program.Logits)
+	logits, written := b.cur[program.Logits]
+	if !ok || !written || len(out.Shape) != 3 {
+		return fmt.Errorf("onnx: method %q writes no logits [1,rows,V]", b.m.Name)
+	}
+	dims := []int64{int64(out.Shape[0]), int64(out.Shape[1]), int64(out.Shape[2])}
+	b.g.opNamed("Reshape", program.Logits, []string{logits, b.g.ints(dims...)})
+	b.g.outputs = append(b.g.outputs, valueInfo{name: program.Logits, typ: Float, dims: dims})
+	for l, ly := range b.md.Layers {
+		for _, c := range []struct {
+			name string
+			d    int
+		}{{program.KCache(l), ly.KHeadDim}, {program.VCache(l), ly.VHeadDim}} {
+			rows, ok := b.rows[c.name]
+			if !ok {
+				return fmt.Errorf("onnx: method %q never writes %s", b.m.Name, c.name)
+			}
+			name := RowsName(c.name)
+			b.g.opNamed("Identity", name, []string{rows})
+			b.g.outputs = append(b.g.outputs, valueInfo{name: name, typ: b.cache, dims: []int64{1, int64(ly.KVHeads), int64(b.S), int64(c.d)}})
+		}
+	}
+	return nil
+}
+
+// value returns the current value of an op input: an activation or output written by an
+// earlier op, a graph input, or a constant tensor (a raw initializer).
+func (b *builder) value(name string) (string, error) {
+	if v, ok := b.cur[name]; ok {
+		return v, nil
+	}
+	if _, ok := b.m.Input(name); ok {
+		return name, nil
+	}
+	if t, ok := b.w.tensors[name]; ok {
+		if t.DType.Quantized() {
+			return "", nil // a q8/q4 matrix: the op declares its MatMulNBits initializers
+		}
+		v, _, err := b.w.raw(b.g, name)
+		return v, err
+	}
+	return "", fmt.Errorf("%q is read before any op writes it", name)
+}
+
+// values resolves every input of op.
+func (b *builder) values(op *program.Op) ([]string, error) {
+	vs := make([]string, len(op.In))
+	for i, n := range op.In {
+		v, err := b.value(n)
+		if err != nil {
+			return nil, err
+		}
+		vs[i] = v
+	}
+	return vs, nil
+}
+
+func (b *builder) op(op *program.Op) error {
+	in, err := b.values(op)
+	if err != nil {
+		return err
+	}
+	out := op.Out[0]
+	g := b.g
+	var y string
+	switch op.Kind {
+	case program.OpEmbed:
+		y, err = b.embed(op, in)
+	case program.OpRMSNorm:
+		y, err = b.rmsNorm(op, in)
+	case program.OpLinear:
+		y, err = b.linear(op, in)
+	case program.OpRoPE:
+		y, err = b.rope(op, in)
+	case program.OpAttention:
+		y, err = b.attention(op, in)
+	case program.OpCacheWrite:
+		return b.cacheWrite(op, in)
+	case program.OpAdvance:
+		if io, ok := b.m.Input(op.In[0]); !ok || io.DType != program.I64 || len(io.Shape) != 0 {
+			return fmt.Errorf("advance of %q, which is not an i64 counter input", op.In[0])
+		}
+		return nil // the caller advances the counters
+	case program.OpAdd:
+		y = g.binary("Add", in[0], in[1])
+	case program.OpGLU:
+		y, err = b.glu(op, in)
+	case program.OpSoftCap:
+		y = b.softCap(in[0], op.Attr.SoftCap)
+	default:
+		return fmt.Errorf("no ONNX translation for op kind %q", op.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	if _, isInput := b.m.Input(out); isInput {
+		return fmt.Errorf("writes the input %q, which the graph reads only", out)
+	}
+	b.cur[out] = y
+	return nil
+}
+
+// tensor returns a constant tensor's table entry.
+func (b *builder) tensor(name string) (program.Tensor, error) {
+	t, ok := b.w.tensors[name]
+	if !ok || len(t.Shape) != 2 {
+		return program.Tensor{}, fmt.Errorf("%q is not a constant 2-D tensor", name)
+	}
+	return t, nil
+}
+
+// embed gathers the rows of the ids: x = table[ids] * scale, [S, D] f32.
+func (b *builder) embed(op *program.Op, in []string) (string, error) {
+	g := b.g
+	t, err := b.tensor(op.In[1])
+	if err != nil {
+		return "", err
+	}
+	ids := b.idsFlat()
+	var x string
+	switch t.DType {
+	case program.F32, program.F16, program.BF16:
+		table, typ, err := b.w.raw(g, t.Name)
+		if err != nil {
+			return "", err
+		}
+		x = g.op("Gather", []string{table, ids}, attrInt("axis", 0))
+		if typ != Float {
+			x = g.cast(x, Float)
+		}
+	case program.Q8, program.Q4:
+		x = b.gatherQuantized(t, ids)
+	default:
+		return "", fmt.Errorf("embedding %q has dtype %s", t.Name, t.DType)
+	}
+	if op.Attr.Scale != 1 {
+		x = g.binary("Mul", x, g.f32(op.Attr.Scale))
+	}
+	return x, nil
+}
+
+// gatherQuantized gathers and dequantizes rows ids of a q8 or q4 table from the
+// MatMulNBits initializers (shared with a tied output matrix): [S, D] f32.
+func (b *builder) gatherQuantized(t program.Tensor, ids string) string {
+	g := b.g
+	blocks, scales, bits := b.w.quantized(g, t)
+	D := int64(t.Shape[1])
+	nb := (D + kernels.BlockSize - 1) / kernels.BlockSize
+	q := g.op("Gather", []string{blocks, ids}, attrInt("axis", 0)) // [S, nb, blob] u8
+	var vals string
+	if bits == 8 {
+		vals = g.binary("Sub", g.cast(q, Float), g.f32(128))
+	} else {
+		// byte i holds column 2i in its low nibble, 2i+1 in its high one (each q+8)
+		hi := g.cast(g.op("BitShift", []string{q, g.u8(4)}, attrString("direction", "RIGHT")), Float)
+		lo := g.binary("Sub", g.cast(q, Float), g.binary("Mul", hi, g.f32(16)))
+		pairs := g.op("Concat", []string{g.op("Unsqueeze", []string{lo, g.ints(-1)}), g.op("Unsqueeze", []string{hi, g.ints(-1)})}, attrInt("axis", -1))
+		vals = g.binary("Sub", g.reshape(pairs, int64(b.S), nb, kernels.BlockSize), g.f32(8))
+	}
+	d := g.op("Unsqueeze", []string{g.op("Gather", []string{scales, ids}, attrInt("axis", 0)), g.ints(-1)}) // [S, nb, 1]
+	x := g.reshape(g.binary("Mul", vals, d), int64(b.S), nb*kernels.BlockSize)
+	if nb*kernels.BlockSize != D {
+		x = g.slice(x, 1, 0, D)
+	}
+	return x
+}
+
+// rmsNorm normalizes each group of width values: x · 1/sqrt(mean(x²)+eps) · weight.
+func (b *builder) rmsNorm(op *program.Op, in []string) (string, error) {
+	g, w := b.g, op.Attr.Width
+	W := b.width[op.In[0]]
+	if W == 0 || W%w != 0 {
+		return "", fmt.Errorf("norm width %d does not divide %q's width %d", w, op.In[0], W)
+	}
+	x := in[0]
+	if w != W {
+		x = g.reshape(x, -1, int64(w))
+	}
+	ms := g.op("ReduceMean", []string{g.binary("Mul", x, x)}, attrInts("axes", -1), attrInt("keepdims", 1))
+	inv := g.op("Reciprocal", []string{g.op("Sqrt", []string{g.binary("Add", ms, g.f32(op.Attr.Eps))})})
+	y := g.binary("Mul", x, inv)
+	if len(in) == 2 {
+		y = g.binary("Mul", y, in[1])
+	}
+	if w != W {
+		y = g.reshape(y, -1, int64(W))
+	}
+	return y, nil
+}
+
+// linear is y = x Wᵀ + bias, over the last real row only with last_row.
+func (b *builder) linear(op *program.Op, in []string) (string, error) {
+	g := b.g
+	t, err := b.tensor(op.In[1])
+	if err != nil {
+		return "", err
+	}
+	x := in[0]
+	if op.Attr.LastRow {
+		x = g.op("Gather", []string{x, b.lastRow()}, attrInt("axis", 0)) // [1, K]
+	}
+	N, K := int64(t.Shape[0]), int64(t.Shape[1])
+	switch t.DType {
+	case program.F32, program.F16, program.BF16:
+		w, typ, err := b.w.raw(g, t.Name)
+		if err != nil {
+			return "", err
+		}
+		if typ != Float {
+			w = g.cast(w, Float)
+		}
+		ins := []string{x, w}
+		if len(in) == 3 {
+			ins = append(ins, in[2])
+		}
+		return g.op("Gemm", ins, attrInt("transB", 1)), nil
+	case program.Q8, program.Q4:
+		blocks, scales, bits := b.w.quantized(g, t)
+		y := g.msOp("MatMulNBits", []string{x, blocks, scales},
+			attrInt("K", K), attrInt("N", N), attrInt("bits", int64(bits)), attrInt("block_size", kernels.BlockSize))
+		if len(in) == 3 {
+			y = g.binary("Add", y, in[2])
+		}
+		return y, nil
+	}
+	return "", fmt.Errorf("weight %q has dtype %s", t.Name, t.DType)
+}
+
+// rope rotates the first 2·half dims of each head by the row's position (rotate-half).
+func (b *builder) rope(op *program.Op, in []string) (string, error) {
+	g := b.g
+	cos, err := b.tensor(op.In[2])
+	if err != nil {
+		return "", err
+	}
+	hd, W, half := int64(op.Attr.HeadDim), int64(b.width[op.In[0]]), int64(cos.Shape[1])
+	if hd <= 0 || W%hd != 0 || 2*half > hd {
+		return "", fmt.Errorf("rope of width %d, head_dim %d, table width %d", W, hd, half)
+	}
+	// positions past the table (padding rows only) are clamped: their rows are never used
+	pos := g.op("Min", []string{b.positions(), g.ints(int64(cos.Shape[0] - 1))})
+	c := g.op("Unsqueeze", []string{g.op("Gather", []string{in[2], pos}, attrInt("axis", 0)), g.ints(1)}) // [S, 1, half]
+	s := g.op("Unsqueeze", []string{g.op("Gather", []string{in[3], pos}, attrInt("axis", 0)), g.ints(1)})
+	x := g.reshape(in[0], int64(b.S), W/hd, hd)
+	x1, x2 := g.slice(x, 2, 0, half), g.slice(x, 2, half, 2*half)
+	y1 := g.binary("Sub", g.binary("Mul", x1, c), g.binary("Mul", x2, s))
+	y2 := g.binary("Add", g.binary("Mul", x2, c), g.binary("Mul", x1, s))
+	parts := []string{y1, y2}
+	if 2*half < hd {
+		parts = append(parts, g.slice(x, 2, 2*half, hd))
+	}
+	return g.reshape(g.op("Concat", parts, attrInt("axis", 2)), int64(b.S), W), nil
+}
+
+// glu is act(gate) · up.
+func (b *builder) glu(op *program.Op, in []string) (string, error) {
+	g := b.g
+	gate, up := in[0], in[1]
+	var act string
+	switch op.Attr.Activation {
+	case program.ActSiLU:
+		act = g.binary("Mul", gate, g.op("Sigmoid", []string{gate}))
+	case program.ActGELUTanh:
+		// ½·g·(1 + tanh(√(2/π)·(g + 0.044715·g³)))
+		g3 := g.binary("Mul", g.binary("Mul", gate, gate), gate)
+		inner := g.binary("Mul", g.binary("Add", gate, g.binary("Mul", g3, g.f32(0.044715))), g.f32(float32(math.Sqrt(2/math.Pi))))
+		act = g.binary("Mul", g.binary("Mul", gate, g.f32(0.5)), g.binary("Add", g.f32(1), g.op("Tanh", []string{inner})))
+	default:
+		return "", fmt.Errorf("glu activation %q", op.Attr.Activation)
+	}
+	return g.binary("Mul", act, up), nil
+}
+
+// softCap is c·tanh(x/c).
+func (b *builder) softCap(x string, c float32) string {
+	g := b.g
+	return g.binary("Mul", g.op("Tanh", []string{g.binary("Div", x, g.f32(c))}), g.f32(c))
+}
+
+// cacheWrite records the rows the caller writes into cache: x as [1, H, S, D] in the
+// cache dtype.
+func (b *builder) cacheWrite(op *program.Op, in []string) error {
+	cache := op.In[1]
+	io, ok := b.m.Input(cache)
+	if !ok || op.Out[0] != cache || len(io.Shape) != 4 {
+		return fmt.Errorf("cache_write into %q, which is not an in-place [1,H,L,D] cache input", cache)
+	}
+	if _, done := b.rows[cache]; done {
+		return fmt.Errorf("writes %q twice in one step", cache)
+	}
+	if b.width[op.In[0]] != io.Shape[1]*io.Shape[3] {
+		return fmt.Errorf("cache_write of %q (width %d) into %q %v", op.In[0], b.width[op.In[0]], cache, io.Shape)
+	}
+	b.rows[cache] = b.kvRowsOf(in[0], int64(io.Shape[1]), int64(io.Shape[3]))
+	return nil
+}
+
+// kvRowsOf turns current rows x [S, H·D] into [1, H, S, D] in the cache dtype (rounded
+// to f16 for f16 caches), once per value.
+func (b *builder) kvRowsOf(x string, H, D int64) string {
+	if r, ok := b.kvRows[x]; ok {
+		return r
+	}
+	g := b.g
+	r := g.transpose(g.reshape(x, 1, int64(b.S), H, D), 0, 2, 1, 3)
+	if b.cache != Float {
+		r = g.cast(r, b.cache)
+	}
+	b.kvRows[x] = r
+	return r
+}
+
+// idsFlat is input_ids as [S].
+func (b *builder) idsFlat() string {
+	if b.ids == "" {
+		b.ids = b.g.reshape(program.InputIDs, int64(b.S))
+	}
+	return b.ids
+}
+
+// positions is position_ids as [S], clamped at 0.
+func (b *builder) positions() string {
+	if b.posFlat == "" {
+		b.posFlat = b.g.op("Max", []string{b.g.reshape(program.PositionIDs, int64(b.S)), b.g.ints(0)})
+	}
+	return b.posFlat
+}
+
+// position is pos = position_ids[0] as [1].
+func (b *builder) position() string {
+	if b.pos1 == "" {
+		b.pos1 = b.g.slice(b.positions(), 0, 0, 1)
+	}
+	return b.pos1
+}
+
+// mask is attention_mask as [S, C].
+func (b *builder) mask() string {
+	if b.mask2d == "" {
+		b.mask2d = b.g.reshape(program.AttentionMask, int64(b.S), int64(b.C))
+	}
+	return b.mask2d
+}
+
+// lastRow is the index of the last real row as [1]: n-1, where row i is real when
+// pos+i < C and attention_mask[i][pos+i].
+func (b *builder) lastRow() string {
+	if b.last != "" {
+		return b.last
+	}
+	g := b.g
+	if b.S == 1 {
+		b.last = g.ints(0)
+		return b.last
+	}
+	abs := g.binary("Add", b.position(), g.ints(iota64(b.S)...)) // [S]
+	inside := g.binary("Less", abs, g.ints(int64(b.C)))
+	idx := g.reshape(g.op("Min", []string{abs, g.ints(int64(b.C - 1))}), int64(b.S), 1)
+	diag := g.reshape(g.op("GatherElements", []string{b.mask(), idx}, attrInt("axis", 1)), int64(b.S))
+	real := g.cast(g.op("And", []string{diag, inside}), Int64)
+	n := g.op("ReduceSum", []string{real, g.ints(0)}, attrInt("keepdims", 1)) // [1]
+	b.last = g.op("Max", []string{g.binary("Sub", n, g.ints(1)), g.ints(0)})
+	return b.last
+}
+
+// iota64 is 0, 1, …, n-1.
+func iota64(n int) []int64 {
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = int64(i)
+	}
+	return v
+}
