@@ -26,7 +26,7 @@ import (
 func newExportCmd() *cobra.Command {
 	var (
 		out, cacheDType, weights, embedWeights, prefillLogits, layout string
-		calibrate                                                     string
+		calibrate, delegate                                           string
 		prefill, context                                              int
 		keep                                                          []string
 		quiet, noTokenizer                                            bool
@@ -74,7 +74,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			opts := export.Options{
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
-				Model: modelName(args[0]), Writer: "hfstatic " + hfstatic.Version(),
+				Model: modelName(args[0]), Writer: "hfstatic " + hfstatic.Version(), Delegate: delegate,
 			}
 			if opts.Calibration, err = calibrationStats(cmd, ckpt, calibrate, weights, embedWeights); err != nil {
 				return err
@@ -137,6 +137,9 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			if sum.Prefill > 0 {
 				methods = fmt.Sprintf("decode, prefill(%d)", sum.Prefill)
 			}
+			if delegate != "" {
+				methods += " (and their " + strings.ToUpper(delegate) + " graphs)"
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %s; context %d; methods %s; tensors %s; %s bytes; fingerprint %s\n",
 				out, sum.Architecture, sum.Spec, sum.Context, methods, strings.Join(tl, ", "), groupDigits(sum.Bytes), sum.Fingerprint)
 			if len(sum.Ignored) > 0 {
@@ -157,6 +160,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 	f.StringVar(&layout, "sliding-layout", "ring", "cache layout of sliding-window layers: ring or full")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&calibrate, "calibrate", "", "choose q8/q4 scales for how the float model uses its weights on a text FILE (paragraphs separated by blank lines), on the embedded text (\"default\"), on text the model writes itself (\"self\"), or not at all (\"none\"); unset: \"self\" when quantizing a model at most "+fmt.Sprint(calib.DefaultMaxGram)+" wide, else \"none\"")
+	f.StringVar(&delegate, "delegate", "", "also store each method as a graph for another engine: onnx (ONNX graphs over the same weights, for --executor ort and inspect --extract-onnx)")
 	f.BoolVar(&noTokenizer, "no-tokenizer", false, "export a folder without tokenizer.json (the program then takes token ids only)")
 	return cmd
 }

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic/internal/onnx"
 	"github.com/hfstatic/hfstatic/program"
 )
 
@@ -66,7 +69,10 @@ type inspectTensor struct {
 }
 
 func newInspectCmd() *cobra.Command {
-	var asJSON, tensors bool
+	var (
+		asJSON, tensors bool
+		extractONNX     string
+	)
 	cmd := &cobra.Command{
 		Use:   "inspect [PROGRAM]",
 		Short: "Show a program's contract, methods, per-layer caches, sizes and source",
@@ -77,6 +83,9 @@ func newInspectCmd() *cobra.Command {
 				return err
 			}
 			defer m.Close()
+			if extractONNX != "" {
+				return extractGraphs(cmd.OutOrStdout(), m.File, extractONNX)
+			}
 			rep := buildInspect(m)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -89,6 +98,7 @@ func newInspectCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&tensors, "tensors", false, "list every tensor")
+	cmd.Flags().StringVar(&extractONNX, "extract-onnx", "", "write the program's ONNX graphs (export --delegate onnx) into `DIR` as METHOD.onnx with their weights as external data files, for any ONNX tool")
 	return cmd
 }
 
@@ -196,4 +206,31 @@ func printInspect(w io.Writer, r inspectReport, tensors bool) {
 			fmt.Fprintf(w, "%s  %s  %v  %d\n", t.Name, t.DType, t.Shape, t.Bytes)
 		}
 	}
+}
+
+// extractGraphs writes f's ONNX graphs and their external data files into dir.
+func extractGraphs(w io.Writer, f *program.File, dir string) error {
+	if _, err := onnx.ReadPayload(f); err != nil {
+		return err // before creating dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var graphs []string
+	var files int
+	var bytes int64
+	err := onnx.Extract(f, func(name string, data []byte) error {
+		if strings.HasSuffix(name, ".onnx") {
+			graphs = append(graphs, name)
+		} else {
+			files++
+		}
+		bytes += int64(len(data))
+		return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s into %s with %d external data files (%s bytes in all)\n", strings.Join(graphs, ", "), dir, files, groupDigits(bytes))
+	return nil
 }
