@@ -152,6 +152,8 @@ func (b *builder) op(op *program.Op) error {
 		y, err = b.glu(op, in)
 	case program.OpSoftCap:
 		y = b.softCap(in[0], op.Attr.SoftCap)
+	case program.OpScale:
+		y = g.binary("Mul", in[0], g.f32(op.Attr.Scale))
 	default:
 		return fmt.Errorf("no ONNX translation for op kind %q", op.Kind)
 	}
