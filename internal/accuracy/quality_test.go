@@ -165,6 +165,7 @@ func TestQuantizedAgainstLlamaCppOnHeldOutText(t *testing.T) {
 	}{
 		{"q8", "", "none", "q8_0", 1},
 		{"q8", "", "self", "q8_0", 1},
+		{"q8", "", "default", "q8_0", 1},
 		{"q4", "q4", "none", "q4_0", 1},
 		{"q4", "q4", "self", "q4_0", 0.72},
 		{"q4", "q4", "default", "q4_0", 0.7},

@@ -184,3 +184,45 @@ func TestBadSequencesAreInputErrors(t *testing.T) {
 		t.Error("Threads 0: no error")
 	}
 }
+
+// The model's own text starts at BOS, has the length asked for, is the same for the same
+// seed (and so are its statistics), and differs for another seed.
+func TestSelfIsDeterministic(t *testing.T) {
+	ckpt := openStories(t)
+	so := calib.SelfOptions{Sequences: 3, Length: 40, Temperature: 1, Seed: 5}
+	opts := calib.Options{Threads: 2, MaxGram: 64}
+	a, seqA, err := calib.RunSelf(context.Background(), ckpt, so, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, seqB, err := calib.RunSelf(context.Background(), ckpt, so, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seqA) != 3 || a.Tokens != 3*40 {
+		t.Fatalf("%d sequences, %d tokens; want 3 and 120", len(seqA), a.Tokens)
+	}
+	for i, s := range seqA {
+		if len(s) != 40 || s[0] != 1 || !slices.Equal(s, seqB[i]) {
+			t.Fatalf("sequence %d: %d tokens from %d, equal to the second run's: %v; want 40 from BOS 1, equal", i, len(s), s[0], slices.Equal(s, seqB[i]))
+		}
+	}
+	for name, ca := range a.Matrices {
+		if cb := b.Matrices[name]; !slices.Equal(ca.Importance, cb.Importance) || !slices.Equal(ca.Gram, cb.Gram) {
+			t.Fatalf("%s: two runs differ", name)
+		}
+	}
+	so.Seed++
+	_, seqC, err := calib.RunSelf(context.Background(), ckpt, so, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(seqA[0], seqC[0]) {
+		t.Error("seeds 5 and 6 wrote the same text")
+	}
+	for _, bad := range []calib.SelfOptions{{Sequences: 0, Length: 40, Temperature: 1}, {Sequences: 1, Length: 1, Temperature: 1}, {Sequences: 1, Length: 40}} {
+		if _, _, err := calib.RunSelf(context.Background(), ckpt, bad, opts); err == nil {
+			t.Errorf("RunSelf(%+v): no error", bad)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+//go:build tune
+
+package accuracy_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hfstatic/hfstatic/internal/calib"
+	"github.com/hfstatic/hfstatic/internal/export"
+	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/models"
+	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/tokenizer"
+)
+
+// The text the quantizers were tuned on (docs/quantization.md, "Tried"): the paragraphs of
+// testdata/tuning.txt and the fixture's greedy story, each a sequence from BOS. Not a check:
+// it prints the mean KL of each quantization against the float32 program, for comparing
+// ideas without looking at the held-out text. Run: go test -tags tune ./internal/accuracy -run TuningText -v
+func TestTuningText(t *testing.T) {
+	ckpt, err := hf.Open(models.Stories260K())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	tok, err := tokenizer.Load(ckpt.TokenizerJSON, ckpt.TokenizerConfigJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuning, err := os.ReadFile("testdata/tuning.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	story, err := os.ReadFile("../../engine/testdata/stories260K/expected_t0_n200.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs [][]int
+	positions := 0
+	for _, text := range append(strings.Split(strings.TrimSpace(string(tuning)), "\n\n"), string(story)) {
+		ids, err := tok.Encode(strings.TrimSpace(text), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ids)
+		positions += len(ids)
+	}
+	copts := calib.Options{Threads: 2, MaxGram: calib.DefaultMaxGram}
+	cs, err := calib.Sequences(tok, calib.DefaultText(), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := calib.Run(context.Background(), ckpt, cs, copts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _, err := calib.RunSelf(context.Background(), ckpt, calib.DefaultSelf, copts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := map[string]map[string]kernels.Calibration{"none": nil, "self": self.Matrices, "default": text.Matrices}
+	logits := func(o export.Options) [][][]float32 {
+		var out [][][]float32
+		for _, s := range seqs {
+			o.Context, o.Prefill, o.PrefillLogits, o.CacheDType = len(s), 64, program.LogitsAll, program.F32
+			l, _ := programLogits(t, ckpt, o, s)
+			out = append(out, l)
+		}
+		return out
+	}
+	f32 := logits(export.Options{})
+	t.Logf("%d sequences, %d positions", len(seqs), positions)
+	for _, c := range []struct{ weights, embed, calibrate string }{
+		{"q8", "", "none"}, {"q8", "", "self"}, {"q8", "", "default"},
+		{"q4", "q4", "none"}, {"q4", "q4", "self"}, {"q4", "q4", "default"},
+		{"q4", "", "none"}, {"q4", "", "self"}, {"q4", "", "default"},
+	} {
+		got := logits(export.Options{Weights: c.weights, EmbedWeights: c.embed, Calibration: stats[c.calibrate]})
+		var kl float64
+		for i := range seqs {
+			r := compare(t, f32[i], got[i])
+			kl += r.MeanKL * float64(r.Positions)
+		}
+		t.Logf("weights=%s embed=%s calibrate=%s: mean KL %.5f", c.weights, c.embed, c.calibrate, kl/float64(positions))
+	}
+}
