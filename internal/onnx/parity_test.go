@@ -83,7 +83,7 @@ func TestGraphsMatchGoExecutor(t *testing.T) {
 	add("qwen3/prefill=16", random("qwen3"), f32(16))
 	add("qwen2/prefill=7", random("qwen2"), f32(7))
 	add("mistral/prefill=0", random("mistral"), f32(0)).prompts = mixed[:2]
-	for _, name := range []string{"olmo2", "smollm3", "granite"} {
+	for _, name := range []string{"olmo2", "smollm3", "granite", "phi3", "phi4mini"} {
 		add(name+"/prefill=7", random(name), f32(7))
 	}
 	f16 := f32(7)
