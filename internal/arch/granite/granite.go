@@ -19,8 +19,9 @@ import (
 	"github.com/hfstatic/hfstatic/internal/arch/llama"
 )
 
-// multipliers are GraniteConfig's fields beyond Llama's.
-type multipliers struct {
+// rawConfig holds GraniteConfig's fields beyond Llama's and the sizes head_dim is checked
+// against.
+type rawConfig struct {
 	EmbeddingMultiplier *float64 `json:"embedding_multiplier"`
 	ResidualMultiplier  *float64 `json:"residual_multiplier"`
 	AttentionMultiplier *float64 `json:"attention_multiplier"`
@@ -53,7 +54,7 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var m multipliers
+	var m rawConfig
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, 0, fmt.Errorf("%s config: %w", v.Class, err)
 	}
