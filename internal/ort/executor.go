@@ -5,68 +5,68 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
 	"github.com/hfstatic/hfstatic/internal/align"
-	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/internal/onnx"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
 
 // ErrNoGraph reports a program without the ONNX graph of a method.
-var ErrNoGraph = errors.New("the program has no ONNX graph for this method: export it with `hfstatic export ... --delegate onnx` to run it with --executor ort")
+var ErrNoGraph = errors.New("the program has no ONNX graphs: export it with `hfstatic export DIR -o X.hfs --delegate onnx` to run it with --executor ort")
 
-// Graph is one method's ONNX model and the initializers it takes from outside its bytes.
-type Graph struct {
-	// Model is a serialized ONNX ModelProto; ORT copies it while parsing.
-	Model []byte
-	// Initializers are supplied to the session by name, over their Data (not copied).
+// Payload is what the executor runs: each method's ONNX model and the initializers the
+// models take from outside their bytes.
+type Payload struct {
+	// Graphs maps a method name to its serialized ModelProto; ORT copies it while parsing.
+	Graphs map[string][]byte
+	// Initializers are supplied to every session by name.
 	Initializers []Initializer
 }
 
-// Initializer is a constant tensor given to ORT from memory hfstatic owns (typically the
-// mapped program file, read-only): ORT uses it in place of the model's initializer of the
-// same name.
+// Initializer is a constant tensor given to ORT from memory hfstatic owns (the mapped
+// program file, read-only, or a converted copy), in place of the model's external
+// initializer of the same name.
 type Initializer struct {
 	Name  string
 	Elem  int     // ONNX element type (TensorProto.DataType)
 	Shape []int64 // outermost first
-	Data  []byte  // must stay valid and unmoved while the executor lives
+	Data  []byte  // must stay valid while the executor lives; the executor keeps a reference
 }
 
-// GraphAsset is the name of the asset holding a method's ONNX graph.
-func GraphAsset(method string) string { return "onnx/" + method + ".onnx" }
-
-// ProgramGraph reads a method's graph from the program file: the model is the asset
-// GraphAsset(method), and every plain-dtype program tensor is offered as an initializer
-// over the file's bytes (ORT ignores those the graph does not name).
-func ProgramGraph(f *program.File, method string) (Graph, error) {
-	model, ok := f.Asset(GraphAsset(method))
-	if !ok {
-		return Graph{}, fmt.Errorf("method %q: %w", method, ErrNoGraph)
+// ReadPayload reads the ONNX payload that `hfstatic export --delegate onnx` stores in a
+// program (internal/onnx): raw weights alias the file, q4/q8 ones are converted to
+// MatMulNBits' layout (one copy in memory, made here).
+func ReadPayload(f *program.File) (*Payload, error) {
+	p, err := onnx.ReadPayload(f)
+	if errors.Is(err, onnx.ErrNoPayload) {
+		return nil, ErrNoGraph
 	}
-	g := Graph{Model: model}
-	for _, t := range f.Manifest.Tensors {
-		elem, err := elemType(t.DType)
+	if err != nil {
+		return nil, err
+	}
+	out := &Payload{Graphs: p.Graphs}
+	for i := range p.Initializers {
+		in := &p.Initializers[i]
+		data, err := in.Data(f)
 		if err != nil {
-			continue // quantized layouts need the graph builder's repacking
+			return nil, err
 		}
-		_, data, _ := f.TensorData(t.Name)
-		g.Initializers = append(g.Initializers, Initializer{Name: t.Name, Elem: elem, Shape: shape64(t.Shape), Data: data})
+		out.Initializers = append(out.Initializers, Initializer{Name: in.Name, Elem: int(in.DType), Shape: in.Dims, Data: data})
 	}
-	return g, nil
+	return out, nil
 }
 
 // Options configure New.
 type Options struct {
 	// Threads is ORT's intra-op thread count (the calling thread included); must be ≥ 1.
 	Threads int
-	// Graphs returns a method's graph; nil means ProgramGraph.
-	Graphs func(f *program.File, method string) (Graph, error)
+	// Payload returns the graphs and initializers to run; nil means ReadPayload.
+	Payload func(f *program.File) (*Payload, error)
 	// Spin lets ORT's worker threads spin between ops (ORT's default; faster, but it
 	// takes CPU from other processes). Off, they sleep.
 	Spin bool
@@ -82,6 +82,7 @@ type Executor struct {
 	opts    Options
 	methods map[string]*method
 	weights map[string]uintptr // OrtValues over initializer data, shared by the sessions
+	keep    [][]byte           // the initializers' data, referenced while ORT may read it
 	mu      sync.Mutex         // one step at a time
 	closed  bool
 }
@@ -95,8 +96,8 @@ type method struct {
 
 // layerRows is the scratch ORT writes a layer's current rows into.
 type layerRows struct {
-	k, v       []float32 // [1, H, S, D] f32, executor-owned
-	kVal, vVal uintptr   // OrtValues over k and v
+	k, v       []byte  // [1, H, S, D] in the cache dtype (the graph rounds them), executor-owned
+	kVal, vVal uintptr // OrtValues over k and v
 	H, Dk, Dv  int
 }
 
@@ -106,13 +107,35 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if opts.Threads < 1 {
 		return nil, fmt.Errorf("ort: Options.Threads = %d, must be ≥ 1", opts.Threads)
 	}
-	if opts.Graphs == nil {
-		opts.Graphs = ProgramGraph
+	if opts.Payload == nil {
+		opts.Payload = ReadPayload
+	}
+	p, err := opts.Payload(f)
+	if err != nil {
+		return nil, err
 	}
 	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}}
+	for _, in := range p.Initializers {
+		if _, dup := e.weights[in.Name]; dup {
+			e.Close()
+			return nil, fmt.Errorf("ort: initializer %q given twice", in.Name)
+		}
+		v, err := lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.weights[in.Name] = v
+		e.keep = append(e.keep, in.Data)
+	}
 	for i := range f.Manifest.Methods {
 		spec := &f.Manifest.Methods[i]
-		m, err := e.load(spec)
+		model, ok := p.Graphs[spec.Name]
+		if !ok {
+			e.Close()
+			return nil, fmt.Errorf("method %q: %w", spec.Name, ErrNoGraph)
+		}
+		m, err := e.load(spec, model)
 		if err != nil {
 			e.Close()
 			return nil, err
@@ -122,26 +145,12 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	return e, nil
 }
 
-func (e *Executor) load(spec *program.Method) (*method, error) {
-	g, err := e.opts.Graphs(e.file, spec.Name)
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range g.Initializers {
-		if _, ok := e.weights[in.Name]; ok {
-			continue
-		}
-		v, err := e.lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape)
-		if err != nil {
-			return nil, err
-		}
-		e.weights[in.Name] = v
-	}
+func (e *Executor) load(spec *program.Method, model []byte) (*method, error) {
 	prefix := ""
 	if e.opts.ProfilePrefix != "" {
 		prefix = e.opts.ProfilePrefix + "-" + spec.Name
 	}
-	sess, err := e.lib.newSession(fmt.Sprintf("method %q", spec.Name), g.Model, sessionOptions{
+	sess, err := e.lib.newSession(fmt.Sprintf("method %q", spec.Name), model, sessionOptions{
 		threads: e.opts.Threads, spin: e.opts.Spin, profile: prefix, weights: e.weights, optLevel: ortEnableAll})
 	if err != nil {
 		return nil, err
@@ -149,14 +158,19 @@ func (e *Executor) load(spec *program.Method) (*method, error) {
 	m := &method{spec: spec, session: sess}
 	md := e.file.Manifest.Metadata
 	S := spec.Step
+	elem, err := elemType(md.CacheDType)
+	if err != nil {
+		return nil, err
+	}
+	es := md.CacheDType.ElemBytes()
 	for l, ly := range md.Layers {
 		r := layerRows{H: ly.KVHeads, Dk: ly.KHeadDim, Dv: ly.VHeadDim}
-		r.k = align.AsF32(align.Bytes(4 * ly.KVHeads * S * ly.KHeadDim))
-		r.v = align.AsF32(align.Bytes(4 * ly.KVHeads * S * ly.VHeadDim))
-		if r.kVal, err = e.lib.tensor(rowsName("k", l), f32Bytes(r.k), elemFloat, []int64{1, int64(r.H), int64(S), int64(r.Dk)}); err != nil {
+		r.k = align.Bytes(es * ly.KVHeads * S * ly.KHeadDim)
+		r.v = align.Bytes(es * ly.KVHeads * S * ly.VHeadDim)
+		if r.kVal, err = e.lib.tensor(rowsName("k", l), r.k, elem, []int64{1, int64(r.H), int64(S), int64(r.Dk)}); err != nil {
 			return nil, err
 		}
-		if r.vVal, err = e.lib.tensor(rowsName("v", l), f32Bytes(r.v), elemFloat, []int64{1, int64(r.H), int64(S), int64(r.Dv)}); err != nil {
+		if r.vVal, err = e.lib.tensor(rowsName("v", l), r.v, elem, []int64{1, int64(r.H), int64(S), int64(r.Dv)}); err != nil {
 			return nil, err
 		}
 		m.layers = append(m.layers, r)
@@ -165,7 +179,12 @@ func (e *Executor) load(spec *program.Method) (*method, error) {
 }
 
 // rowsName is the graph output holding layer l's current keys ("k") or values ("v").
-func rowsName(kv string, l int) string { return kv + "_rows_" + strconv.Itoa(l) }
+func rowsName(kv string, l int) string {
+	if kv == "k" {
+		return onnx.RowsName(program.KCache(l))
+	}
+	return onnx.RowsName(program.VCache(l))
+}
 
 func f32Bytes(x []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
@@ -218,7 +237,7 @@ type Step struct {
 type cacheBuf struct {
 	k, v []byte // [1, H, L, D] in the cache dtype, written in place
 	L    int
-	f16  bool
+	es   int // bytes per element of the cache dtype
 }
 
 // Bind binds every input and output of the method by name to the caller's buffers.
@@ -291,7 +310,7 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 		if k == nil || v == nil {
 			return fail(fmt.Errorf("ort: method %q: no cache buffers for layer %d", name, l))
 		}
-		s.caches = append(s.caches, cacheBuf{k: k, v: v, L: md.Layers[l].CacheRows, f16: md.CacheDType == program.F16})
+		s.caches = append(s.caches, cacheBuf{k: k, v: v, L: md.Layers[l].CacheRows, es: md.CacheDType.ElemBytes()})
 	}
 	s.runArgs = []uintptr{m.session, 0, s.binding}
 	s.ids = align.AsI64(bufs[program.InputIDs])
@@ -343,8 +362,8 @@ func (s *Step) Run(ctx context.Context) error {
 	S := s.m.spec.Step
 	for l, c := range s.caches {
 		r := &s.m.layers[l]
-		writeRows(c.k, r.k, r.H, S, c.L, r.Dk, pos, n, c.f16)
-		writeRows(c.v, r.v, r.H, S, c.L, r.Dv, pos, n, c.f16)
+		writeRows(c.k, r.k, r.H, S, c.L, r.Dk*c.es, pos, n)
+		writeRows(c.v, r.v, r.H, S, c.L, r.Dv*c.es, pos, n)
 	}
 	for _, c := range s.counters {
 		*c += int64(n)
@@ -352,21 +371,14 @@ func (s *Step) Run(ctx context.Context) error {
 	return nil
 }
 
-// writeRows writes real rows max(0, n-L)..n-1 of rows [1,H,S,D] (f32) into cache
-// [1,H,L,D] at slot (pos+i) mod L, converting to binary16 (round to nearest even) for
-// f16 caches: the contract's cache_write.
-func writeRows(cache []byte, rows []float32, H, S, L, D, pos, n int, f16 bool) {
-	c32, c16 := align.AsF32(cache), align.AsU16(cache)
+// writeRows writes real rows max(0, n-L)..n-1 of rows [1,H,S,D] into cache [1,H,L,D] at
+// slot (pos+i) mod L: the contract's cache_write. Both are in the cache dtype (the graph
+// rounds the rows as cache_write would); w is the bytes of one head's row (D × element).
+func writeRows(cache, rows []byte, H, S, L, w, pos, n int) {
 	for i := max(0, n-L); i < n; i++ {
 		slot := (pos + i) % L
 		for h := 0; h < H; h++ {
-			src := rows[(h*S+i)*D : (h*S+i+1)*D]
-			off := (h*L + slot) * D
-			if f16 {
-				kernels.F32ToF16(c16[off:off+D], src)
-			} else {
-				copy(c32[off:off+D], src)
-			}
+			copy(cache[(h*L+slot)*w:(h*L+slot+1)*w], rows[(h*S+i)*w:(h*S+i+1)*w])
 		}
 	}
 }

@@ -64,6 +64,7 @@ const (
 	fnBindInput                      = 136
 	fnBindOutput                     = 137
 	fnAddInitializer                 = 150
+	fnAddExternalInitializers        = 210
 	fnGetBuildInfoString             = 254
 	fnCount                          = 255
 )
@@ -188,7 +189,7 @@ func isUsed(i int) bool {
 		fnSetInterOpNumThreads, fnCreateTensorWithDataAsOrtValue, fnCreateCpuMemoryInfo, fnAllocatorFree,
 		fnGetAllocatorWithDefaultOptions, fnReleaseEnv, fnReleaseStatus, fnReleaseMemoryInfo, fnReleaseSession,
 		fnReleaseValue, fnReleaseSessionOptions, fnSessionEndProfiling, fnAddSessionConfigEntry, fnRunWithBinding,
-		fnCreateIoBinding, fnReleaseIoBinding, fnBindInput, fnBindOutput, fnAddInitializer, fnGetBuildInfoString:
+		fnCreateIoBinding, fnReleaseIoBinding, fnBindInput, fnBindOutput, fnAddInitializer, fnAddExternalInitializers, fnGetBuildInfoString:
 		return true
 	}
 	return false

@@ -118,7 +118,7 @@ func TestSessionReadsMappedWeightsAndWritesBoundBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.release(fnReleaseValue, wv)
-	sess, err := l.newSession("test", g.model(), sessionOptions{threads: 1, weights: map[string]uintptr{"w": wv, "unused": wv}, optLevel: ortEnableAll})
+	sess, err := l.newSession("test", g.model(), sessionOptions{threads: 1, weights: map[string]uintptr{"w": wv}, optLevel: ortEnableAll})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,17 +69,9 @@ type sessionOptions struct {
 }
 
 // newSession creates a session from model bytes (copied by ORT while it parses them).
-// The initializers in o.weights replace the model's of the same name, whose external-data
-// references are dropped first (see internalizeInitializers).
+// The values in o.weights replace the model's external initializers of the same name
+// (AddExternalInitializers: ORT copies them into the session; see docs/delegate.md).
 func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, error) {
-	supplied := map[string]bool{}
-	for name := range o.weights {
-		supplied[name] = true
-	}
-	model, err := internalizeInitializers(model, supplied)
-	if err != nil {
-		return 0, fmt.Errorf("ort: %s: %w", what, err)
-	}
 	var opts uintptr
 	if err := l.call("create session options", fnCreateSessionOptions, uintptr(unsafe.Pointer(&opts))); err != nil {
 		return 0, err
@@ -113,13 +105,23 @@ func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, 
 			return 0, err
 		}
 	}
-	for name, v := range o.weights {
-		if err := l.call("add initializer "+name+" for "+what, fnAddInitializer, opts, strs.add(name), v); err != nil {
+	if len(o.weights) > 0 {
+		names := make([]uintptr, 0, len(o.weights))
+		values := make([]uintptr, 0, len(o.weights))
+		for name, v := range o.weights {
+			names = append(names, strs.add(name))
+			values = append(values, v)
+		}
+		err := l.call("add external initializers for "+what, fnAddExternalInitializers, opts,
+			uintptr(unsafe.Pointer(unsafe.SliceData(names))), uintptr(unsafe.Pointer(unsafe.SliceData(values))), uintptr(len(names)))
+		runtime.KeepAlive(names)
+		runtime.KeepAlive(values)
+		if err != nil {
 			return 0, err
 		}
 	}
 	var sess uintptr
-	err = l.call("create session for "+what, fnCreateSessionFromArray, l.env,
+	err := l.call("create session for "+what, fnCreateSessionFromArray, l.env,
 		uintptr(unsafe.Pointer(unsafe.SliceData(model))), uintptr(len(model)), opts, uintptr(unsafe.Pointer(&sess)))
 	runtime.KeepAlive(model)
 	return sess, err
