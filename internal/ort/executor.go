@@ -81,8 +81,8 @@ type Executor struct {
 	file    *program.File
 	opts    Options
 	methods map[string]*method
-	weights map[string]uintptr // OrtValues over initializer data, shared by the sessions
-	keep    [][]byte           // the initializers' data, referenced while ORT may read it
+	weights map[string]uintptr // OrtValues over initializer data, until the sessions exist
+	keep    [][]byte           // the initializers' data, referenced until then
 	mu      sync.Mutex         // one step at a time
 	closed  bool
 }
@@ -142,7 +142,18 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 		}
 		e.methods[spec.Name] = m
 	}
+	// The sessions hold their own copies of the initializers now (AddExternalInitializers
+	// copies them): release the values and let converted buffers go.
+	e.releaseWeights()
 	return e, nil
+}
+
+func (e *Executor) releaseWeights() {
+	for name, v := range e.weights {
+		e.lib.release(fnReleaseValue, v)
+		delete(e.weights, name)
+	}
+	e.keep = nil
 }
 
 func (e *Executor) load(spec *program.Method, model []byte) (*method, error) {
@@ -211,9 +222,7 @@ func (e *Executor) Close() error {
 			e.lib.release(fnReleaseValue, r.vVal)
 		}
 	}
-	for _, v := range e.weights {
-		e.lib.release(fnReleaseValue, v)
-	}
+	e.releaseWeights()
 	return first
 }
 

@@ -3,6 +3,7 @@ package ort_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io/fs"
 	"math"
@@ -33,6 +34,8 @@ func ortLib(t testing.TB) string {
 	}
 	return lib
 }
+
+var allParity = flag.Bool("ort-all", false, "TestLogitsMatchGoExecutor: every prefill size on every checkpoint")
 
 var (
 	programsMu sync.Mutex
@@ -153,6 +156,11 @@ func TestLogitsMatchGoExecutor(t *testing.T) {
 	}{{"stories260K", stories}, {"llama", random("llama")}, {"qwen3", random("qwen3")}, {"qwen2", random("qwen2")},
 		{"mistral", random("mistral")}, {"gemma3", random("gemma3")}} {
 		for _, p := range []int{0, 7, 16} {
+			// prefill sizes 0 and 16 on stories260K and Gemma 3 (ring caches) only, unless
+			// -ort-all: the random checkpoints' 128K–152K vocabularies make each case slow
+			if p != 7 && src.name != "stories260K" && src.name != "gemma3" && !*allParity {
+				continue
+			}
 			cases = append(cases, parity{name: fmt.Sprintf("%s/prefill=%d", src.name, p), source: src.source, opts: f32(p), tol: 1e-4, argmax: 1})
 		}
 	}

@@ -1,0 +1,79 @@
+package ort_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+
+	"github.com/hfstatic/hfstatic/internal/mmap"
+	"github.com/hfstatic/hfstatic/internal/ort"
+	"github.com/hfstatic/hfstatic/program"
+	"github.com/hfstatic/hfstatic/runner"
+)
+
+var (
+	benchProgram = flag.String("program", "", "program file (exported with --delegate onnx) for BenchmarkORTProgram")
+	benchProfile = flag.String("ort-profile", "", "file prefix for ONNX Runtime's profiler in BenchmarkORTProgram")
+	benchThreads = flag.Int("ort-threads", 1, "ORT intra-op threads in BenchmarkORTProgram")
+	benchSpin    = flag.Bool("ort-spin", false, "let ORT's worker threads spin in BenchmarkORTProgram")
+)
+
+// BenchmarkORTProgram runs one prefill step and decode steps of -program on ORT, with
+// ORT's profiler on when -ort-profile is given (where ORT spends its time, per node):
+//
+//	go test ./internal/ort -run X -bench ORTProgram -args -program q4.hfs -ort-profile /tmp/q4
+func BenchmarkORTProgram(b *testing.B) {
+	if *benchProgram == "" {
+		b.Skip("give -program PATH (exported with --delegate onnx)")
+	}
+	lib, err := ort.Open(ortLib(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	mf, err := mmap.Open(*benchProgram)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mf.Close()
+	f, err := program.Decode(mf.Bytes(), program.DecodeOptions{SkipDataChecksums: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := ort.New(lib, f, ort.Options{Threads: *benchThreads, Spin: *benchSpin, ProfilePrefix: *benchProfile})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	r, err := runner.New(&f.Manifest, f.Fingerprint, x, runner.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newSession(b, r)
+	P := r.Planner().Prefill
+	V := r.Metadata().VocabSize
+	ctx := context.Background()
+	b.Run(fmt.Sprintf("prefill=%d", P), func(b *testing.B) {
+		for b.Loop() {
+			s.Reset()
+			if err := s.Append(ctx, tokens(P, V, 1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(P*b.N)/b.Elapsed().Seconds(), "tok/s")
+	})
+	b.Run("decode", func(b *testing.B) {
+		s.Reset()
+		if err := s.Append(ctx, tokens(P, V, 1)); err != nil {
+			b.Fatal(err)
+		}
+		tok := []int{7}
+		for b.Loop() {
+			if err := s.Append(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+			s.Rewind(P)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+	})
+}
