@@ -31,3 +31,23 @@ func TestORTExecutorWithoutGraphsSaysHowToExport(t *testing.T) {
 		t.Fatalf("generate --executor ort on a program without ONNX graphs: %v, want an error saying to export with --delegate onnx", err)
 	}
 }
+
+// The commands that run a program give the same results on ONNX Runtime as on the Go
+// executor: greedy generation token for token, and accuracy reports full agreement.
+func TestCommandsRunOnORT(t *testing.T) {
+	lib := ortLibForTest(t)
+	prog := filepath.Join(t.TempDir(), "o.hfs")
+	mustRun(t, "export", storiesDir, "-o", prog, "--context", "64", "--prefill", "16", "--cache-dtype", "f32", "--delegate", "onnx", "-q")
+	gen := []string{"generate", prog, "--prompt", "Once upon a time", "-n", "24", "--temperature", "0"}
+	want := mustRun(t, gen...)
+	got := mustRun(t, append(gen, "--executor", "ort", "--ort-lib", lib)...)
+	if got != want {
+		t.Errorf("generate on ORT = %q, on Go %q", got, want)
+	}
+	if out := mustRun(t, "accuracy", prog, prog, "--generate", "8", "--executor", "ort", "--ort-lib", lib); !strings.Contains(out, "100.00%") {
+		t.Errorf("accuracy on ORT said %q, want 100.00%% agreement", out)
+	}
+	if out := mustRun(t, "bench", prog, "--executor", "ort", "--ort-lib", lib, "--prompt-tokens", "16", "--gen-tokens", "4", "--repeat", "1", "--threads", "1"); !strings.Contains(out, "decode") {
+		t.Errorf("bench on ORT said %q", out)
+	}
+}

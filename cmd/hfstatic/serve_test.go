@@ -41,9 +41,16 @@ func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "s.hfs")
 	mustRun(t, "export", storiesDir, "-o", prog, "--prefill", "16", "--context", "128", "-q")
 	t.Run("file", func(t *testing.T) { testServe(t, prog, "s") })
+	// The same server on ONNX Runtime: the runner, pool and batcher drive it unchanged.
+	t.Run("file on ORT", func(t *testing.T) {
+		lib := ortLibForTest(t)
+		onnxProg := filepath.Join(t.TempDir(), "o.hfs")
+		mustRun(t, "export", storiesDir, "-o", onnxProg, "--prefill", "16", "--context", "128", "--delegate", "onnx", "-q")
+		testServe(t, onnxProg, "o", "--executor", "ort", "--ort-lib", lib)
+	})
 }
 
-func testServe(t *testing.T, prog, modelID string) {
+func testServe(t *testing.T, prog, modelID string, extra ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := newRoot()
@@ -51,6 +58,7 @@ func testServe(t *testing.T, prog, modelID string) {
 	root.SetOut(io.Discard)
 	root.SetErr(&logs)
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--threads", "1", "--sessions", "2", "--max-batch", "2", "--grace", "1s"}
+	args = append(args, extra...)
 	if prog != "" {
 		args = append(args, prog)
 	}
