@@ -88,7 +88,12 @@ var (
 	mistralRing       = model{"mistral-sliding/C=24/P=5", slidingMistral, export.Options{Context: 24, Prefill: 5, PrefillLogits: program.LogitsAll, CacheDType: program.F32}, 32000}
 	mistralRingDecode = model{"mistral-sliding/C=24/decode", slidingMistral, export.Options{Context: 24, CacheDType: program.F32}, 32000}
 	mistralRingF16    = model{"mistral-sliding/C=24/P=5/f16", slidingMistral, export.Options{Context: 24, Prefill: 5, CacheDType: program.F16}, 32000}
+	// Mixtral's experts: a prefill step groups its rows by expert, a decode step has one.
+	mixtralQ8       = model{"mixtral-q8/C=24/P=5", mixtral, export.Options{Context: 24, Prefill: 5, PrefillLogits: program.LogitsAll, Weights: "q8", CacheDType: program.F32}, 32000}
+	mixtralQ8Decode = model{"mixtral-q8/C=24/decode", mixtral, export.Options{Context: 24, Weights: "q8", CacheDType: program.F32}, 32000}
 )
+
+func mixtral() (fs.FS, error) { return testckpt.Random("mixtral") }
 
 func load(t testing.TB, m model, opts engine.Options) *engine.Model {
 	t.Helper()
@@ -177,7 +182,7 @@ func tokens(n, vocab int, seed int) []int {
 }
 
 func TestModelChunkedPrefillEqualsTokenByToken(t *testing.T) {
-	for _, pair := range [][2]model{{storiesPrefill, storiesDecode}, {mistralRing, mistralRingDecode}} {
+	for _, pair := range [][2]model{{storiesPrefill, storiesDecode}, {mistralRing, mistralRingDecode}, {mixtralQ8, mixtralQ8Decode}} {
 		t.Run(pair[0].name, func(t *testing.T) {
 			chunked, decode := load(t, pair[0], engine.Options{}).Runner, load(t, pair[1], engine.Options{}).Runner
 			C := chunked.Planner().Context
@@ -198,7 +203,7 @@ func TestModelChunkedPrefillEqualsTokenByToken(t *testing.T) {
 }
 
 func TestModelDecodeAppendAllocatesNothing(t *testing.T) {
-	for _, m := range []model{storiesDecode, storiesPrefill, mistralRing} {
+	for _, m := range []model{storiesDecode, storiesPrefill, mistralRing, mixtralQ8} {
 		t.Run(m.name, func(t *testing.T) {
 			r := load(t, m, engine.Options{Threads: 1}).Runner
 			s := session(t, r)

@@ -75,6 +75,8 @@ func TestRealShapesHavePublishedParameterCounts(t *testing.T) {
 		{"qwen3-0.6b", "bfloat16", 596_049_920, 2 + 28*11},
 		{"llama3.2-1b", "float16", 1_235_814_400, 2 + 16*9},
 		{"phi4-mini", "bfloat16", 3_836_021_760, 2 + 32*6},
+		// 48 layers of 623,120,640 give the published 30.5B; 4 are kept.
+		{"qwen3-30b-a3b-4l", "bfloat16", 3_114_814_464, 3 + 4*(8+1+3*128)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.shape, func(t *testing.T) {
