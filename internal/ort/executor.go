@@ -85,6 +85,7 @@ type Executor struct {
 	keep    [][]byte           // the initializers' data, referenced until then
 	mu      sync.Mutex         // one step at a time
 	closed  bool
+	steps   map[*Step]struct{} // bound steps not yet closed (released by Close before the sessions)
 }
 
 // method is one method's session and its scratch for the returned K/V rows.
@@ -114,7 +115,7 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}}
+	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
 	for _, in := range p.Initializers {
 		if _, dup := e.weights[in.Name]; dup {
 			e.Close()
@@ -209,6 +210,9 @@ func (e *Executor) Close() error {
 		return nil
 	}
 	e.closed = true
+	for s := range e.steps { // bindings go before their sessions
+		s.release()
+	}
 	var first error
 	for _, m := range e.methods {
 		if e.opts.ProfilePrefix != "" && m.session != 0 {
@@ -322,6 +326,13 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 		s.caches = append(s.caches, cacheBuf{k: k, v: v, L: md.Layers[l].CacheRows, es: md.CacheDType.ElemBytes()})
 	}
 	s.runArgs = []uintptr{m.session, 0, s.binding}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		s.release()
+		return nil, fmt.Errorf("ort: method %q: executor closed", name)
+	}
+	e.steps[s] = struct{}{}
 	s.ids = align.AsI64(bufs[program.InputIDs])
 	s.positions = align.AsI64(bufs[program.PositionIDs])
 	s.mask = bufs[program.AttentionMask]
@@ -339,13 +350,21 @@ func (e *Executor) bindValue(s *Step, fn int, name string, v uintptr) error {
 // Close releases the binding and the values over the caller's buffers (the buffers stay
 // the caller's). The runner calls it when the session closes.
 func (s *Step) Close() error {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	s.release()
+	return nil
+}
+
+// release frees the binding and values (once); the caller holds e.mu.
+func (s *Step) release() {
 	s.e.lib.release(fnReleaseIoBinding, s.binding)
 	s.binding = 0
 	for _, v := range s.values {
 		s.e.lib.release(fnReleaseValue, v)
 	}
 	s.values = nil
-	return nil
+	delete(s.e.steps, s)
 }
 
 // ErrStep reports step inputs that violate the contract (as internal/exec's ErrStep).

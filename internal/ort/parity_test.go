@@ -279,3 +279,23 @@ func BenchmarkORTDecodeAppend(b *testing.B) {
 		s.Rewind(3)
 	}
 }
+
+// Closing the model before its sessions (the order a deferred Close can give) is safe: the
+// executor releases the bindings before the sessions, and a step run afterwards fails.
+func TestORTModelClosedBeforeSessions(t *testing.T) {
+	data := exportONNX(t, "stories260K/prefill=7", stories, export.Options{Context: 32, Prefill: 7, CacheDType: program.F32, Weights: "f32"})
+	m, err := engine.Load(data, engine.Options{Threads: 1, Executor: engine.ExecutorORT, ORTLib: ortLib(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Runner.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTokens(t, s, []int{1, 2, 3})
+	m.Close()
+	if err := s.Append(context.Background(), []int{4}); err == nil {
+		t.Error("append after the model closed succeeded")
+	}
+	s.Close()
+}
