@@ -149,7 +149,9 @@ func (b *builder) op(op *program.Op) error {
 	case program.OpAdd:
 		y = g.binary("Add", in[0], in[1])
 	case program.OpGLU:
-		y, err = b.glu(op, in)
+		y, err = b.glu(op.Attr.Activation, in[0], in[1])
+	case program.OpMoE:
+		y, err = b.moe(op, in)
 	case program.OpSoftCap:
 		y = b.softCap(in[0], op.Attr.SoftCap)
 	case program.OpScale:
@@ -266,6 +268,16 @@ func (b *builder) linear(op *program.Op, in []string) (string, error) {
 	if op.Attr.LastRow {
 		x = g.op("Gather", []string{x, b.lastRow()}, attrInt("axis", 0)) // [1, K]
 	}
+	bias := ""
+	if len(in) == 3 {
+		bias = in[2]
+	}
+	return b.matmul(x, t, bias)
+}
+
+// matmul is x Wᵀ (+ bias) for a constant matrix t [N, K] of any weight dtype.
+func (b *builder) matmul(x string, t program.Tensor, bias string) (string, error) {
+	g := b.g
 	N, K := int64(t.Shape[0]), int64(t.Shape[1])
 	switch t.DType {
 	case program.F32, program.F16, program.BF16:
@@ -277,16 +289,16 @@ func (b *builder) linear(op *program.Op, in []string) (string, error) {
 			w = g.cast(w, Float)
 		}
 		ins := []string{x, w}
-		if len(in) == 3 {
-			ins = append(ins, in[2])
+		if bias != "" {
+			ins = append(ins, bias)
 		}
 		return g.op("Gemm", ins, attrInt("transB", 1)), nil
 	case program.Q8, program.Q4:
 		blocks, scales, bits := b.w.quantized(g, t)
 		y := g.msOp("MatMulNBits", []string{x, blocks, scales},
 			attrInt("K", K), attrInt("N", N), attrInt("bits", int64(bits)), attrInt("block_size", kernels.BlockSize))
-		if len(in) == 3 {
-			y = g.binary("Add", y, in[2])
+		if bias != "" {
+			y = g.binary("Add", y, bias)
 		}
 		return y, nil
 	}
@@ -320,11 +332,10 @@ func (b *builder) rope(op *program.Op, in []string) (string, error) {
 }
 
 // glu is act(gate) · up.
-func (b *builder) glu(op *program.Op, in []string) (string, error) {
+func (b *builder) glu(activation, gate, up string) (string, error) {
 	g := b.g
-	gate, up := in[0], in[1]
 	var act string
-	switch op.Attr.Activation {
+	switch activation {
 	case program.ActSiLU:
 		act = g.binary("Mul", gate, g.op("Sigmoid", []string{gate}))
 	case program.ActGELUTanh:
@@ -333,7 +344,7 @@ func (b *builder) glu(op *program.Op, in []string) (string, error) {
 		inner := g.binary("Mul", g.binary("Add", gate, g.binary("Mul", g3, g.f32(0.044715))), g.f32(float32(math.Sqrt(2/math.Pi))))
 		act = g.binary("Mul", g.binary("Mul", gate, g.f32(0.5)), g.binary("Add", g.f32(1), g.op("Tanh", []string{inner})))
 	default:
-		return "", fmt.Errorf("glu activation %q", op.Attr.Activation)
+		return "", fmt.Errorf("glu activation %q", activation)
 	}
 	return g.binary("Mul", act, up), nil
 }

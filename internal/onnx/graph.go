@@ -80,6 +80,16 @@ func (g *graph) opNamed(opType, out string, in []string, attrs ...attr) string {
 	return out
 }
 
+// node adds a node with n outputs and returns their names.
+func (g *graph) node(opType string, in []string, n int, attrs ...attr) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = g.fresh(opType)
+	}
+	g.nodes = append(g.nodes, node{op: opType, in: in, out: out, attrs: attrs})
+	return out
+}
+
 // msOp adds a com.microsoft node with one output.
 func (g *graph) msOp(opType string, in []string, attrs ...attr) string {
 	out := g.fresh(opType)

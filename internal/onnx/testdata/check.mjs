@@ -66,7 +66,17 @@ async function runCases(file) {
   const sessions = new Map();
   const results = [];
   for (const c of cases) {
-    if (!sessions.has(c.model)) sessions.set(c.model, await ort.InferenceSession.create(c.model, sessionOptions));
+    if (!sessions.has(c.model)) {
+      // cases come grouped by program: release the sessions of the previous one
+      const folder = path.dirname(c.model);
+      for (const [model, s] of sessions) {
+        if (path.dirname(model) !== folder) {
+          await s.release();
+          sessions.delete(model);
+        }
+      }
+      sessions.set(c.model, await ort.InferenceSession.create(c.model, sessionOptions));
+    }
     const feeds = {};
     for (const f of c.feeds) feeds[f.name] = tensor(f);
     const out = await sessions.get(c.model).run(feeds, c.outputs);
