@@ -198,3 +198,44 @@ func TestPerfBatchKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfBatchSweep is TestPerfBatch on 256 MB of weights (memory, not
+// cache): CPU ns per group of 16 blocks per call, one thread.
+func TestPerfBatchSweep(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	p := NewPool(1)
+	defer p.Close()
+	const rows, cols = 3072, 1024
+	for _, typ := range []WeightType{Q8, Q4} {
+		rb := typ.RowBytes(cols)
+		nmat := (256 << 20) / (rows * rb)
+		data := make([]byte, nmat*rows*rb)
+		Quantize(typ, data[:rows*rb], randVec(rng, rows*cols), rows, cols)
+		for i := 1; i < nmat; i++ {
+			copy(data[i*rows*rb:], data[:rows*rb])
+		}
+		groups := float64(nmat * rows * cols / (16 * BlockSize))
+		for _, m := range []int{1, 4, 8} {
+			x, y := randVec(rng, m*cols), make([]float32, m*rows)
+			for _, stream := range []bool{true, false} {
+				if m == 1 && !stream {
+					continue
+				}
+				useBatchStream = stream
+				var d []float64
+				for range 3 {
+					t0 := threadCPU()
+					for i := range nmat {
+						p.MatMul(y, x, m, Matrix{Type: typ, Rows: rows, Cols: cols, Data: data[i*rows*rb : (i+1)*rows*rb]}, nil)
+					}
+					d = append(d, (threadCPU() - t0).Seconds())
+				}
+				useBatchStream = true
+				sort.Float64s(d)
+				fmt.Printf("%v m=%d batch stream %v: %.1f ns per group, %.1f GB/s of weights (CPU time)\n", typ, m, stream, d[1]/groups*1e9, float64(len(data))/d[1]/1e9)
+			}
+		}
+	}
+}

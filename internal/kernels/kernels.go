@@ -24,8 +24,11 @@
 // (rowStream*, vnniRowStream*: the tiles' arithmetic, one sequential stream,
 // more memory throughput than interleaved rows). For m < 4 input rows
 // (decode) q8/q4 weights use VPDPBUSD on int8 activations (see below) or,
-// without VNNI, dequantize in registers. For m >= 4 (prefill) q8/q4 weights
-// with VNNI use register tiles of 4 input rows × 3 weight rows of VPDPBUSD
+// without VNNI, dequantize in registers. With VNNI, 2 to 8 input rows (a
+// batched decode step) take the batch stream (vnniBatch<q>_<m>): the weights
+// read once as one prefetched stream, each group of 16 blocks transposed in
+// registers and multiplied with every input row. For m > 8 (prefill) q8/q4
+// weights with VNNI use register tiles of 4 input rows × 3 weight rows of VPDPBUSD
 // (weights made unsigned bytes — q4 nibbles expanded — and inputs transposed
 // per 16 blocks so that one lane sums one whole block); q8/q4 without VNNI convert the weights per 32-row
 // panel to float32, pack them k-major with the inputs, and multiply them by a
