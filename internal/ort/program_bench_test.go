@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"syscall"
 	"testing"
 
+	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/internal/ort"
 	"github.com/hfstatic/hfstatic/program"
@@ -17,7 +19,16 @@ var (
 	benchProfile = flag.String("ort-profile", "", "file prefix for ONNX Runtime's profiler in BenchmarkORTProgram")
 	benchThreads = flag.Int("ort-threads", 1, "ORT intra-op threads in BenchmarkORTProgram")
 	benchSpin    = flag.Bool("ort-spin", false, "let ORT's worker threads spin in BenchmarkORTProgram")
+	benchGo      = flag.Bool("go-executor", false, "BenchmarkORTProgram runs the Go executor instead (same steps, for comparison)")
 )
+
+// cpuSeconds is the process's user+system CPU time: on a machine shared with other work,
+// CPU time per token compares executors better than wall time (with one thread each).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
 
 // BenchmarkORTProgram runs one prefill step and decode steps of -program on ORT, with
 // ORT's profiler on when -ort-profile is given (where ORT spends its time, per node):
@@ -26,10 +37,6 @@ var (
 func BenchmarkORTProgram(b *testing.B) {
 	if *benchProgram == "" {
 		b.Skip("give -program PATH (exported with --delegate onnx)")
-	}
-	lib, err := ort.Open(ortLib(b))
-	if err != nil {
-		b.Fatal(err)
 	}
 	mf, err := mmap.Open(*benchProgram)
 	if err != nil {
@@ -40,20 +47,34 @@ func BenchmarkORTProgram(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	x, err := ort.New(lib, f, ort.Options{Threads: *benchThreads, Spin: *benchSpin, ProfilePrefix: *benchProfile})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	r, err := runner.New(&f.Manifest, f.Fingerprint, x, runner.Options{})
-	if err != nil {
-		b.Fatal(err)
+	var r *runner.Runner
+	if *benchGo {
+		m, err := engine.Load(mf.Bytes(), engine.Options{Threads: *benchThreads, SkipDataChecksums: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		r = m.Runner
+	} else {
+		lib, err := ort.Open(ortLib(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, err := ort.New(lib, f, ort.Options{Threads: *benchThreads, Spin: *benchSpin, ProfilePrefix: *benchProfile})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer x.Close()
+		if r, err = runner.New(&f.Manifest, f.Fingerprint, x, runner.Options{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	s := newSession(b, r)
 	P := r.Planner().Prefill
 	V := r.Metadata().VocabSize
 	ctx := context.Background()
 	b.Run(fmt.Sprintf("prefill=%d", P), func(b *testing.B) {
+		cpu := cpuSeconds()
 		for b.Loop() {
 			s.Reset()
 			if err := s.Append(ctx, tokens(P, V, 1)); err != nil {
@@ -61,6 +82,7 @@ func BenchmarkORTProgram(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(P*b.N)/b.Elapsed().Seconds(), "tok/s")
+		b.ReportMetric(float64(P*b.N)/(cpuSeconds()-cpu), "tok/cpu-s")
 	})
 	b.Run("decode", func(b *testing.B) {
 		s.Reset()
@@ -68,6 +90,7 @@ func BenchmarkORTProgram(b *testing.B) {
 			b.Fatal(err)
 		}
 		tok := []int{7}
+		cpu := cpuSeconds()
 		for b.Loop() {
 			if err := s.Append(ctx, tok); err != nil {
 				b.Fatal(err)
@@ -75,5 +98,6 @@ func BenchmarkORTProgram(b *testing.B) {
 			s.Rewind(P)
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		b.ReportMetric(float64(b.N)/(cpuSeconds()-cpu), "tok/cpu-s")
 	})
 }
