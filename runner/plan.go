@@ -17,6 +17,10 @@ var ErrEmpty = errors.New("no tokens to append")
 type Planner struct {
 	Context int // C
 	Prefill int // P; 0 when the program has no prefill method
+	// DecodeSingle sends a one-token append through the decode method even where a prefill
+	// step fits, for executors whose steps cost all their rows, padding included (a
+	// fixed-shape delegate: see PaddingExecutor). The results are the same (prefill ≡ decode).
+	DecodeSingle bool
 }
 
 // Chunk is one method call of a plan.
@@ -41,7 +45,7 @@ func (sh Planner) CheckAppend(pos, m int) error {
 // method exists and pos+P ≤ C, else a decode step (the context-tail fallback).
 // It assumes CheckAppend passed.
 func (sh Planner) Next(pos, remaining int) Chunk {
-	if sh.Prefill > 0 && pos+sh.Prefill <= sh.Context {
+	if sh.Prefill > 0 && pos+sh.Prefill <= sh.Context && !(sh.DecodeSingle && remaining == 1) {
 		return Chunk{Prefill: true, Pos: pos, N: min(sh.Prefill, remaining)}
 	}
 	return Chunk{Pos: pos, N: 1}

@@ -32,6 +32,14 @@ type Executor interface {
 	Bind(method string, buffers map[string][]byte) (Step, error)
 }
 
+// PaddingExecutor is an optional capability of an Executor: ComputesPadding reports that a
+// step costs all of its rows, padding included (a fixed-shape graph on another engine), so
+// that the runner sends one-token appends through the decode method (Planner.DecodeSingle).
+// hfstatic's own executor computes only the real rows and does not implement it.
+type PaddingExecutor interface {
+	ComputesPadding() bool
+}
+
 // Options configure a Runner.
 type Options struct {
 	// Allocator provides session buffers; nil means a PageAllocator.
@@ -72,6 +80,9 @@ func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*
 	r.planner = Planner{Context: m.Metadata.MaxContext}
 	if r.prefill != nil {
 		r.planner.Prefill = r.prefill.Step
+	}
+	if pe, ok := exe.(PaddingExecutor); ok && pe.ComputesPadding() {
+		r.planner.DecodeSingle = true
 	}
 	return r, nil
 }

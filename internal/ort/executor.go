@@ -202,6 +202,10 @@ func f32Bytes(x []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
 }
 
+// ComputesPadding reports that ORT runs every row of a step, padding included (the graphs
+// have fixed shapes), so the runner sends one-token appends through decode (runner.PaddingExecutor).
+func (e *Executor) ComputesPadding() bool { return true }
+
 // Close ends profiling (when on), then releases the sessions and the values.
 func (e *Executor) Close() error {
 	e.mu.Lock()
