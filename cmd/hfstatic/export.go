@@ -159,7 +159,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 	f.StringVar(&prefillLogits, "prefill-logits", "last", "rows of logits the prefill method returns: last or all")
 	f.StringVar(&layout, "sliding-layout", "ring", "cache layout of sliding-window layers: ring or full")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
-	f.StringVar(&calibrate, "calibrate", "", "choose q8/q4 scales for how the float model uses its weights on a text FILE (paragraphs separated by blank lines), on the embedded text (\"default\"), on text the model writes itself (\"self\"), or not at all (\"none\"); unset: \"self\" when quantizing a model at most "+fmt.Sprint(calib.DefaultMaxGram)+" wide, else \"none\"")
+	f.StringVar(&calibrate, "calibrate", "", "choose q8/q4 scales for how the float model uses its weights on a text FILE (paragraphs separated by blank lines), on the embedded text (\"default\"), on text the model writes itself (\"self\"), or not at all (\"none\"); unset: \"self\" when quantizing a model of hidden size ≤ "+fmt.Sprint(calib.DefaultMaxGram)+", else \"none\" (\"self\" runs the float model for 5,120 tokens: seconds for small models, minutes for large ones)")
 	f.StringVar(&delegate, "delegate", "", "also store each method as a graph for another engine: onnx (ONNX graphs over the same weights, for --executor ort and inspect --extract-onnx)")
 	f.BoolVar(&noTokenizer, "no-tokenizer", false, "export a folder without tokenizer.json (the program then takes token ids only)")
 	return cmd
