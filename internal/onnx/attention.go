@@ -7,12 +7,13 @@ import (
 	"github.com/hfstatic/hfstatic/program"
 )
 
-// attention translates the attention op. Keys and values are the incoming cache's L slots
-// followed by the S current rows (rounded to the cache dtype, as the cache will hold
-// them): [Hkv, L+S, D]. Query head h = g·group + r reads kv head g, so the queries are
-// laid out [Hkv, group·S, Dk] and one batched MatMul per kv head gives the scores.
-// Which of the L+S columns row i sees is the same for every layer with the same cache
-// rows and window (visibility).
+// attention translates the attention op. Keys and values are the first m = min(pos, L)
+// slots of the incoming cache (the others hold no position yet) followed by the S current
+// rows (rounded to the cache dtype, as the cache will hold them): [Hkv, m+S, D], so a step
+// early in a long context does not pay for the whole cache. Query head h = g·group + r
+// reads kv head g, so the queries are laid out [Hkv, group·S, Dk] and one batched MatMul
+// per kv head gives the scores. Which of the m+S columns row i sees is the same for every
+// layer with the same cache rows and window (visibility).
 func (b *builder) attention(op *program.Op, in []string) (string, error) {
 	g, at := b.g, op.Attr
 	kc, vc := op.In[3], op.In[4]
@@ -46,9 +47,12 @@ func (b *builder) attention(op *program.Op, in []string) (string, error) {
 	}
 	group := Hq / Hkv
 
-	// keys and values: [Hkv, L+S, D] f32
+	// keys and values: [Hkv, m+S, D] f32, where only the first m = min(pos, L) slots of a
+	// cache can hold a position (every later slot would be masked anyway)
+	m := b.heldSlots(L)
 	kv := func(cache, cur string, D int64) string {
-		all := g.op("Concat", []string{g.reshape(cache, Hkv, L, D), g.reshape(b.kvRowsOf(cur, Hkv, D), Hkv, S, D)}, attrInt("axis", 1))
+		held := g.op("Slice", []string{g.reshape(cache, Hkv, L, D), g.ints(0), m, g.ints(1)})
+		all := g.op("Concat", []string{held, g.reshape(b.kvRowsOf(cur, Hkv, D), Hkv, S, D)}, attrInt("axis", 1))
 		if b.cache != Float {
 			all = g.cast(all, Float)
 		}
@@ -57,20 +61,31 @@ func (b *builder) attention(op *program.Op, in []string) (string, error) {
 	keys, vals := kv(in[3], in[1], Dk), kv(in[4], in[2], Dv)
 
 	q := g.reshape(g.transpose(g.reshape(in[0], S, Hq, Dk), 1, 0, 2), Hkv, group*S, Dk)
-	scores := g.op("MatMul", []string{q, g.transpose(keys, 0, 2, 1)}) // [Hkv, group·S, L+S]
+	scores := g.op("MatMul", []string{q, g.transpose(keys, 0, 2, 1)}) // [Hkv, group·S, m+S]
 	scores = g.binary("Mul", scores, g.f32(at.Scale))
 	if at.SoftCap > 0 {
 		scores = b.softCap(scores, at.SoftCap)
 	}
-	scores = g.reshape(scores, Hkv, group, S, L+S)
+	scores = g.reshape(scores, Hkv, group, S, -1)
 	scores = g.op("Where", []string{b.visibility(L, at.Window), scores, g.f32(float32(math.Inf(-1)))})
-	p := g.reshape(g.op("Softmax", []string{scores}, attrInt("axis", -1)), Hkv, group*S, L+S)
+	p := g.reshape(g.op("Softmax", []string{scores}, attrInt("axis", -1)), Hkv, group*S, -1)
 	o := g.op("MatMul", []string{p, vals}) // [Hkv, group·S, Dv]
 	return g.reshape(g.transpose(g.reshape(o, Hq, S, Dv), 1, 0, 2), S, Hq*Dv), nil
 }
 
-// visibility is the [S, L+S] bool mask of the columns (L cache slots, then S current
-// rows) each row attends to, as internal/exec's attention computes it:
+// heldSlots is m = min(pos, L) as [1]: the cache slots that hold a position.
+func (b *builder) heldSlots(L int64) string {
+	if m, ok := b.held[L]; ok {
+		return m
+	}
+	m := b.g.op("Min", []string{b.position(), b.g.ints(L)})
+	b.held[L] = m
+	return m
+}
+
+// visibility is the [S, m+S] bool mask of the columns (the m = min(pos, L) cache slots that
+// hold a position, then S current rows) each row attends to, as internal/exec's attention
+// computes it:
 //
 //   - slot s holds position a = pos-1 - ((pos-1-s) mod L), valid when a ≥ 0 (positions
 //     a < pos that the cache still holds); current row j is position pos+j, valid for
@@ -106,6 +121,11 @@ func (b *builder) visibility(L int64, window int) string {
 		vis = g.op("And", []string{vis, g.op("Greater", []string{g.binary("Sub", rel, row), g.ints(-int64(window))})})
 	}
 	vis = g.op("Or", []string{vis, g.op("Equal", []string{rel, row})})
+	// drop the slots past m: [S, L+S] → [S, m+S]
+	vis = g.op("Concat", []string{
+		g.op("Slice", []string{vis, g.ints(0), b.heldSlots(L), g.ints(1)}),
+		g.slice(vis, 1, L, L+S),
+	}, attrInt("axis", 1))
 	b.visible[key] = vis
 	return vis
 }

@@ -25,7 +25,8 @@ type builder struct {
 
 	// Values computed once per graph, on first use.
 	posFlat, pos1, ids, mask2d, last string
-	visible                          map[[2]int]string // (cache rows, window) → [S, L+S] bool
+	visible                          map[[2]int]string // (cache rows, window) → [S, m+S] bool
+	held                             map[int64]string  // cache rows L → min(pos, L) as [1]
 }
 
 func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, error) {
@@ -35,7 +36,7 @@ func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, e
 	}
 	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, S: m.Step, C: md.MaxContext, cache: cache,
 		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[string]string{},
-		visible: map[[2]int]string{}}
+		visible: map[[2]int]string{}, held: map[int64]string{}}
 	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
 		for _, io := range list {
 			if len(io.Shape) > 0 {
