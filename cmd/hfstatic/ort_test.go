@@ -1,29 +1,16 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// ortLibForTest is HFSTATIC_ORT_LIB; without it the test is skipped with a message, unless
-// CI is set (.ci/run installs ONNX Runtime): then it fails.
-func ortLibForTest(t testing.TB) string {
-	t.Helper()
-	lib := os.Getenv("HFSTATIC_ORT_LIB")
-	if lib == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HFSTATIC_ORT_LIB is not set under CI: .ci/run installs ONNX Runtime and sets it")
-		}
-		t.Skip("ONNX Runtime tests skipped: set HFSTATIC_ORT_LIB to ONNX Runtime 1.30's libonnxruntime.so.1")
-	}
-	return lib
-}
+	"github.com/hfstatic/hfstatic/internal/ort/orttest"
+)
 
 // A program exported without --delegate onnx, run with --executor ort, says how to export one.
 func TestORTExecutorWithoutGraphsSaysHowToExport(t *testing.T) {
-	lib := ortLibForTest(t)
+	lib := orttest.LibPath(t)
 	prog := filepath.Join(t.TempDir(), "s.hfs")
 	mustRun(t, "export", storiesDir, "-o", prog, "--context", "64", "-q")
 	_, _, err := run(t, "", "generate", prog, "--executor", "ort", "--ort-lib", lib, "--prompt", "hi")
@@ -35,7 +22,7 @@ func TestORTExecutorWithoutGraphsSaysHowToExport(t *testing.T) {
 // The commands that run a program give the same results on ONNX Runtime as on the Go
 // executor: greedy generation token for token, and accuracy reports full agreement.
 func TestCommandsRunOnORT(t *testing.T) {
-	lib := ortLibForTest(t)
+	lib := orttest.LibPath(t)
 	prog := filepath.Join(t.TempDir(), "o.hfs")
 	mustRun(t, "export", storiesDir, "-o", prog, "--context", "64", "--prefill", "16", "--cache-dtype", "f32", "--delegate", "onnx", "-q")
 	gen := []string{"generate", prog, "--prompt", "Once upon a time", "-n", "24", "--temperature", "0"}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hfstatic/hfstatic/internal/mmap"
+	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the command's logger and the test to share.
@@ -43,7 +44,7 @@ func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
 	t.Run("file", func(t *testing.T) { testServe(t, prog, "s") })
 	// The same server on ONNX Runtime: the runner, pool and batcher drive it unchanged.
 	t.Run("file on ORT", func(t *testing.T) {
-		lib := ortLibForTest(t)
+		lib := orttest.LibPath(t)
 		onnxProg := filepath.Join(t.TempDir(), "o.hfs")
 		mustRun(t, "export", storiesDir, "-o", onnxProg, "--prefill", "16", "--context", "128", "--delegate", "onnx", "-q")
 		testServe(t, onnxProg, "o", "--executor", "ort", "--ort-lib", lib)

@@ -13,19 +13,13 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
-// testLib opens the library named by HFSTATIC_ORT_LIB. Without it the test is skipped
-// with a message, unless CI is set (.ci/run installs the library): then it fails.
+// testLib opens the library named by HFSTATIC_ORT_LIB (orttest.LibPath).
 func testLib(t testing.TB) *Lib {
 	t.Helper()
-	path := os.Getenv("HFSTATIC_ORT_LIB")
-	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HFSTATIC_ORT_LIB is not set under CI: .ci/run installs ONNX Runtime and sets it")
-		}
-		t.Skip("ONNX Runtime tests skipped: set HFSTATIC_ORT_LIB to libonnxruntime.so.1 of ONNX Runtime " + Version + " (npm install --ignore-scripts onnxruntime-node@" + Version + ".0)")
-	}
+	path := orttest.LibPath(t)
 	l, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

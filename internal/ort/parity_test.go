@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -15,25 +14,12 @@ import (
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/exporttest"
+	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
 	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
-
-// ortLib is HFSTATIC_ORT_LIB; without it the test is skipped with a message, unless CI is
-// set (.ci/run installs ONNX Runtime): then it fails.
-func ortLib(t testing.TB) string {
-	t.Helper()
-	lib := os.Getenv("HFSTATIC_ORT_LIB")
-	if lib == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HFSTATIC_ORT_LIB is not set under CI: .ci/run installs ONNX Runtime and sets it")
-		}
-		t.Skip("ONNX Runtime tests skipped: set HFSTATIC_ORT_LIB to ONNX Runtime 1.30's libonnxruntime.so.1")
-	}
-	return lib
-}
 
 var allParity = flag.Bool("ort-all", false, "TestLogitsMatchGoExecutor: every prefill size on every checkpoint")
 
@@ -69,7 +55,7 @@ func random(name string) func() (fs.FS, error) {
 // executors loads the same program on the Go executor and on ONNX Runtime.
 func executors(t testing.TB, data []byte) (goModel, ortModel *engine.Model) {
 	t.Helper()
-	lib := ortLib(t)
+	lib := orttest.LibPath(t)
 	var out [2]*engine.Model
 	for i, name := range []string{engine.ExecutorGo, engine.ExecutorORT} {
 		m, err := engine.Load(data, engine.Options{Threads: 1, Executor: name, ORTLib: lib})
@@ -284,7 +270,7 @@ func BenchmarkORTDecodeAppend(b *testing.B) {
 // executor releases the bindings before the sessions, and a step run afterwards fails.
 func TestORTModelClosedBeforeSessions(t *testing.T) {
 	data := exportONNX(t, "stories260K/prefill=7", stories, export.Options{Context: 32, Prefill: 7, CacheDType: program.F32, Weights: "f32"})
-	m, err := engine.Load(data, engine.Options{Threads: 1, Executor: engine.ExecutorORT, ORTLib: ortLib(t)})
+	m, err := engine.Load(data, engine.Options{Threads: 1, Executor: engine.ExecutorORT, ORTLib: orttest.LibPath(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/internal/ort"
+	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
@@ -56,7 +57,7 @@ func BenchmarkORTProgram(b *testing.B) {
 		defer m.Close()
 		r = m.Runner
 	} else {
-		lib, err := ort.Open(ortLib(b))
+		lib, err := ort.Open(orttest.LibPath(b))
 		if err != nil {
 			b.Fatal(err)
 		}
