@@ -38,3 +38,30 @@ func (e *FieldError) Error() string {
 	}
 	return fmt.Sprintf("%s config: %s %s", e.Class, e.Field, e.Problem)
 }
+
+// Heads resolves a config's key/value head count and head dimension as transformers does:
+// kvHeads absent means one per attention head, headDim absent means hidden / heads. It
+// returns a *FieldError (of class) naming the field that is wrong.
+func Heads(class string, hidden, heads int, kvHeads, headDim *int) (kv, dim int, err error) {
+	bad := func(field string, val int, want string) error {
+		return &FieldError{Class: class, Field: field, Problem: fmt.Sprintf("= %d, %s", val, want)}
+	}
+	kv = heads
+	if kvHeads != nil {
+		kv = *kvHeads
+	}
+	if kv <= 0 || heads%kv != 0 {
+		return 0, 0, bad("num_key_value_heads", kv, fmt.Sprintf("must divide num_attention_heads %d", heads))
+	}
+	if headDim != nil {
+		dim = *headDim
+	} else if hidden%heads != 0 {
+		return 0, 0, bad("hidden_size", hidden, "must be a multiple of num_attention_heads when head_dim is absent")
+	} else {
+		dim = hidden / heads
+	}
+	if dim <= 0 || dim%2 != 0 {
+		return 0, 0, bad("head_dim", dim, "must be even and > 0")
+	}
+	return kv, dim, nil
+}

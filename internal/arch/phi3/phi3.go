@@ -110,21 +110,9 @@ func (v Variant) Spec(raw json.RawMessage) (*decoder.Spec, int, error) {
 			return nil, 0, bad(f.field, f.v, "must be present and > 0")
 		}
 	}
-	kv := c.NumAttentionHeads
-	if c.NumKeyValueHeads != nil {
-		kv = *c.NumKeyValueHeads
-	}
-	if kv <= 0 || c.NumAttentionHeads%kv != 0 {
-		return nil, 0, bad("num_key_value_heads", kv, fmt.Sprintf("must divide num_attention_heads %d", c.NumAttentionHeads))
-	}
-	headDim := c.HiddenSize / c.NumAttentionHeads
-	if c.HeadDim != nil {
-		headDim = *c.HeadDim
-	} else if c.HiddenSize%c.NumAttentionHeads != 0 {
-		return nil, 0, bad("hidden_size", c.HiddenSize, "must be a multiple of num_attention_heads when head_dim is absent")
-	}
-	if headDim <= 0 || headDim%2 != 0 {
-		return nil, 0, bad("head_dim", headDim, "must be even and > 0")
+	kv, headDim, err := decoder.Heads(v.Class, c.HiddenSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim)
+	if err != nil {
+		return nil, 0, err
 	}
 	switch c.HiddenAct {
 	case "silu", "swish", "":
