@@ -409,17 +409,35 @@ func tailDot(t WeightType, x []float32, w []byte) float32 {
 	return s
 }
 
-// vnniBatchMax is the most activation rows whose q8/q4 matrix product
-// streams the weights once (vnniBatchRows); more go to the tiles
-// (vnniTileRowsQ8). useBatchStream turns the stream off (benchmarks and
-// tests compare it with the tiles).
-const vnniBatchMax = 8
+// vnniBatchMax is the most activation rows one pass of the batch stream
+// multiplies (vnniBatch<q>_<m> keeps their sums in registers).
+// batchStreamMax is the most rows that take the batch stream (vnniBatchRows)
+// rather than the tiles (vnniTileRowsQ8): beyond vnniBatchMax the rows go in
+// passes of at most vnniBatchMax, each pass over a block of weight rows small
+// enough to stay in L1 for the next, so the weights still come from memory
+// once. Measured (BenchmarkBatchSweep, docs/performance.md), the passes beat
+// the tiles up to batchStreamMax rows. useBatchStream turns the stream off
+// (benchmarks and tests compare it with the tiles).
+const (
+	vnniBatchMax   = 8
+	batchStreamMax = 32
+	// batchBlockBytes bounds the weight rows one block of passes covers.
+	batchBlockBytes = 12 << 10
+)
 
 var useBatchStream = true
 
 // batchStream reports whether the VNNI matrix product of m activation rows
 // takes the batch stream (vnniBatchRows).
-func batchStream(m int) bool { return m > 1 && m <= vnniBatchMax && useBatchStream }
+func batchStream(m int) bool { return m > 1 && m <= batchStreamMax && useBatchStream }
+
+// batchPasses is how many passes of at most vnniBatchMax rows the batch
+// stream makes for m rows; pass k takes rows [batchPassStart(m, k),
+// batchPassStart(m, k+1)) (sizes differing by at most one, so at least 2
+// rows each for m > vnniBatchMax).
+func batchPasses(m int) int { return (m + vnniBatchMax - 1) / vnniBatchMax }
+
+func batchPassStart(m, k int) int { return k * m / batchPasses(m) }
 
 // vnniBatch<q>[m] is vnniBatch<q>_<m>, the batch stream of m rows.
 var (
@@ -431,11 +449,12 @@ var (
 
 type vnniBatchFunc func(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
 
-// prepareBatch quantizes the input rows for the batch stream: per group g
-// of 16 blocks and row i (index k = g*m+i), the row's quants in the layout
-// of quantizeXQ8T at xq8[k*512:], and at bp[k*32:] the blocks' scales then
-// -offset times their sums (int32 bits), the offset being the weights' (see
-// vnni.go in asmgen).
+// prepareBatch quantizes the input rows for the batch stream: for each pass
+// (rows r0 ≤ r < r0+mp, see batchPasses), from xq8[r0*ld:] and bp[r0*2*nbp:],
+// per group g of 16 blocks and row i of the pass (index k = g*mp+i), the
+// row's quants in the layout of quantizeXQ8T at [k*512:], and at bp's
+// [k*32:] the blocks' scales then -offset times their sums (int32 bits), the
+// offset being the weights' (see vnni.go in asmgen).
 func (p *Pool) prepareBatch(j *matmulJob, nbp int) {
 	cols, m := j.w.Cols, j.m
 	ld := nbp * BlockSize
@@ -448,20 +467,24 @@ func (p *Pool) prepareBatch(j *matmulJob, nbp int) {
 	if j.w.Type == Q4 {
 		shift = 3 // q4: weights + 8
 	}
-	for i := range m {
-		x := j.x[i*cols : (i+1)*cols]
-		if cols != ld {
-			p.xpad = growFloats(p.xpad, ld)
-			copy(p.xpad, x)
-			clear(p.xpad[cols:])
-			x = p.xpad
-		}
-		for g := range nbp / 16 {
-			k := g*m + i
-			b := p.bp[32*k : 32*k+32]
-			quantizeXQ8T(&x[g*16*BlockSize], 16, &p.xq8t[512*k], &b[0], &sums[0])
-			for l, s := range sums {
-				b[16+l] = math.Float32frombits(uint32(-(int32(s) << shift)))
+	for k := range batchPasses(m) {
+		r0, r1 := batchPassStart(m, k), batchPassStart(m, k+1)
+		xq, bps := p.xq8t[r0*ld:], p.bp[r0*2*nbp:]
+		for i := r0; i < r1; i++ {
+			x := j.x[i*cols : (i+1)*cols]
+			if cols != ld {
+				p.xpad = growFloats(p.xpad, ld)
+				copy(p.xpad, x)
+				clear(p.xpad[cols:])
+				x = p.xpad
+			}
+			for g := range nbp / 16 {
+				at := g*(r1-r0) + i - r0
+				b := bps[32*at : 32*at+32]
+				quantizeXQ8T(&x[g*16*BlockSize], 16, &xq[512*at], &b[0], &sums[0])
+				for l, s := range sums {
+					b[16+l] = math.Float32frombits(uint32(-(int32(s) << shift)))
+				}
 			}
 		}
 	}
@@ -477,11 +500,25 @@ func vnniBatchRows(j *matmulJob, lo, hi int) {
 	w := j.w
 	nb := (w.Cols + BlockSize - 1) / BlockSize
 	rb := w.Type.RowBytes(w.Cols)
-	batch := vnniBatchQ8[j.m]
+	table := &vnniBatchQ8
 	if w.Type == Q4 {
-		batch = vnniBatchQ4[j.m]
+		table = &vnniBatchQ4
 	}
-	batch(&j.xq8[0], &j.bp[0], &w.Data[lo*rb], rb, nb, &j.y[lo], w.Rows*4, hi-lo)
+	if j.m <= vnniBatchMax {
+		table[j.m](&j.xq8[0], &j.bp[0], &w.Data[lo*rb], rb, nb, &j.y[lo], w.Rows*4, hi-lo)
+	} else {
+		// Passes over L1-sized blocks of weight rows: the first reads them from
+		// memory, the others from L1.
+		ld, np := j.nbp*BlockSize, batchPasses(j.m)
+		blk := max(1, batchBlockBytes/rb)
+		for b := lo; b < hi; b += blk {
+			e := min(b+blk, hi)
+			for k := range np {
+				r0, r1 := batchPassStart(j.m, k), batchPassStart(j.m, k+1)
+				table[r1-r0](&j.xq8[r0*ld], &j.bp[r0*2*j.nbp], &w.Data[b*rb], rb, nb, &j.y[r0*w.Rows+b], w.Rows*4, e-b)
+			}
+		}
+	}
 	if j.bias != nil {
 		for i := range j.m {
 			y := j.y[i*w.Rows+lo : i*w.Rows+hi]

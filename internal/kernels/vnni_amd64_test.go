@@ -74,8 +74,8 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 }
 
 // Every row of a q8/q4 matrix product (the batch stream for up to
-// vnniBatchMax rows, the tiles beyond, and the tiles alone with the stream
-// off) equals the matrix-vector product of that row alone, bit for bit.
+// batchStreamMax rows, in passes beyond vnniBatchMax, the tiles beyond, and
+// the tiles alone with the stream off) equals the matrix-vector product of that row alone, bit for bit.
 func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 	if !useVNNI {
 		t.Log("no AVX-512 VNNI on this CPU: the VNNI kernels are not used")
@@ -86,8 +86,11 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 		p := NewPool(threads)
 		for _, typ := range []WeightType{Q8, Q4} {
 			for _, cols := range []int{1, 31, 32, 33, 64, 100, 224, 480, 512, 545, 576, 1000, 1536} {
-				for _, m := range []int{2, 3, 4, 5, 7, 8, 9, 13, 16, 17} {
+				for _, m := range []int{2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33} {
 					rows := 1 + rng.IntN(70)
+					if cols <= 64 && rng.IntN(2) == 0 {
+						rows += 400 // several blocks of weight rows (batchBlockBytes)
+					}
 					w, _ := randMatrix(t, rng, typ, rows, cols)
 					x := randVec(rng, m*cols)
 					var bias []float32
