@@ -34,6 +34,16 @@ var ErrLeft = errors.New("sequence left its batcher")
 // whole step of its own).
 const stepWait = 2 * time.Millisecond
 
+// chunkBudget bounds, with BatchOptions.PrefillChunk 0, how much longer than a step of
+// decode rows alone a step with a prefill chunk beside them may take: the running streams'
+// gaps between tokens stretch by at most this much while a long prompt is prefilled
+// (Sarathi-Serve's stall-free batching, with the budget in time, measured, rather than in
+// tokens). chunkStart is the chunk tried before any step was measured.
+const (
+	chunkBudget = 1.5
+	chunkStart  = 8
+)
+
 // wait is the current bound of the wait for stragglers. b.mu is held.
 func (b *Batcher) wait() time.Duration { return max(stepWait, b.lastStep/4) }
 
@@ -42,7 +52,9 @@ type BatchOptions struct {
 	// MaxBatch is the most sessions one step runs (≥ 1).
 	MaxBatch int
 	// PrefillChunk is the most prompt rows of one session a step runs, in [1, the
-	// program's prefill step]; 0 means the prefill step.
+	// program's prefill step]; 0 chooses it before every step: the whole prefill step
+	// while no other joined sequence is decoding, else as many rows as keep a step with
+	// a chunk within chunkBudget times the recent decode-only step (see chunkRows).
 	PrefillChunk int
 	// OnStep, if set, is called by the scheduler after every step. It must return quickly
 	// and must not call the Batcher.
@@ -82,11 +94,15 @@ type Batcher struct {
 	busy     bool          // a step is running (the scheduler's, or one run by its caller)
 	lastStep time.Duration // how long the last step took
 	stepEnd  time.Time     // when it ended
-	stats    BatchStats
-	closed   bool
-	kick     chan struct{} // wakes the scheduler (buffered, 1)
-	stop     chan struct{} // closed by Close
-	exited   chan struct{} // closed by the scheduler
+	// decodeStep is the moving average of the steps of decode rows only (0: none yet),
+	// chunk the prefill rows a step beside decode rows takes (PrefillChunk 0).
+	decodeStep time.Duration
+	chunk      int
+	stats      BatchStats
+	closed     bool
+	kick       chan struct{} // wakes the scheduler (buffered, 1)
+	stop       chan struct{} // closed by Close
+	exited     chan struct{} // closed by the scheduler
 
 	// Scheduler-owned, reused every step.
 	step  []*Seq
@@ -120,6 +136,7 @@ type Seq struct {
 	left     bool
 	mio      *methodIO // the queued step
 	rows     int
+	prefill  bool // the step is a chunk of a prompt (of one row too)
 	ctx      context.Context
 	queuedAt time.Time
 	returned time.Time // when the last call returned
@@ -139,7 +156,7 @@ func NewBatcher(r *Runner, opts BatchOptions) (*Batcher, error) {
 	}
 	b := &Batcher{r: r, opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
 		step: make([]*Seq, 0, opts.MaxBatch), steps: make([]Step, 0, opts.MaxBatch), errs: make([]error, opts.MaxBatch),
-		linger: time.NewTimer(time.Hour)}
+		linger: time.NewTimer(time.Hour), chunk: min(chunkStart, r.planner.Prefill)}
 	b.linger.Stop()
 	b.batchExe, _ = r.exe.(BatchExecutor)
 	go b.schedule()
@@ -202,7 +219,7 @@ func (q *Seq) appendEach(ctx context.Context, tokens []int, each func(int, []flo
 	}
 	q.state = seqBetween
 	b.mu.Unlock()
-	err := q.s.appendVia(ctx, tokens, each, q, b.opts.PrefillChunk)
+	err := q.s.appendVia(ctx, tokens, each, q, q.chunkRows)
 	b.mu.Lock()
 	q.state, q.returned = seqIdle, time.Now()
 	b.mu.Unlock()
@@ -212,9 +229,35 @@ func (q *Seq) appendEach(ctx context.Context, tokens []int, each func(int, []flo
 	return err
 }
 
-// runStep queues the session's filled step and waits for its outcome. Errors wrapping
+// chunkRows is the most prompt rows of q's next prefill step: PrefillChunk if set; else
+// the program's prefill step while no other joined sequence is decoding (nothing waits
+// on the prompt but its own client) or when steps do not run as one pass, and the
+// measured chunk beside decode rows.
+func (q *Seq) chunkRows() int {
+	b := q.b
+	if b.opts.PrefillChunk > 0 {
+		return b.opts.PrefillChunk
+	}
+	if b.opts.MaxBatch == 1 || b.batchExe == nil {
+		return b.r.planner.Prefill // steps run one after another: a chunk stalls the others whole
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// A decoding sequence is idle between its calls (a server samples and streams each
+	// token between two): one that returned within a step's time still counts.
+	now, recent := time.Now(), max(b.wait(), b.lastStep)
+	for _, x := range b.seqs {
+		if x != q && !x.prefill && x.rows == 1 && (x.state != seqIdle || now.Sub(x.returned) < recent) {
+			return b.chunk
+		}
+	}
+	return b.r.planner.Prefill
+}
+
+// runStep queues the session's filled step (n rows; prompt: of an append of several
+// tokens, a prefill chunk even when of one row) and waits for its outcome. Errors wrapping
 // errNotRun mean the step never ran.
-func (q *Seq) runStep(ctx context.Context, s *Session, mio *methodIO, n int) error {
+func (q *Seq) runStep(ctx context.Context, s *Session, mio *methodIO, n int, prompt bool) error {
 	b := q.b
 	b.mu.Lock()
 	switch {
@@ -235,7 +278,7 @@ func (q *Seq) runStep(ctx context.Context, s *Session, mio *methodIO, n int) err
 		start := time.Now()
 		err := mio.step.Run(ctx)
 		st := StepStats{Sessions: 1, Rows: n, Duration: time.Since(start)}
-		if n > 1 {
+		if prompt {
 			st.PrefillRows = n
 		}
 		b.mu.Lock()
@@ -248,7 +291,7 @@ func (q *Seq) runStep(ctx context.Context, s *Session, mio *methodIO, n int) err
 		}
 		return err
 	}
-	q.state, q.mio, q.rows, q.ctx, q.queuedAt = seqQueued, mio, n, ctx, now
+	q.state, q.mio, q.rows, q.prefill, q.ctx, q.queuedAt = seqQueued, mio, n, prompt, ctx, now
 	b.queue = append(b.queue, q)
 	b.stats.Waiting = len(b.queue)
 	b.mu.Unlock()
@@ -439,6 +482,32 @@ func (b *Batcher) endStep(st StepStats) {
 	b.stats.Running = 0
 	b.stats.Steps++
 	b.stats.Rows += int64(st.Rows)
+	b.adapt(st)
+}
+
+// adapt moves the chunk taken beside decode rows toward the most rows whose step stays
+// within chunkBudget of a decode-only step: over budget, to the rows the step's measured
+// cost per prompt row allows; well under it, a few rows more. b.mu is held.
+func (b *Batcher) adapt(st StepStats) {
+	switch {
+	case st.Rows == 0:
+	case st.PrefillRows == 0:
+		if b.decodeStep == 0 {
+			b.decodeStep = st.Duration
+		} else {
+			b.decodeStep = (3*b.decodeStep + st.Duration) / 4
+		}
+	case st.Rows > st.PrefillRows && b.decodeStep > 0:
+		budget := time.Duration(chunkBudget * float64(b.decodeStep))
+		switch c := st.PrefillRows; {
+		case st.Duration > budget:
+			perRow := (st.Duration - b.decodeStep) / time.Duration(c)
+			fit := int((budget - b.decodeStep) / max(perRow, 1))
+			b.chunk = max(1, min(c-1, fit))
+		case st.Duration < budget*3/4:
+			b.chunk = min(b.r.planner.Prefill, max(b.chunk, c+max(1, c/8)))
+		}
+	}
 }
 
 // wake makes the scheduler look at the queue.
@@ -455,7 +524,7 @@ func (b *Batcher) run() {
 	st := StepStats{Sessions: len(b.step)}
 	for _, q := range b.step {
 		st.Rows += q.rows
-		if q.rows > 1 {
+		if q.prefill {
 			st.PrefillRows += q.rows
 		}
 	}

@@ -371,3 +371,63 @@ func TestOneSessionStepsAlternateChunksAndDecodeRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillChunkFollowsTheStepBudget checks the sizing of prompt chunks with
+// PrefillChunk 0: a prompt with nobody decoding beside it takes whole prefill steps; beside
+// a decoding sequence it takes the measured chunk, which shrinks to the rows the budget
+// allows when a step overran it and grows while steps stay well under it.
+func TestPrefillChunkFollowsTheStepBudget(t *testing.T) {
+	big := fakeSpec{C: 400, P: 64, V: 7, W: 3, Layers: []program.LayerType{full, sliding}}
+	_, r := newBatchFake(t, big, true)
+	b := newBatcher(t, r, BatchOptions{MaxBatch: 4})
+	prompt, stream := &Seq{b: b, rows: 64, prefill: true, state: seqQueued}, &Seq{b: b}
+	b.mu.Lock()
+	b.seqs = []*Seq{prompt, stream}
+	b.mu.Unlock()
+	if got := prompt.chunkRows(); got != 64 {
+		t.Errorf("chunk with nobody decoding: %d rows, want the prefill step (64)", got)
+	}
+	b.mu.Lock()
+	stream.rows, stream.state = 1, seqBetween
+	b.mu.Unlock()
+	if got := prompt.chunkRows(); got != chunkStart {
+		t.Errorf("chunk beside a decoding sequence before any step: %d rows, want %d", got, chunkStart)
+	}
+	ms := time.Millisecond
+	steps := []struct {
+		st   StepStats
+		want int
+	}{
+		{StepStats{Rows: 1, Duration: 10 * ms}, chunkStart},           // the decode-only reference: 10 ms
+		{StepStats{Rows: 9, PrefillRows: 8, Duration: 20 * ms}, 4},    // over 15 ms: 1.25 ms a row, 5 ms left
+		{StepStats{Rows: 5, PrefillRows: 4, Duration: 11 * ms}, 5},    // under 11.25 ms: one more
+		{StepStats{Rows: 6, PrefillRows: 5, Duration: 14 * ms}, 5},    // within the budget: kept
+		{StepStats{Rows: 6, PrefillRows: 5, Duration: 100 * ms}, 1},   // far over: at least one row
+		{StepStats{Rows: 64, PrefillRows: 64, Duration: 100 * ms}, 1}, // a chunk alone says nothing
+		{StepStats{Rows: 2, PrefillRows: 1, Duration: 10 * ms}, 2},    // well under: grows again
+		{StepStats{Rows: 60, PrefillRows: 59, Duration: 10 * ms}, 64}, // never past the prefill step
+		{StepStats{Rows: 3, Duration: 40 * ms}, 64},                   // the reference moves: (3·10+40)/4
+		{StepStats{Rows: 65, PrefillRows: 64, Duration: 40 * ms}, 64}, // over 26.25 ms: the rows its cost per row allows
+	}
+	steps[len(steps)-1].want = int((26250*time.Microsecond - 17500*time.Microsecond) / ((40*ms - 17500*time.Microsecond) / 64))
+	for i, c := range steps {
+		b.mu.Lock()
+		b.adapt(c.st)
+		got := b.chunk
+		b.mu.Unlock()
+		if got != c.want {
+			t.Fatalf("after step %d %+v: chunk %d, want %d", i, c.st, got, c.want)
+		}
+	}
+	fixed := newBatcher(t, r, BatchOptions{MaxBatch: 4, PrefillChunk: 3})
+	if got := (&Seq{b: fixed}).chunkRows(); got != 3 {
+		t.Errorf("PrefillChunk 3: chunk %d rows", got)
+	}
+	one := newBatcher(t, r, BatchOptions{MaxBatch: 1})
+	one.mu.Lock()
+	one.seqs = []*Seq{{b: one, rows: 1, state: seqBetween}}
+	one.mu.Unlock()
+	if got := (&Seq{b: one}).chunkRows(); got != 64 {
+		t.Errorf("MaxBatch 1: chunk %d rows, want the prefill step (steps run one at a time)", got)
+	}
+}

@@ -176,18 +176,18 @@ func (s *Session) AppendEach(ctx context.Context, tokens []int, fn func(i int, l
 }
 
 func (s *Session) append(ctx context.Context, tokens []int, each func(int, []float32) error) error {
-	return s.appendVia(ctx, tokens, each, nil, 0)
+	return s.appendVia(ctx, tokens, each, nil, nil)
 }
 
 // stepRunner runs one filled step of a session: Session calls Run on the bound step
 // itself; a Seq hands the step to its Batcher.
 type stepRunner interface {
-	runStep(ctx context.Context, s *Session, mio *methodIO, n int) error
+	runStep(ctx context.Context, s *Session, mio *methodIO, n int, prompt bool) error
 }
 
 // appendVia is Append(Each) with its steps run by via (nil: directly) and prefill chunks
-// of at most chunk rows (0: the prefill method's step).
-func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []float32) error, via stepRunner, chunk int) error {
+// of at most chunk() rows, asked before each prefill step (nil: the prefill method's step).
+func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []float32) error, via stepRunner, chunk func() int) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -213,8 +213,8 @@ func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []
 		mio := s.dec
 		if st.Prefill {
 			mio = s.pre
-			if chunk > 0 {
-				st.N = min(st.N, chunk)
+			if chunk != nil {
+				st.N = max(1, min(st.N, chunk()))
 			}
 		}
 		toks := tokens[done : done+st.N]
@@ -222,7 +222,7 @@ func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []
 		var err error
 		if via == nil {
 			err = mio.step.Run(ctx)
-		} else if err = via.runStep(ctx, s, mio, st.N); errors.Is(err, errNotRun) {
+		} else if err = via.runStep(ctx, s, mio, st.N, len(tokens) > 1); errors.Is(err, errNotRun) {
 			return err // the step did not run: the session is as it was after the last one
 		}
 		if err == nil {

@@ -32,7 +32,7 @@ var (
 	batchProgram  = flag.String("batch-program", "", "program file for TestBatchingLoad (default: the embedded test model)")
 	batchThreads  = flag.Int("batch-threads", 1, "executor threads for -batch-program")
 	batchSessions = flag.Int("batch-sessions", 4, "sessions (and most streams in one batch) in TestBatchingLoad")
-	batchChunk    = flag.Int("batch-prefill-chunk", 0, "PrefillChunk in TestBatchingLoad (0: the prefill step)")
+	batchChunk    = flag.Int("batch-prefill-chunk", 0, "PrefillChunk in TestBatchingLoad (0: sized step by step by the batcher)")
 	batchDuration = flag.Duration("batch-duration", 500*time.Millisecond, "how long each throughput phase of TestBatchingLoad runs")
 	batchRounds   = flag.Int("batch-rounds", 1, "alternating rounds of each phase in TestBatchingLoad (medians are reported)")
 )

@@ -57,9 +57,11 @@ type Options struct {
 	// leaves it when done; a long prompt is prefilled in chunks between decode steps.
 	MaxBatch int
 	// PrefillChunk is the most prompt tokens of one request a batched step runs beside the
-	// others' decode rows, from 0 to the program's prefill step; 0 means the prefill step.
-	// Smaller chunks keep the gaps between the running streams' tokens short while a long
-	// prompt is prefilled; larger ones prefill faster.
+	// others' decode rows, from 0 to the program's prefill step. Smaller chunks keep the
+	// gaps between the running streams' tokens short while a long prompt is prefilled;
+	// larger ones prefill faster. 0 sizes them step by step (runner.BatchOptions): a step
+	// with a chunk takes at most 1.5× a step of the decode rows alone, and a prompt with no
+	// stream running beside it is prefilled in whole prefill steps.
 	PrefillChunk int
 	// MaxQueue is how many requests may wait for a session (≥ 0); more get 429.
 	MaxQueue int
@@ -97,7 +99,7 @@ func (o *Options) validate() error {
 	case o.MaxBatch < 1 || o.MaxBatch > o.MaxSessions:
 		return bad("MaxBatch", "= %d, must be between 1 and MaxSessions (%d)", o.MaxBatch, o.MaxSessions)
 	case o.PrefillChunk < 0 || o.PrefillChunk > o.Runner.Planner().Prefill:
-		return bad("PrefillChunk", "= %d, must be between 0 (the prefill step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Planner().Prefill)
+		return bad("PrefillChunk", "= %d, must be between 0 (sized step by step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Planner().Prefill)
 	case o.MaxQueue < 0:
 		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
 	case o.QueueTimeout <= 0:

@@ -36,7 +36,9 @@ Up to --sessions generations run at once, each on a pooled session; a request wh
 starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
 Up to --max-batch of them step together, one read of the weights for all (continuous
 batching): a request joins the running batch at its next step and leaves it when done, and
-a long prompt is prefilled in chunks of --prefill-chunk tokens beside the others' decode rows.
+a long prompt is prefilled in chunks beside the others' decode rows: by default chunks sized
+step by step so that a step with one takes at most 1.5× a step of decode rows alone (the
+running streams' gaps between tokens stretch by at most that), or --prefill-chunk tokens.
 Up to --queue more requests wait, each for at most --queue-timeout; beyond that requests get
 429 or 503 with Retry-After. It listens on loopback unless --addr says otherwise. On SIGINT or
 SIGTERM it stops accepting, lets running requests finish for --grace, then cancels them.`,
@@ -48,7 +50,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			case cmd.Flags().Changed("max-batch") && (maxBatch < 1 || maxBatch > sessions):
 				return usagef("--max-batch %d must be between 1 and --sessions (%d)", maxBatch, sessions)
 			case chunk < 0:
-				return usagef("--prefill-chunk %d must be ≥ 0 (0: the program's prefill step)", chunk)
+				return usagef("--prefill-chunk %d must be ≥ 0 (0: sized by time, step by step)", chunk)
 			case queue < 0:
 				return usagef("--queue %d must be ≥ 0", queue)
 			case maxBody < 1:
@@ -135,7 +137,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	f.IntVar(&sessions, "sessions", 4, "generations that run at once (pooled sessions)")
 	f.IntVar(&maxBatch, "max-batch", 0, "most generations that step together (default: --sessions)")
-	f.IntVar(&chunk, "prefill-chunk", 0, "most prompt tokens of one request per batched step (0: the program's prefill step)")
+	f.IntVar(&chunk, "prefill-chunk", 0, "most prompt tokens of one request per batched step (0: sized step by step to keep running streams' gaps within 1.5×)")
 	f.Int64Var(&memoryBudget, "memory-budget", 1<<30, "most bytes of session buffers the pool holds")
 	f.IntVar(&queue, "queue", 32, "requests that may wait for a session")
 	f.DurationVar(&queueTimeout, "queue-timeout", 30*time.Second, "longest wait for a session before 503")
