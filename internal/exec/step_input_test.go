@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -103,12 +104,12 @@ func TestInvalidStepInputsAreErrors(t *testing.T) {
 	}
 }
 
-// decodeSteps binds the decode method of one loaded stories260K program to n sessions'
-// buffers.
-func decodeSteps(t *testing.T, n int) (*exec.Program, []*exec.Step, []map[string][]byte) {
+// decodeSteps binds the decode method of one loaded stories260K program (weights: its
+// weight type, "" for the checkpoint's) to n sessions' buffers.
+func decodeSteps(t *testing.T, n int, weights string) (*exec.Program, []*exec.Step, []map[string][]byte) {
 	t.Helper()
 	_, b0 := decodeStep(t)
-	data := exporttest.Program(t, models.Stories260K(), export.Options{Context: 8, CacheDType: program.F32})
+	data := exporttest.Program(t, models.Stories260K(), export.Options{Context: 8, CacheDType: program.F32, Weights: weights})
 	f, err := program.Decode(data, program.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -135,45 +136,54 @@ func decodeSteps(t *testing.T, n int) (*exec.Program, []*exec.Step, []map[string
 	return p, steps, all
 }
 
+// Batched decode steps equal lone ones bit for bit and allocate nothing: 3 sessions of
+// float weights, and 12 of q8 and q4 (more rows than one pass of the int8 batch stream).
 func TestBatchedDecodeEqualsLoneStepsAndAllocatesNothing(t *testing.T) {
-	const n = 3
-	p, steps, bufs := decodeSteps(t, n)
-	_, lone, loneBufs := decodeSteps(t, n)
-	ctx := context.Background()
-	errs := make([]error, n)
-	pos := 0
-	allocs := testing.AllocsPerRun(5, func() {
-		for i := range n {
-			setStep(bufs[i], int64(1+i*7+pos), pos)
-			setStep(loneBufs[i], int64(1+i*7+pos), pos)
-			if err := lone[i].Run(ctx); err != nil {
-				t.Fatal(err)
+	for _, c := range []struct {
+		weights string
+		n       int
+	}{{"", 3}, {"q8", 12}, {"q4", 12}} {
+		t.Run(fmt.Sprintf("%s/%d", c.weights, c.n), func(t *testing.T) {
+			n := c.n
+			p, steps, bufs := decodeSteps(t, n, c.weights)
+			_, lone, loneBufs := decodeSteps(t, n, c.weights)
+			ctx := context.Background()
+			errs := make([]error, n)
+			pos := 0
+			allocs := testing.AllocsPerRun(5, func() {
+				for i := range n {
+					setStep(bufs[i], int64(1+i*7+pos), pos)
+					setStep(loneBufs[i], int64(1+i*7+pos), pos)
+					if err := lone[i].Run(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				p.RunBatch(ctx, steps, errs)
+				for i, err := range errs {
+					if err != nil {
+						t.Fatalf("step %d at %d: %v", i, pos, err)
+					}
+				}
+				pos++
+			})
+			if allocs != 0 {
+				t.Errorf("%.1f allocations per batched step (and lone steps), want 0", allocs)
 			}
-		}
-		p.RunBatch(ctx, steps, errs)
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("step %d at %d: %v", i, pos, err)
+			for i := range n {
+				for name, b := range loneBufs[i] {
+					if !bytes.Equal(b, bufs[i][name]) {
+						t.Errorf("session %d: %s after %d batched steps differs from running alone", i, name, pos)
+					}
+				}
 			}
-		}
-		pos++
-	})
-	if allocs != 0 {
-		t.Errorf("%.1f allocations per batched step (and lone steps), want 0", allocs)
-	}
-	for i := range n {
-		for name, b := range loneBufs[i] {
-			if !bytes.Equal(b, bufs[i][name]) {
-				t.Errorf("session %d: %s after %d batched steps differs from running alone", i, name, pos)
-			}
-		}
+		})
 	}
 }
 
 // A step refused in a batch changes nothing; the others run as they would alone.
 func TestBatchedStepWithBadInputFailsAlone(t *testing.T) {
-	p, steps, bufs := decodeSteps(t, 3)
-	_, lone, loneBufs := decodeSteps(t, 3)
+	p, steps, bufs := decodeSteps(t, 3, "")
+	_, lone, loneBufs := decodeSteps(t, 3, "")
 	ctx := context.Background()
 	for i := range 3 {
 		setStep(bufs[i], int64(3+i), 0)
