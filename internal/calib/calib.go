@@ -57,6 +57,10 @@ type Options struct {
 	// an eighth of the calibration tokens get none either: fewer samples leave the matrix
 	// nearly singular, and compensating along it fits the calibration text, not the model.
 	MaxGram int
+	// Rotate is the export.Options.Rotate of the program the statistics are for: Run and
+	// RunSelf measure the float model exported with it (the inputs of a rotated program's
+	// matrices are in the rotated basis). "" means none.
+	Rotate string
 }
 
 // gramSamplesPerChannel is how many calibration tokens per input channel a Gram matrix needs.

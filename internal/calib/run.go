@@ -60,17 +60,17 @@ func Run(ctx context.Context, ckpt *hf.Checkpoint, sequences [][]int, opts Optio
 	if longest == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrInput)
 	}
-	f, err := floatProgram(ctx, ckpt, longest)
+	f, err := floatProgram(ctx, ckpt, longest, opts.Rotate)
 	if err != nil {
 		return nil, err
 	}
 	return Collect(ctx, f, sequences, opts)
 }
 
-// floatProgram exports ckpt with float32 weights and caches and a context of n tokens
-// into memory.
-func floatProgram(ctx context.Context, ckpt *hf.Checkpoint, n int) (*program.File, error) {
-	eo := export.Options{Context: n, Weights: "f32", CacheDType: program.F32}
+// floatProgram exports ckpt with float32 weights and caches, a context of n tokens and the
+// given rotation of the residual stream into memory.
+func floatProgram(ctx context.Context, ckpt *hf.Checkpoint, n int, rotate string) (*program.File, error) {
+	eo := export.Options{Context: n, Weights: "f32", CacheDType: program.F32, Rotate: rotate}
 	if n >= 2 {
 		eo.Prefill = min(n, 64)
 	}

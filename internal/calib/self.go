@@ -47,7 +47,7 @@ func RunSelf(ctx context.Context, ckpt *hf.Checkpoint, so SelfOptions, opts Opti
 	if err := so.validate(); err != nil {
 		return nil, nil, err
 	}
-	f, err := floatProgram(ctx, ckpt, so.Length)
+	f, err := floatProgram(ctx, ckpt, so.Length, opts.Rotate)
 	if err != nil {
 		return nil, nil, err
 	}

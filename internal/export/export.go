@@ -63,6 +63,15 @@ type Options struct {
 	// Delegate adds, beside the op lists, each method as a graph for another engine:
 	// DelegateONNX stores ONNX graphs (internal/onnx) as assets; "" stores none.
 	Delegate string
+	// Rotate is RotateHadamard or RotateNone: whether the residual stream is rotated before
+	// the weights are converted: the pre-norms' gains fused into the matrices that read them,
+	// then every matrix reading the stream multiplied by a fixed orthogonal matrix Q (W·Q) and
+	// every matrix writing it by Qᵀ (Qᵀ·W). The float model is unchanged (up to rounding). A
+	// tied output projection is written untied (the final norm's gain is fused into it): one
+	// more [vocab, hidden] matrix. Only for plain pre-norm graphs (not Gemma 2/3 or OLMo 2)
+	// whose hidden size has a power-of-two factor ≥ 32; with Calibration, the statistics must
+	// come from the rotated float model (calib.Options.Rotate). "" means none.
+	Rotate string
 }
 
 // DelegateONNX is the Options.Delegate that stores each method's ONNX graph.
@@ -135,6 +144,12 @@ type plan struct {
 	// src maps a tensor name of the spec (and the program) to the checkpoint's: one of the
 	// spec's Layouts, or the identity.
 	src decoder.Layout
+	// rot rotates the residual stream (nil: no rotation); untied is set when the checkpoint
+	// ties the output projection to the embedding but the program cannot (the final norm's
+	// gain is fused into the projection): the spec is then untied and its LMHead read from
+	// the embedding.
+	rot    *rotation
+	untied bool
 }
 
 func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options) (*plan, error) {
@@ -212,6 +227,9 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 	if err := p.checkClaims(); err != nil {
 		return nil, err
 	}
+	if err := p.planRotation(); err != nil {
+		return nil, err
+	}
 	if err := checkAssets(ckpt.TokenizerJSON, ckpt.TokenizerConfigJSON); err != nil {
 		return nil, err
 	}
@@ -243,7 +261,9 @@ func layout(ckpt *hf.Checkpoint, spec *decoder.Spec) (decoder.Layout, error) {
 func (p *plan) ignored() []string {
 	read := map[string]bool{}
 	for _, w := range p.spec.Weights() {
-		read[p.src(w.Name)] = true
+		if w.Role != decoder.LMHead || !p.untied {
+			read[p.src(w.Name)] = true
+		}
 	}
 	var out []string
 	for _, n := range p.ckpt.Names() {
@@ -331,6 +351,9 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 // Parts (a fused q/k/v or gate/up matrix), each converted as if the checkpoint held it.
 func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 	name := p.src(it.Name) // the checkpoint's name; the program keeps it.Name
+	if it.Role == decoder.LMHead && p.untied {
+		name = p.src(p.spec.Names.Embed)
+	}
 	t, ok := p.ckpt.Tensor(name)
 	if !ok {
 		return &TensorError{Name: name, Problem: "missing from the checkpoint"}
@@ -358,10 +381,14 @@ func (p *plan) writeWeight(pw *program.Writer, it decoder.Weight) error {
 // writeValues converts the values of weight it, read from checkpoint tensor name, to the
 // program's type for its role and writes them.
 func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, vals []float32) error {
+	fused, err := p.rotate(it, vals)
+	if err != nil {
+		return &TensorError{Name: name, Problem: err.Error()}
+	}
 	// Norms and biases stay f32, and so does a router: quantized programs then choose the
 	// experts float ones do wherever the router's margins exceed the rounding.
 	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) || it.Role == decoder.Router {
-		if norm && p.spec.NormOffset != 0 {
+		if norm && p.spec.NormOffset != 0 && !fused {
 			for i := range vals {
 				vals[i] += p.spec.NormOffset
 			}
