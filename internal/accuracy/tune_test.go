@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hfstatic/hfstatic/internal/accuracy"
 	"github.com/hfstatic/hfstatic/internal/calib"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
@@ -62,7 +63,18 @@ func TestTuningText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats := map[string]map[string]kernels.Calibration{"none": nil, "self": self.Matrices, "default": text.Matrices}
+	copts.Rotate = export.RotateHadamard
+	rtext, err := calib.Run(context.Background(), ckpt, cs, copts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rself, _, err := calib.RunSelf(context.Background(), ckpt, calib.DefaultSelf, copts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Statistics by calibration and rotation (a rotated program's come from the rotated float model).
+	stats := map[string]map[string]kernels.Calibration{"none": nil, "self": self.Matrices, "default": text.Matrices,
+		"none/hadamard": nil, "self/hadamard": rself.Matrices, "default/hadamard": rtext.Matrices}
 	logits := func(o export.Options) [][][]float32 {
 		var out [][][]float32
 		for _, s := range seqs {
@@ -74,17 +86,29 @@ func TestTuningText(t *testing.T) {
 	}
 	f32 := logits(export.Options{})
 	t.Logf("%d sequences, %d positions", len(seqs), positions)
-	for _, c := range []struct{ weights, embed, calibrate string }{
-		{"q8", "", "none"}, {"q8", "", "self"}, {"q8", "", "default"},
-		{"q4", "q4", "none"}, {"q4", "q4", "self"}, {"q4", "q4", "default"},
-		{"q4", "", "none"}, {"q4", "", "self"}, {"q4", "", "default"},
+	for _, c := range []struct{ weights, embed, calibrate, rotate string }{
+		{"q8", "", "none", ""}, {"q8", "", "self", ""}, {"q8", "", "default", ""},
+		{"q4", "q4", "none", ""}, {"q4", "q4", "self", ""}, {"q4", "q4", "default", ""},
+		{"q4", "", "none", ""}, {"q4", "", "self", ""}, {"q4", "", "default", ""},
+		{"f32", "", "none", "hadamard"},
+		{"q8", "", "none", "hadamard"}, {"q8", "", "self", "hadamard"}, {"q8", "", "default", "hadamard"},
+		{"q4", "q4", "none", "hadamard"}, {"q4", "q4", "self", "hadamard"}, {"q4", "q4", "default", "hadamard"},
+		{"q4", "", "none", "hadamard"}, {"q4", "", "self", "hadamard"}, {"q4", "", "default", "hadamard"},
 	} {
-		got := logits(export.Options{Weights: c.weights, EmbedWeights: c.embed, Calibration: stats[c.calibrate]})
-		var kl float64
-		for i := range seqs {
-			r := compare(t, f32[i], got[i])
-			kl += r.MeanKL * float64(r.Positions)
+		st := stats[c.calibrate]
+		if c.rotate != "" {
+			st = stats[c.calibrate+"/"+c.rotate]
 		}
-		t.Logf("weights=%s embed=%s calibrate=%s: mean KL %.5f", c.weights, c.embed, c.calibrate, kl/float64(positions))
+		got := logits(export.Options{Weights: c.weights, EmbedWeights: c.embed, Calibration: st, Rotate: c.rotate})
+		var a accuracy.Accumulator
+		for i := range seqs {
+			for j := range seqs[i] {
+				if err := a.Add(f32[i][j], got[i][j]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r := a.Report()
+		t.Logf("weights=%s embed=%s calibrate=%s rotate=%s: mean KL %.5f, argmax %.2f%%, max |Δlogit| %.2g", c.weights, c.embed, c.calibrate, c.rotate, r.MeanKL, 100*r.ArgmaxAgreement, r.MaxAbsDiff)
 	}
 }
