@@ -34,14 +34,15 @@ var ErrLeft = errors.New("sequence left its batcher")
 // whole step of its own).
 const stepWait = 2 * time.Millisecond
 
-// chunkBudget bounds, with BatchOptions.PrefillChunk 0, how much longer than a step of
-// decode rows alone a step with a prefill chunk beside them may take: the running streams'
-// gaps between tokens stretch by at most this much while a long prompt is prefilled
-// (Sarathi-Serve's stall-free batching, with the budget in time, measured, rather than in
-// tokens). chunkStart is the chunk tried before any step was measured.
+// DefaultChunkBudget is BatchOptions.ChunkBudget's default: with PrefillChunk 0, a step
+// with a prompt chunk beside decode rows takes at most 1.5× a step of the decode rows alone,
+// so the running streams' gaps between tokens stretch by at most that while a long prompt is
+// prefilled (Sarathi-Serve's stall-free batching, with the budget in time, measured, rather
+// than in tokens). chunkStart is the chunk tried before any step was measured.
 const (
-	chunkBudget = 1.5
-	chunkStart  = 8
+	DefaultChunkBudget = 1.5
+	maxChunkBudget     = 1000
+	chunkStart         = 8
 )
 
 // wait is the current bound of the wait for stragglers. b.mu is held.
@@ -54,8 +55,12 @@ type BatchOptions struct {
 	// PrefillChunk is the most prompt rows of one session a step runs, in [1, the
 	// program's prefill step]; 0 chooses it before every step: the whole prefill step
 	// while no other joined sequence is decoding, else as many rows as keep a step with
-	// a chunk within chunkBudget times the recent decode-only step (see chunkRows).
+	// a chunk within ChunkBudget times the recent decode-only step (see chunkRows).
 	PrefillChunk int
+	// ChunkBudget is, with PrefillChunk 0, how many times a decode-only step a step with a
+	// prompt chunk may take (> 1; 0 means DefaultChunkBudget): larger budgets prefill
+	// faster and stretch the running streams' gaps more.
+	ChunkBudget float64
 	// OnStep, if set, is called by the scheduler after every step. It must return quickly
 	// and must not call the Batcher.
 	OnStep func(StepStats)
@@ -153,6 +158,11 @@ func NewBatcher(r *Runner, opts BatchOptions) (*Batcher, error) {
 		return nil, fmt.Errorf("runner: BatchOptions.MaxBatch = %d, must be ≥ 1", opts.MaxBatch)
 	case opts.PrefillChunk < 0 || opts.PrefillChunk > r.planner.Prefill:
 		return nil, fmt.Errorf("runner: BatchOptions.PrefillChunk = %d, must be in [0, %d] (the program's prefill step)", opts.PrefillChunk, r.planner.Prefill)
+	case opts.ChunkBudget != 0 && !(opts.ChunkBudget > 1 && opts.ChunkBudget <= maxChunkBudget):
+		return nil, fmt.Errorf("runner: BatchOptions.ChunkBudget = %v, must be in (1, %d] (0: %v)", opts.ChunkBudget, maxChunkBudget, DefaultChunkBudget)
+	}
+	if opts.ChunkBudget == 0 {
+		opts.ChunkBudget = DefaultChunkBudget
 	}
 	b := &Batcher{r: r, opts: opts, kick: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}),
 		step: make([]*Seq, 0, opts.MaxBatch), steps: make([]Step, 0, opts.MaxBatch), errs: make([]error, opts.MaxBatch),
@@ -486,7 +496,7 @@ func (b *Batcher) endStep(st StepStats) {
 }
 
 // adapt moves the chunk taken beside decode rows toward the most rows whose step stays
-// within chunkBudget of a decode-only step: over budget, to the rows the step's measured
+// within ChunkBudget of a decode-only step: over budget, to the rows the step's measured
 // cost per prompt row allows; well under it, a few rows more. b.mu is held.
 func (b *Batcher) adapt(st StepStats) {
 	switch {
@@ -498,7 +508,7 @@ func (b *Batcher) adapt(st StepStats) {
 			b.decodeStep = (3*b.decodeStep + st.Duration) / 4
 		}
 	case st.Rows > st.PrefillRows && b.decodeStep > 0:
-		budget := time.Duration(chunkBudget * float64(b.decodeStep))
+		budget := time.Duration(b.opts.ChunkBudget * float64(b.decodeStep))
 		switch c := st.PrefillRows; {
 		case st.Duration > budget:
 			perRow := (st.Duration - b.decodeStep) / time.Duration(c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -176,7 +177,8 @@ func TestBatcherMatchesLoneSessions(t *testing.T) {
 
 func TestBatchOptionsAreValidated(t *testing.T) {
 	_, r := newBatchFake(t, mixed, true)
-	for _, opts := range []BatchOptions{{MaxBatch: 0}, {MaxBatch: -1}, {MaxBatch: 2, PrefillChunk: -1}, {MaxBatch: 2, PrefillChunk: mixed.P + 1}} {
+	for _, opts := range []BatchOptions{{MaxBatch: 0}, {MaxBatch: -1}, {MaxBatch: 2, PrefillChunk: -1}, {MaxBatch: 2, PrefillChunk: mixed.P + 1},
+		{MaxBatch: 2, ChunkBudget: 1}, {MaxBatch: 2, ChunkBudget: 0.5}, {MaxBatch: 2, ChunkBudget: -2}, {MaxBatch: 2, ChunkBudget: math.NaN()}, {MaxBatch: 2, ChunkBudget: math.Inf(1)}} {
 		if b, err := NewBatcher(r, opts); err == nil {
 			b.Close()
 			t.Errorf("NewBatcher(%+v) succeeded", opts)
@@ -418,6 +420,17 @@ func TestPrefillChunkFollowsTheStepBudget(t *testing.T) {
 		if got != c.want {
 			t.Fatalf("after step %d %+v: chunk %d, want %d", i, c.st, got, c.want)
 		}
+	}
+	// A larger budget: the 20 ms step beside a 10 ms reference is within 3×, and a step
+	// under 3/4 of 30 ms grows the chunk.
+	wide := newBatcher(t, r, BatchOptions{MaxBatch: 4, ChunkBudget: 3})
+	wide.mu.Lock()
+	wide.adapt(StepStats{Rows: 1, Duration: 10 * ms})
+	wide.adapt(StepStats{Rows: 9, PrefillRows: 8, Duration: 20 * ms})
+	got := wide.chunk
+	wide.mu.Unlock()
+	if got != 9 {
+		t.Errorf("budget 3×: chunk %d after an 8-row step of 2× the decode-only one, want 9", got)
 	}
 	fixed := newBatcher(t, r, BatchOptions{MaxBatch: 4, PrefillChunk: 3})
 	if got := (&Seq{b: fixed}).chunkRows(); got != 3 {

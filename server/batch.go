@@ -26,12 +26,11 @@ type batchStats struct {
 	Running int // sequences joined: each takes part in steps until it leaves
 }
 
-// newBatcher makes the batcher of a server: at most maxBatch sequences and one prefill
-// chunk of at most prefillChunk rows (0: the prefill step) in one step; onStep is told each
-// step's sequences and tokens.
-func newBatcher(r *runner.Runner, maxBatch, prefillChunk int, onStep func(seqs, tokens int)) (batcher, error) {
-	b, err := runner.NewBatcher(r, runner.BatchOptions{MaxBatch: maxBatch, PrefillChunk: prefillChunk,
-		OnStep: func(st runner.StepStats) { onStep(st.Sessions, st.Rows) }})
+// newBatcher makes the batcher of a server with opts (their OnStep is set here); onStep is
+// told each step's sequences and tokens.
+func newBatcher(r *runner.Runner, opts runner.BatchOptions, onStep func(seqs, tokens int)) (batcher, error) {
+	opts.OnStep = func(st runner.StepStats) { onStep(st.Sessions, st.Rows) }
+	b, err := runner.NewBatcher(r, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ func TestOptionsRefuseABadBatch(t *testing.T) {
 		{"MaxBatch", func(o *Options) { o.MaxBatch = o.MaxSessions + 1 }},
 		{"PrefillChunk", func(o *Options) { o.PrefillChunk = -1 }},
 		{"PrefillChunk", func(o *Options) { o.PrefillChunk = o.Runner.Planner().Prefill + 1 }},
+		{"ChunkBudget", func(o *Options) { o.ChunkBudget = 1 }},
+		{"ChunkBudget", func(o *Options) { o.ChunkBudget = -1.5 }},
 	}
 	for _, tc := range tests {
 		o := testOptions(t)

@@ -33,6 +33,7 @@ var (
 	batchThreads  = flag.Int("batch-threads", 1, "executor threads for -batch-program")
 	batchSessions = flag.Int("batch-sessions", 4, "sessions (and most streams in one batch) in TestBatchingLoad")
 	batchChunk    = flag.Int("batch-prefill-chunk", 0, "PrefillChunk in TestBatchingLoad (0: sized step by step by the batcher)")
+	batchBudget   = flag.Float64("batch-chunk-budget", 0, "ChunkBudget in TestBatchingLoad (0: the default)")
 	batchDuration = flag.Duration("batch-duration", 500*time.Millisecond, "how long each throughput phase of TestBatchingLoad runs")
 	batchRounds   = flag.Int("batch-rounds", 1, "alternating rounds of each phase in TestBatchingLoad (medians are reported)")
 )
@@ -152,7 +153,7 @@ func TestBatchingLoad(t *testing.T) {
 	r := batchLoadRunner(t)
 	sessions := *batchSessions
 	s, base, _ := startServer(t, func(o *Options) {
-		o.Runner, o.MaxSessions, o.MaxBatch, o.PrefillChunk, o.MaxQueue = r, sessions, sessions, *batchChunk, 64
+		o.Runner, o.MaxSessions, o.MaxBatch, o.PrefillChunk, o.ChunkBudget, o.MaxQueue = r, sessions, sessions, *batchChunk, *batchBudget, 64
 	})
 	vocab := min(s.o.Tokenizer.VocabSize(), r.Metadata().VocabSize)
 	promptLen, genLen, longLen := 114, 64, 400

@@ -63,6 +63,11 @@ type Options struct {
 	// with a chunk takes at most 1.5× a step of the decode rows alone, and a prompt with no
 	// stream running beside it is prefilled in whole prefill steps.
 	PrefillChunk int
+	// ChunkBudget is, with PrefillChunk 0, how many times a step of the decode rows alone a
+	// step with a prompt chunk may take (> 1; 0: runner.DefaultChunkBudget, 1.5): larger
+	// budgets prefill (and serve prompt-heavy traffic) faster, smaller ones keep the running
+	// streams' gaps between tokens shorter.
+	ChunkBudget float64
 	// MaxQueue is how many requests may wait for a session (≥ 0); more get 429.
 	MaxQueue int
 	// QueueTimeout is how long a request waits for a session before it gets 503 (> 0).
@@ -100,6 +105,8 @@ func (o *Options) validate() error {
 		return bad("MaxBatch", "= %d, must be between 1 and MaxSessions (%d)", o.MaxBatch, o.MaxSessions)
 	case o.PrefillChunk < 0 || o.PrefillChunk > o.Runner.Planner().Prefill:
 		return bad("PrefillChunk", "= %d, must be between 0 (sized step by step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Planner().Prefill)
+	case o.ChunkBudget != 0 && !(o.ChunkBudget > 1 && o.ChunkBudget <= 1000):
+		return bad("ChunkBudget", "= %v, must be 0 (the default, %v) or more than 1 (at most 1000)", o.ChunkBudget, runner.DefaultChunkBudget)
 	case o.MaxQueue < 0:
 		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
 	case o.QueueTimeout <= 0:
@@ -141,7 +148,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{o: opts, log: opts.Logger, created: time.Now().Unix(),
 		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics(), guards: newGuards(limits, opts.MaxSessions)}
-	if s.batch, err = newBatcher(opts.Runner, opts.MaxBatch, opts.PrefillChunk, s.metrics.step); err != nil {
+	if s.batch, err = newBatcher(opts.Runner, runner.BatchOptions{MaxBatch: opts.MaxBatch, PrefillChunk: opts.PrefillChunk, ChunkBudget: opts.ChunkBudget}, s.metrics.step); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if s.log == nil {

@@ -20,6 +20,7 @@ func newServeCmd() *cobra.Command {
 		addr, modelID                string
 		aliases                      []string
 		sessions, maxBatch, chunk    int
+		budget                       float64
 		queue, threads               int
 		memoryBudget, maxBody        int64
 		timeout, queueTimeout, grace time.Duration
@@ -37,8 +38,9 @@ starts with tokens a free session already holds (the earlier turns of a chat) re
 Up to --max-batch of them step together, one read of the weights for all (continuous
 batching): a request joins the running batch at its next step and leaves it when done, and
 a long prompt is prefilled in chunks beside the others' decode rows: by default chunks sized
-step by step so that a step with one takes at most 1.5× a step of decode rows alone (the
-running streams' gaps between tokens stretch by at most that), or --prefill-chunk tokens.
+step by step so that a step with one takes at most --chunk-budget (1.5) times a step of decode
+rows alone (the running streams' gaps between tokens stretch by at most that; larger budgets
+prefill faster), or --prefill-chunk tokens.
 Up to --queue more requests wait, each for at most --queue-timeout; beyond that requests get
 429 or 503 with Retry-After. It listens on loopback unless --addr says otherwise. On SIGINT or
 SIGTERM it stops accepting, lets running requests finish for --grace, then cancels them.`,
@@ -49,6 +51,8 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				return usagef("--sessions %d must be ≥ 1", sessions)
 			case cmd.Flags().Changed("max-batch") && (maxBatch < 1 || maxBatch > sessions):
 				return usagef("--max-batch %d must be between 1 and --sessions (%d)", maxBatch, sessions)
+			case budget != 0 && !(budget > 1 && budget <= 1000):
+				return usagef("--chunk-budget %v must be more than 1 (at most 1000), or 0 for the default (%v)", budget, runner.DefaultChunkBudget)
 			case chunk < 0:
 				return usagef("--prefill-chunk %d must be ≥ 0 (0: sized by time, step by step)", chunk)
 			case queue < 0:
@@ -113,7 +117,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			}
 			s, err := server.New(server.Options{
 				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID, Aliases: aliases,
-				MaxSessions: pool.Limit(), MaxBatch: maxBatch, PrefillChunk: chunk, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
+				MaxSessions: pool.Limit(), MaxBatch: maxBatch, PrefillChunk: chunk, ChunkBudget: budget, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
 				MaxBodyBytes: maxBody, Logger: log, Limits: limits,
 			})
 			if err != nil {
@@ -137,7 +141,8 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	f.IntVar(&sessions, "sessions", 4, "generations that run at once (pooled sessions)")
 	f.IntVar(&maxBatch, "max-batch", 0, "most generations that step together (default: --sessions)")
-	f.IntVar(&chunk, "prefill-chunk", 0, "most prompt tokens of one request per batched step (0: sized step by step to keep running streams' gaps within 1.5×)")
+	f.IntVar(&chunk, "prefill-chunk", 0, "most prompt tokens of one request per batched step (0: sized step by step, see --chunk-budget)")
+	f.Float64Var(&budget, "chunk-budget", 0, "with --prefill-chunk 0: how many times a decode-only step a step with a prompt chunk may take (> 1; 0: 1.5)")
 	f.Int64Var(&memoryBudget, "memory-budget", 1<<30, "most bytes of session buffers the pool holds")
 	f.IntVar(&queue, "queue", 32, "requests that may wait for a session")
 	f.DurationVar(&queueTimeout, "queue-timeout", 30*time.Second, "longest wait for a session before 503")

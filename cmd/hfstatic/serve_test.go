@@ -155,6 +155,8 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{"negative batch", []string{"serve", "--max-batch", "-2"}},
 		{"batch above sessions", []string{"serve", "--sessions", "2", "--max-batch", "3"}},
 		{"negative prefill chunk", []string{"serve", "--prefill-chunk", "-1"}},
+		{"chunk budget of 1", []string{"serve", "--chunk-budget", "1"}},
+		{"negative chunk budget", []string{"serve", "--chunk-budget", "-2"}},
 		{"prefill chunk above the prefill step", []string{"serve", "--prefill-chunk", "33", "--addr", "127.0.0.1:0"}},
 		{"negative queue", []string{"serve", "--queue", "-1"}},
 		{"zero body limit", []string{"serve", "--max-body", "0"}},
