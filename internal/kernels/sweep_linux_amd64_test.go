@@ -172,7 +172,7 @@ func BenchmarkBatchSweep(b *testing.B) {
 		for i := 1; i < nmat; i++ {
 			copy(qdata[i*rows*qrb:], qdata[:rows*qrb])
 		}
-		for _, m := range []int{1, 2, 4, 8, 12, 16, 24, 32} {
+		for _, m := range []int{1, 2, 4, 8, 16, 32, 64, 128} {
 			for _, c := range []struct {
 				threads int
 				stream  bool
