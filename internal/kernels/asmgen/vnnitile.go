@@ -172,6 +172,10 @@ func q8TransposeUnits(N, M, idx []VecPhysical) [8]int {
 // transposed per group of 16 blocks for vnniTile<q> (vector k of a group
 // holds dword k of block b in lane b); dst holds ceil(nb/16)*512 bytes,
 // blocks past nb are 0x80 (q8) or zero (q4).
+// tileRowsAhead is how many weight rows ahead transposeW<q> prefetches: the
+// panel height of vnniTileRowsQ8 (vnniTileQ8N).
+const tileRowsAhead = 3
+
 func genTransposeW(q string) {
 	name := "transposeW" + q
 	text(name, NOSPLIT, "func(w *byte, nb int, dst *byte)")
@@ -179,6 +183,12 @@ func genTransposeW(q string) {
 	masks := AllocLocal(64)
 	nb := Load(Param("nb"), GP64())
 	qp := Load(Param("w"), GP64())
+	// The row tileRowsAhead rows on (the same row of the next panel of vnniTileRowsQ8,
+	// whose rows are contiguous) is prefetched while this one is read: a panel's tiles
+	// are short, and without it each panel began with its weights' misses.
+	sp, pf := GP64(), GP64()
+	MOVQ(qp, sp)
+	IMUL3Q(U32(tileRowsAhead*(2+qbytes(q))), nb, pf)
 	LEAQ(Mem{Base: qp, Index: nb, Scale: 2}, qp)
 	dst := Load(Param("dst"), GP64())
 	_, tables, _ := q8TransposePlan()
@@ -192,6 +202,13 @@ func genTransposeW(q string) {
 	loadUnit := func(src Mem, mk *Mem, u int) { loadWeightUnit(q, src, mk, u, N[u], Z30, c) }
 	splatUnitMask(q, c)
 	group := func(mk *Mem) {
+		if mk == nil {
+			for l := range 8 * unitBytes / 64 {
+				PREFETCHT0(Mem{Base: qp, Index: pf, Scale: 1, Disp: 64 * l})
+			}
+			PREFETCHT0(Mem{Base: sp, Index: pf, Scale: 1})
+			ADDQ(U8(32), sp)
+		}
 		for u := range 8 {
 			loadUnit(Mem{Base: qp, Disp: unitBytes * u}, mk, u)
 		}
