@@ -28,7 +28,7 @@ func newExportCmd() *cobra.Command {
 		out, cacheDType, weights, embedWeights, prefillLogits, layout string
 		calibrate, delegate, rotate                                   string
 		prefill, context                                              int
-		keep                                                          []string
+		keep, tensorWeights                                           []string
 		quiet, noTokenizer                                            bool
 	)
 	cmd := &cobra.Command{
@@ -49,6 +49,14 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			}
 			if err := checkExportFlags(weights, embedWeights); err != nil {
 				return err
+			}
+			var rules []export.TensorWeight
+			for _, r := range tensorWeights {
+				match, typ, ok := strings.Cut(r, "=")
+				if !ok || match == "" || typ == "" {
+					return usagef("--tensor-weights %q: want MATCH=TYPE, e.g. v_proj=q8", r)
+				}
+				rules = append(rules, export.TensorWeight{Match: match, Type: typ})
 			}
 			if !cmd.Flags().Changed("prefill") && context > 0 && context < hfstatic.DefaultPrefill {
 				prefill = context // the default step, shortened to the whole context
@@ -73,7 +81,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			}
 			opts := export.Options{
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
-				Keep: keep, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
+				Keep: keep, TensorWeights: rules, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
 				Model: modelName(args[0]), Writer: "hfstatic " + hfstatic.Version(), Delegate: delegate, Rotate: rotate,
 			}
 			if opts.Calibration, err = calibrationStats(cmd, ckpt, calibrate, weights, embedWeights, rotate); err != nil {
@@ -156,6 +164,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 	f.StringVar(&weights, "weights", "", "weight type: f32, f16, bf16, q8, q4 (default: the checkpoint's dtype)")
 	f.StringVar(&embedWeights, "embed-weights", "", "type of the embedding and output matrices (default: q8 with --weights q4, else --weights)")
 	f.StringSliceVar(&keep, "weights-keep", nil, "checkpoint tensors to keep in float when quantizing (comma-separated)")
+	f.StringArrayVar(&tensorWeights, "tensor-weights", nil, "MATCH=TYPE: the weight type (f32, f16, bf16, q8, q4) of the matrices whose program tensor name contains MATCH, before --weights and --embed-weights (repeatable; the first match wins), like llama-quantize --tensor-type; e.g. v_proj=q8 in a q4 program")
 	f.StringVar(&prefillLogits, "prefill-logits", "last", "rows of logits the prefill method returns: last or all")
 	f.StringVar(&layout, "sliding-layout", "ring", "cache layout of sliding-window layers: ring or full")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/hfstatic/hfstatic/internal/arch"
 	"github.com/hfstatic/hfstatic/internal/arch/decoder"
@@ -49,6 +50,13 @@ type Options struct {
 	EmbedWeights string
 	// Keep lists checkpoint tensor names kept in the checkpoint's float type when quantizing.
 	Keep []string
+	// TensorWeights overrides Weights and EmbedWeights for some matrices, as llama-quantize's
+	// --tensor-type does: each rule's Type (f32, f16, bf16, q8, q4) applies to the matrices
+	// whose program tensor name contains its Match (the first matching rule wins; Keep still
+	// wins over all). A rule that matches no matrix is an error. For example {Match: "v_proj",
+	// Type: "q8"} keeps the value projections in q8 in a q4 program, as llama.cpp's Q4_K_M
+	// keeps attn_v in a wider type (docs/quantization.md).
+	TensorWeights []TensorWeight
 	// SlidingLayout is ring (default when "") or full.
 	SlidingLayout program.SlidingLayout
 	// Calibration maps a matrix's checkpoint name to a description of its inputs (from
@@ -72,6 +80,12 @@ type Options struct {
 	// whose hidden size has a power-of-two factor ≥ 32; with Calibration, the statistics must
 	// come from the rotated float model (calib.Options.Rotate). "" means none.
 	Rotate string
+}
+
+// TensorWeight is one rule of Options.TensorWeights.
+type TensorWeight struct {
+	Match string // a substring of the program tensor name (as `hfstatic inspect` lists them)
+	Type  string // f32, f16, bf16, q8 or q4
 }
 
 // DelegateONNX is the Options.Delegate that stores each method's ONNX graph.
@@ -140,6 +154,7 @@ type plan struct {
 	weights kernels.WeightType
 	embed   kernels.WeightType // embedding and output matrices
 	keep    map[string]bool
+	rules   []typeRule         // Options.TensorWeights, parsed
 	float   kernels.WeightType // the checkpoint's float type
 	// src maps a tensor name of the spec (and the program) to the checkpoint's: one of the
 	// spec's Layouts, or the identity.
@@ -217,6 +232,16 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 			return nil, fmt.Errorf("%w: embed weights: %v", ErrOptions, err)
 		}
 		p.embed = t
+	}
+	for _, r := range opts.TensorWeights {
+		t, err := kernels.ParseWeightType(r.Type)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tensor weights %s=%s: %v", ErrOptions, r.Match, r.Type, err)
+		}
+		if r.Match == "" || !slices.ContainsFunc(matrixNames(spec), func(n string) bool { return strings.Contains(n, r.Match) }) {
+			return nil, fmt.Errorf("%w: tensor weights %q=%s matches no weight matrix of the program", ErrOptions, r.Match, r.Type)
+		}
+		p.rules = append(p.rules, typeRule{r.Match, t})
 	}
 	for _, n := range opts.Keep {
 		if _, ok := ckpt.Tensor(n); !ok {
@@ -387,7 +412,7 @@ func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, v
 	}
 	// Norms and biases stay f32, and so does a router: quantized programs then choose the
 	// experts float ones do wherever the router's margins exceed the rounding.
-	if norm := decoder.IsNorm(it.Role); norm || decoder.IsBias(it.Role) || it.Role == decoder.Router {
+	if norm := decoder.IsNorm(it.Role); norm || !isMatrix(it.Role) {
 		if norm && p.spec.NormOffset != 0 && !fused {
 			for i := range vals {
 				vals[i] += p.spec.NormOffset
@@ -398,6 +423,12 @@ func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, v
 	wt := p.weights
 	if it.Role == decoder.Embed || it.Role == decoder.LMHead {
 		wt = p.embed
+	}
+	for _, r := range p.rules {
+		if strings.Contains(it.Name, r.match) {
+			wt = r.t
+			break
+		}
 	}
 	rows, cols := it.Shape[0], it.Shape[1]
 	if (wt == kernels.Q8 || wt == kernels.Q4) && cols%kernels.BlockSize != 0 {
@@ -416,6 +447,31 @@ func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, v
 		return &TensorError{Name: name, Problem: err.Error()}
 	}
 	return pw.WriteTensor(it.Name, programDType(wt), it.Shape, buf)
+}
+
+// typeRule is a parsed TensorWeight.
+type typeRule struct {
+	match string
+	t     kernels.WeightType
+}
+
+// matrixNames lists the program names of spec's weight matrices (the parts of fused ones).
+func matrixNames(spec *decoder.Spec) []string {
+	var names []string
+	for _, w := range spec.Weights() {
+		for _, part := range append([]decoder.Weight{w}, w.Parts...) {
+			if isMatrix(part.Role) {
+				names = append(names, part.Name)
+			}
+		}
+	}
+	return names
+}
+
+// isMatrix reports whether weights of role r are matrices whose type the options choose
+// (not norms, biases or a router, which stay f32).
+func isMatrix(r decoder.Role) bool {
+	return !decoder.IsNorm(r) && !decoder.IsBias(r) && r != decoder.Router
 }
 
 func programDType(t kernels.WeightType) program.DType {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hfstatic/hfstatic/internal/export"
@@ -19,14 +20,18 @@ func TestInvalidOptionsAreRejectedBeforeWriting(t *testing.T) {
 	}
 	defer ckpt.Close()
 	cases := map[string]export.Options{
-		"prefill of one":       {Prefill: 1},
-		"prefill past context": {Context: 16, Prefill: 17},
-		"negative context":     {Context: -1},
-		"quantized cache":      {CacheDType: program.Q8},
-		"unknown weights":      {Weights: "q3"},
-		"unknown logits rows":  {PrefillLogits: "some"},
-		"unknown layout":       {SlidingLayout: "spiral"},
-		"keep unknown tensor":  {Weights: "q8", Keep: []string{"nope.weight"}},
+		"prefill of one":               {Prefill: 1},
+		"prefill past context":         {Context: 16, Prefill: 17},
+		"negative context":             {Context: -1},
+		"quantized cache":              {CacheDType: program.Q8},
+		"unknown weights":              {Weights: "q3"},
+		"unknown logits rows":          {PrefillLogits: "some"},
+		"unknown layout":               {SlidingLayout: "spiral"},
+		"keep unknown tensor":          {Weights: "q8", Keep: []string{"nope.weight"}},
+		"tensor rule matching nothing": {Weights: "q4", TensorWeights: []export.TensorWeight{{Match: "nope_proj", Type: "q8"}}},
+		"tensor rule of a norm only":   {Weights: "q4", TensorWeights: []export.TensorWeight{{Match: "input_layernorm", Type: "q8"}}},
+		"tensor rule of no type":       {Weights: "q4", TensorWeights: []export.TensorWeight{{Match: "v_proj", Type: "q3"}}},
+		"empty tensor rule":            {Weights: "q4", TensorWeights: []export.TensorWeight{{Match: "", Type: "q8"}}},
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,5 +88,43 @@ func TestExportRecordsWhatItWrote(t *testing.T) {
 	}
 	if _, ok := f.Manifest.Method("prefill"); !ok {
 		t.Error("no prefill method")
+	}
+}
+
+// TensorWeights rules choose the type of the matrices they match, ahead of Weights (every
+// projection here matches one, so no q4 is left); the first matching rule wins.
+func TestTensorWeightRulesChooseMatrixTypes(t *testing.T) {
+	ckpt, err := hf.Open(models.Stories260K())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	var buf bytes.Buffer
+	rules := []export.TensorWeight{{Match: "v_proj", Type: "q8"}, {Match: "proj", Type: "f16"}, {Match: "v_proj", Type: "f32"}}
+	if _, err := export.Export(context.Background(), ckpt, &buf, export.Options{Context: 32, Prefill: 8, Weights: "q4", TensorWeights: rules}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := program.Decode(buf.Bytes(), program.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[program.DType]int{}
+	for _, ti := range f.Manifest.Tensors {
+		want := program.F32 // norms, rope tables
+		switch {
+		case strings.Contains(ti.Name, "v_proj"):
+			want = program.Q8
+		case strings.Contains(ti.Name, "proj"):
+			want = program.F16
+		case strings.Contains(ti.Name, "embed"), strings.Contains(ti.Name, "lm_head"):
+			want = program.Q8 // EmbedWeights' default for q4
+		}
+		if ti.DType != want {
+			t.Errorf("%s: %s, want %s", ti.Name, ti.DType, want)
+		}
+		seen[ti.DType]++
+	}
+	if seen[program.Q8] == 0 || seen[program.F16] == 0 {
+		t.Errorf("types written %v: the rules did not apply", seen)
 	}
 }
