@@ -41,9 +41,13 @@ const stepWait = 2 * time.Millisecond
 // than in tokens). chunkStart is the chunk tried before any step was measured.
 const (
 	DefaultChunkBudget = 1.5
-	maxChunkBudget     = 1000
+	MaxChunkBudget     = 1000
 	chunkStart         = 8
 )
+
+// ValidChunkBudget reports whether b is a valid BatchOptions.ChunkBudget: 0 (the default)
+// or in (1, MaxChunkBudget].
+func ValidChunkBudget(b float64) bool { return b == 0 || b > 1 && b <= MaxChunkBudget }
 
 // wait is the current bound of the wait for stragglers. b.mu is held.
 func (b *Batcher) wait() time.Duration { return max(stepWait, b.lastStep/4) }
@@ -158,8 +162,8 @@ func NewBatcher(r *Runner, opts BatchOptions) (*Batcher, error) {
 		return nil, fmt.Errorf("runner: BatchOptions.MaxBatch = %d, must be ≥ 1", opts.MaxBatch)
 	case opts.PrefillChunk < 0 || opts.PrefillChunk > r.planner.Prefill:
 		return nil, fmt.Errorf("runner: BatchOptions.PrefillChunk = %d, must be in [0, %d] (the program's prefill step)", opts.PrefillChunk, r.planner.Prefill)
-	case opts.ChunkBudget != 0 && !(opts.ChunkBudget > 1 && opts.ChunkBudget <= maxChunkBudget):
-		return nil, fmt.Errorf("runner: BatchOptions.ChunkBudget = %v, must be in (1, %d] (0: %v)", opts.ChunkBudget, maxChunkBudget, DefaultChunkBudget)
+	case !ValidChunkBudget(opts.ChunkBudget):
+		return nil, fmt.Errorf("runner: BatchOptions.ChunkBudget = %v, must be in (1, %d] (0: %v)", opts.ChunkBudget, MaxChunkBudget, DefaultChunkBudget)
 	}
 	if opts.ChunkBudget == 0 {
 		opts.ChunkBudget = DefaultChunkBudget

@@ -105,8 +105,8 @@ func (o *Options) validate() error {
 		return bad("MaxBatch", "= %d, must be between 1 and MaxSessions (%d)", o.MaxBatch, o.MaxSessions)
 	case o.PrefillChunk < 0 || o.PrefillChunk > o.Runner.Planner().Prefill:
 		return bad("PrefillChunk", "= %d, must be between 0 (sized step by step) and the program's prefill step (%d)", o.PrefillChunk, o.Runner.Planner().Prefill)
-	case o.ChunkBudget != 0 && !(o.ChunkBudget > 1 && o.ChunkBudget <= 1000):
-		return bad("ChunkBudget", "= %v, must be 0 (the default, %v) or more than 1 (at most 1000)", o.ChunkBudget, runner.DefaultChunkBudget)
+	case !runner.ValidChunkBudget(o.ChunkBudget):
+		return bad("ChunkBudget", "= %v, must be 0 (the default, %v) or more than 1 (at most %d)", o.ChunkBudget, runner.DefaultChunkBudget, runner.MaxChunkBudget)
 	case o.MaxQueue < 0:
 		return bad("MaxQueue", "= %d, must be ≥ 0", o.MaxQueue)
 	case o.QueueTimeout <= 0:

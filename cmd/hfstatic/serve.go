@@ -51,8 +51,8 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 				return usagef("--sessions %d must be ≥ 1", sessions)
 			case cmd.Flags().Changed("max-batch") && (maxBatch < 1 || maxBatch > sessions):
 				return usagef("--max-batch %d must be between 1 and --sessions (%d)", maxBatch, sessions)
-			case budget != 0 && !(budget > 1 && budget <= 1000):
-				return usagef("--chunk-budget %v must be more than 1 (at most 1000), or 0 for the default (%v)", budget, runner.DefaultChunkBudget)
+			case !runner.ValidChunkBudget(budget):
+				return usagef("--chunk-budget %v must be more than 1 (at most %d), or 0 for the default (%v)", budget, runner.MaxChunkBudget, runner.DefaultChunkBudget)
 			case chunk < 0:
 				return usagef("--prefill-chunk %d must be ≥ 0 (0: sized by time, step by step)", chunk)
 			case queue < 0:

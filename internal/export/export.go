@@ -233,12 +233,13 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 		}
 		p.embed = t
 	}
+	matrices := matrixNames(spec)
 	for _, r := range opts.TensorWeights {
 		t, err := kernels.ParseWeightType(r.Type)
 		if err != nil {
 			return nil, fmt.Errorf("%w: tensor weights %s=%s: %v", ErrOptions, r.Match, r.Type, err)
 		}
-		if r.Match == "" || !slices.ContainsFunc(matrixNames(spec), func(n string) bool { return strings.Contains(n, r.Match) }) {
+		if r.Match == "" || !slices.ContainsFunc(matrices, func(n string) bool { return strings.Contains(n, r.Match) }) {
 			return nil, fmt.Errorf("%w: tensor weights %q=%s matches no weight matrix of the program", ErrOptions, r.Match, r.Type)
 		}
 		p.rules = append(p.rules, typeRule{r.Match, t})
@@ -412,8 +413,8 @@ func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, v
 	}
 	// Norms and biases stay f32, and so does a router: quantized programs then choose the
 	// experts float ones do wherever the router's margins exceed the rounding.
-	if norm := decoder.IsNorm(it.Role); norm || !isMatrix(it.Role) {
-		if norm && p.spec.NormOffset != 0 && !fused {
+	if !isMatrix(it.Role) {
+		if decoder.IsNorm(it.Role) && p.spec.NormOffset != 0 && !fused {
 			for i := range vals {
 				vals[i] += p.spec.NormOffset
 			}
@@ -455,11 +456,16 @@ type typeRule struct {
 	t     kernels.WeightType
 }
 
-// matrixNames lists the program names of spec's weight matrices (the parts of fused ones).
+// matrixNames lists the program names of spec's weight matrices: a fused matrix is written
+// as its parts, so only they are named.
 func matrixNames(spec *decoder.Spec) []string {
 	var names []string
 	for _, w := range spec.Weights() {
-		for _, part := range append([]decoder.Weight{w}, w.Parts...) {
+		parts := w.Parts
+		if len(parts) == 0 {
+			parts = []decoder.Weight{w}
+		}
+		for _, part := range parts {
 			if isMatrix(part.Role) {
 				names = append(names, part.Name)
 			}
