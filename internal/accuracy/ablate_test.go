@@ -4,15 +4,12 @@ package accuracy_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hfstatic/hfstatic/internal/accuracy"
 	"github.com/hfstatic/hfstatic/internal/export"
-	"github.com/hfstatic/hfstatic/internal/hf"
-	"github.com/hfstatic/hfstatic/models"
-	"github.com/hfstatic/hfstatic/program"
-	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
 // Per-role ablation on the tuning text (as TestTuningText): only the matrices whose names
@@ -23,40 +20,8 @@ import (
 //	ABLATE="q_proj;k_proj;v_proj;o_proj;gate_proj;up_proj;embed" ROTATIONS=none,hadamard WEIGHTS=q4 EMBED=q8 \
 //	  go test -tags tune ./internal/accuracy -run TuningAblate -v
 func TestTuningAblate(t *testing.T) {
-	ckpt, err := hf.Open(models.Stories260K())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ckpt.Close()
-	tok, err := tokenizer.Load(ckpt.TokenizerJSON, ckpt.TokenizerConfigJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuning, err := os.ReadFile("testdata/tuning.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	story, err := os.ReadFile("../../engine/testdata/stories260K/expected_t0_n200.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seqs [][]int
-	for _, text := range append(strings.Split(strings.TrimSpace(string(tuning)), "\n\n"), string(story)) {
-		ids, err := tok.Encode(strings.TrimSpace(text), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seqs = append(seqs, ids)
-	}
-	logits := func(o export.Options) [][][]float32 {
-		var out [][][]float32
-		for _, s := range seqs {
-			o.Context, o.Prefill, o.PrefillLogits, o.CacheDType = len(s), 64, program.LogitsAll, program.F32
-			l, _ := programLogits(t, ckpt, o, s)
-			out = append(out, l)
-		}
-		return out
-	}
+	ckpt, _, seqs := tuningSequences(t)
+	logits := func(o export.Options) [][][]float32 { return tuningLogits(t, ckpt, seqs, o) }
 	f32 := logits(export.Options{})
 	groups := strings.Split(os.Getenv("ABLATE"), ";")
 	rotations := strings.Split(os.Getenv("ROTATIONS"), ",")
@@ -65,13 +30,8 @@ func TestTuningAblate(t *testing.T) {
 		subs := strings.Split(g, ",")
 		var keep []string
 		for _, n := range ckpt.Names() {
-			q := false
-			for _, s := range subs {
-				if strings.Contains(n, s) {
-					q = true
-				}
-			}
-			if !q && (strings.HasSuffix(n, "proj.weight") || strings.Contains(n, "embed")) {
+			quantized := slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(n, s) })
+			if !quantized && (strings.HasSuffix(n, "proj.weight") || strings.Contains(n, "embed")) {
 				keep = append(keep, n)
 			}
 		}
