@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hfstatic/hfstatic/internal/accuracy"
 	"github.com/hfstatic/hfstatic/internal/export"
 )
 
@@ -37,15 +36,7 @@ func TestTuningAblate(t *testing.T) {
 		}
 		for _, rot := range rotations {
 			got := logits(export.Options{Weights: weights, EmbedWeights: os.Getenv("EMBED"), Keep: keep, Rotate: rot})
-			var a accuracy.Accumulator
-			for i := range seqs {
-				for j := range seqs[i] {
-					if err := a.Add(f32[i][j], got[i][j]); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			r := a.Report()
+			r := tuningReport(t, f32, got)
 			t.Logf("quantized %-30s rotate=%-8s KL %.5f argmax %.2f%%", g, rot, r.MeanKL, 100*r.ArgmaxAgreement)
 		}
 	}

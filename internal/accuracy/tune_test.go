@@ -70,15 +70,7 @@ func TestTuningText(t *testing.T) {
 			st = stats[c.calibrate+"/"+c.rotate]
 		}
 		got := logits(export.Options{Weights: c.weights, EmbedWeights: c.embed, Calibration: st, Rotate: c.rotate})
-		var a accuracy.Accumulator
-		for i := range seqs {
-			for j := range seqs[i] {
-				if err := a.Add(f32[i][j], got[i][j]); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		r := a.Report()
+		r := tuningReport(t, f32, got)
 		t.Logf("weights=%s embed=%s calibrate=%s rotate=%s: mean KL %.5f, argmax %.2f%%, max |Δlogit| %.2g", c.weights, c.embed, c.calibrate, c.rotate, r.MeanKL, 100*r.ArgmaxAgreement, r.MaxAbsDiff)
 	}
 }
@@ -125,4 +117,17 @@ func tuningLogits(t *testing.T, ckpt *hf.Checkpoint, seqs [][]int, o export.Opti
 		out = append(out, l)
 	}
 	return out
+}
+
+// tuningReport compares every position's logits of got with want's.
+func tuningReport(t *testing.T, want, got [][][]float32) accuracy.Report {
+	var a accuracy.Accumulator
+	for i := range want {
+		for j := range want[i] {
+			if err := a.Add(want[i][j], got[i][j]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return a.Report()
 }
