@@ -233,10 +233,13 @@ func (q *Seq) appendEach(ctx context.Context, tokens []int, each func(int, []flo
 	}
 	q.state = seqBetween
 	b.mu.Unlock()
-	err := q.s.appendVia(ctx, tokens, each, q, q.chunkRows)
+	err := q.s.appendVia(ctx, tokens, each, q)
 	b.mu.Lock()
 	q.state, q.returned = seqIdle, time.Now()
 	b.mu.Unlock()
+	if err == nil {
+		return nil // errors.As below would allocate on every call
+	}
 	if nr := (notRunError{}); errors.As(err, &nr) {
 		err = nr.err
 	}

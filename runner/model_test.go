@@ -218,6 +218,27 @@ func TestModelDecodeAppendAllocatesNothing(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%.1f allocations per single-token Append, want 0", allocs)
 			}
+			// The same through a Batcher a fresh session is joined to.
+			b, err := runner.NewBatcher(r, runner.BatchOptions{MaxBatch: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			s2 := session(t, r)
+			mustAppend(t, s2, tokens(r.Planner().Context-22, m.vocab, 2)...)
+			q, err := b.Join(s2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Leave()
+			allocs = testing.AllocsPerRun(20, func() {
+				if err := q.Append(ctx, tok); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%.1f allocations per single-token Append of a joined session, want 0", allocs)
+			}
 		})
 	}
 }

@@ -176,18 +176,20 @@ func (s *Session) AppendEach(ctx context.Context, tokens []int, fn func(i int, l
 }
 
 func (s *Session) append(ctx context.Context, tokens []int, each func(int, []float32) error) error {
-	return s.appendVia(ctx, tokens, each, nil, nil)
+	return s.appendVia(ctx, tokens, each, nil)
 }
 
 // stepRunner runs one filled step of a session: Session calls Run on the bound step
-// itself; a Seq hands the step to its Batcher.
+// itself; a Seq hands the step to its Batcher, which also bounds its prefill chunks.
 type stepRunner interface {
 	runStep(ctx context.Context, s *Session, mio *methodIO, n int, prompt bool) error
+	// chunkRows is the most rows of the next prefill step, asked before each.
+	chunkRows() int
 }
 
-// appendVia is Append(Each) with its steps run by via (nil: directly) and prefill chunks
-// of at most chunk() rows, asked before each prefill step (nil: the prefill method's step).
-func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []float32) error, via stepRunner, chunk func() int) error {
+// appendVia is Append(Each) with its steps run by via (nil: directly, in whole prefill
+// steps; else in prefill chunks of at most via.chunkRows() rows).
+func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []float32) error, via stepRunner) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -213,8 +215,8 @@ func (s *Session) appendVia(ctx context.Context, tokens []int, each func(int, []
 		mio := s.dec
 		if st.Prefill {
 			mio = s.pre
-			if chunk != nil {
-				st.N = max(1, min(st.N, chunk()))
+			if via != nil {
+				st.N = max(1, min(st.N, via.chunkRows()))
 			}
 		}
 		toks := tokens[done : done+st.N]
