@@ -60,8 +60,8 @@ type Options struct {
 	// others' decode rows, from 0 to the program's prefill step. Smaller chunks keep the
 	// gaps between the running streams' tokens short while a long prompt is prefilled;
 	// larger ones prefill faster. 0 sizes them step by step (runner.BatchOptions): a step
-	// with a chunk takes at most 1.5× a step of the decode rows alone, and a prompt with no
-	// stream running beside it is prefilled in whole prefill steps.
+	// with a chunk takes at most ChunkBudget times a step of the decode rows alone, and a
+	// prompt with no stream running beside it is prefilled in whole prefill steps.
 	PrefillChunk int
 	// ChunkBudget is, with PrefillChunk 0, how many times a step of the decode rows alone a
 	// step with a prompt chunk may take (> 1; 0: runner.DefaultChunkBudget, 1.5): larger

@@ -75,7 +75,8 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 
 // Every row of a q8/q4 matrix product (the batch stream for up to
 // batchStreamMax rows, in passes beyond vnniBatchMax, the tiles beyond, and
-// the tiles alone with the stream off) equals the matrix-vector product of that row alone, bit for bit.
+// the tiles alone with the stream off) equals the matrix-vector product of
+// that row alone, bit for bit.
 func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 	if !useVNNI {
 		t.Log("no AVX-512 VNNI on this CPU: the VNNI kernels are not used")

@@ -166,16 +166,16 @@ func q8TransposeUnits(N, M, idx []VecPhysical) [8]int {
 	return final
 }
 
+// tileRowsAhead is how many weight rows ahead transposeW<q> prefetches: the
+// panel height of vnniTileRowsQ8 (vnniTileQ8N).
+const tileRowsAhead = 3
+
 // genTransposeW emits transposeW<q>(w, nb, dst): the quants of one q8 or
 // q4 weight row (nb blocks; scales first) made unsigned (q8: xor 0x80; q4:
 // the nibbles expanded to bytes in element order, already q+8) and
 // transposed per group of 16 blocks for vnniTile<q> (vector k of a group
 // holds dword k of block b in lane b); dst holds ceil(nb/16)*512 bytes,
 // blocks past nb are 0x80 (q8) or zero (q4).
-// tileRowsAhead is how many weight rows ahead transposeW<q> prefetches: the
-// panel height of vnniTileRowsQ8 (vnniTileQ8N).
-const tileRowsAhead = 3
-
 func genTransposeW(q string) {
 	name := "transposeW" + q
 	text(name, NOSPLIT, "func(w *byte, nb int, dst *byte)")
