@@ -53,6 +53,8 @@ type Program struct {
 	batchable bool
 	maxStep   int  // the largest method step (rows)
 	pass      pass // the running pass's scratch, reused
+	// sequences: a method runs a batch of sequences (hf_encode); its steps run alone.
+	sequences bool
 
 	// Scratch memory shared by the ops of every method (they run one pass at a time), so
 	// that it stays warm in the caches and page tables.
@@ -116,6 +118,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 			return nil, err
 		}
 		p.methods[m.spec.Name] = m
+		p.sequences = p.sequences || m.batch > 0
 	}
 	p.batchable = sameOps(f.Manifest.Methods)
 	p.pool = kernels.NewPool(opts.Threads)
@@ -144,9 +147,12 @@ type Method struct {
 	// selected[i] reports that buffer i (program index) holds only the selected rows of
 	// each step (those a last_row linear keeps), not all of them.
 	selected []bool
-	selects  bool // an op selects rows (a last_row linear)
+	selects  bool // an op selects rows (a last_row linear, a pool)
 	output   int  // program index of the logits-like output written by the ops, or -1
 	outWidth int  // its last dimension
+	// batch and seqLen are B and S of a method over a batch of independent sequences (its
+	// attention_mask is [B, S]: an hf_encode method); 0 for hf_static methods.
+	batch, seqLen int
 }
 
 // Spec is the method's description from the program.
@@ -159,11 +165,12 @@ type Step struct {
 	bufs [][]byte // by program buffer index; nil for buffers the method does not bind
 
 	ids, positions []int64
-	mask           []byte // attention_mask, one byte per bool: [S][C]
+	mask           []byte // attention_mask, one byte per bool: [S][C] (sequences: [B][S])
 	counters       []*int64
-	context        int // C, the mask's last dimension
-	pos, n         int // per run: absolute position of row 0, real rows
-	outRows        int // rows of the output buffer that may hold values of an earlier run
+	context        int        // C, the mask's last dimension
+	pos, n         int        // per run: absolute position of row 0, real rows
+	outRows        int        // rows of the output buffer that may hold values of an earlier run
+	seq            *sequences // a method over a batch of sequences; nil otherwise
 }
 
 // Bind binds buffers to a method: every input and output by name (an in-place buffer,
@@ -205,6 +212,9 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 	if m.output >= 0 {
 		s.outRows = len(s.bufs[m.output]) / 4 / m.outWidth // the first run clears every padding row
 	}
+	if m.batch > 0 {
+		s.bindSequences(io)
+	}
 	return s, nil
 }
 
@@ -215,6 +225,9 @@ func (s *Step) Run(ctx context.Context) error {
 	p := s.m.prog
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if s.seq != nil {
+		return p.runSequences(s)
+	}
 	one := [1]*Step{s}
 	var err [1]error
 	p.runPass(one[:], err[:])
@@ -238,6 +251,9 @@ func (s *Step) begin() error {
 }
 
 func (s *Step) readInputs() error {
+	if s.seq != nil {
+		return s.readSequences()
+	}
 	S := s.m.spec.Step
 	s.pos, s.n = 0, S
 	if s.positions != nil {

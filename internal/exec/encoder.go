@@ -1,0 +1,316 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/hfstatic/hfstatic/internal/align"
+	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// The ops op set 3 adds for encoders: layer_norm, activation, position_embed,
+// self_attention, pool and l2_normalize. Row-wise ops work on every real row of the pass
+// (or every pooled row); self_attention and pool on each sequence's own rows.
+
+// layerNormOp normalizes each group of width values of every row: (x - mean)/std * w + b.
+type layerNormOp struct {
+	m            *Method
+	x, out       operand // (rows, width)
+	weight, bias operand // (group)
+	width, group int
+	eps          float32
+}
+
+func (m *Method) compileLayerNorm(op *program.Op, in []operand, out operand) (op, error) {
+	x, w, b := in[0], in[1], in[2]
+	if err := wantF32(x, w, b, out); err != nil {
+		return nil, err
+	}
+	_, width := rows2(x)
+	g := op.Attr.Width
+	if g <= 0 || width%g != 0 || x.elems() != out.elems() {
+		return nil, fmt.Errorf("norm width %d does not divide %q %v or output %v differs", g, x.name, x.shape, out.shape)
+	}
+	if w.elems() != g || b.elems() != g {
+		return nil, fmt.Errorf("layer norm weight %q and bias %q have %d and %d values, want %d", w.name, b.name, w.elems(), b.elems(), g)
+	}
+	m.propagate(x, out)
+	return &layerNormOp{m: m, x: x, out: out, weight: w, bias: b, width: width, group: g, eps: op.Attr.Eps}, nil
+}
+
+func (o *layerNormOp) run(ps *pass) {
+	xs, ys, ws, bs, g := ps.f32(o.x), ps.f32(o.out), ps.f32(o.weight), ps.f32(o.bias), o.group
+	for i := 0; i < o.m.rowsOf(ps, o.x)*o.width/g; i++ {
+		layerNorm(ys[i*g:(i+1)*g], xs[i*g:(i+1)*g], ws, bs, o.eps)
+	}
+}
+
+// activationOp is y = act(x), element-wise over every row.
+type activationOp struct {
+	m      *Method
+	x, out operand // (rows, width)
+	width  int
+	fn     func(dst, x []float32)
+}
+
+func (m *Method) compileActivation(op *program.Op, in []operand, out operand) (op, error) {
+	x := in[0]
+	if err := wantF32(x, out); err != nil {
+		return nil, err
+	}
+	if x.elems() != out.elems() {
+		return nil, fmt.Errorf("activation of %v into %v", x.shape, out.shape)
+	}
+	var fn func(dst, x []float32)
+	switch op.Attr.Activation {
+	case program.ActGELU:
+		fn = geluErf
+	case program.ActGELUTanh:
+		fn = geluTanh
+	case program.ActSiLU:
+		fn = silu
+	case program.ActTanh:
+		fn = tanh32
+	case program.ActReLU:
+		fn = relu
+	default:
+		return nil, fmt.Errorf("activation %q is not implemented", op.Attr.Activation)
+	}
+	_, width := rows2(x)
+	m.propagate(x, out)
+	return &activationOp{m: m, x: x, out: out, width: width, fn: fn}, nil
+}
+
+func (o *activationOp) run(ps *pass) {
+	n := o.m.rowsOf(ps, o.x) * o.width
+	o.fn(ps.f32(o.out)[:n], ps.f32(o.x)[:n])
+}
+
+// positionEmbedOp adds the position embedding of each row's position: x[i] += table[p(i)].
+type positionEmbedOp struct {
+	x     operand        // (rows, dim), in place
+	table kernels.Matrix // (positions, dim)
+	f32   []float32      // the table when it is float32, else nil
+	row   []float32      // (dim): a dequantized row
+	width int
+}
+
+func (m *Method) compilePositionEmbed(_ *program.Op, in []operand, out operand) (op, error) {
+	x, table := in[0], in[1]
+	if err := wantF32(x); err != nil {
+		return nil, err
+	}
+	if x.name != out.name {
+		return nil, fmt.Errorf("position_embed is in place")
+	}
+	if x.idx >= 0 && m.selected[x.idx] {
+		return nil, fmt.Errorf("position_embed of %q, whose rows are pooled or selected", x.name)
+	}
+	mat, err := table.matrix()
+	if err != nil {
+		return nil, err
+	}
+	_, width := rows2(x)
+	if width != mat.Cols {
+		return nil, fmt.Errorf("position table %v for rows of width %d", table.shape, width)
+	}
+	o := &positionEmbedOp{x: x, table: mat, width: width, row: make([]float32, width)}
+	if mat.Type == kernels.F32 {
+		o.f32 = align.AsF32(table.konst.data)
+	}
+	return o, nil
+}
+
+func (o *positionEmbedOp) check(s *Step) error {
+	for i, p := range s.positions[:s.n] {
+		if p < 0 || p >= int64(o.table.Rows) {
+			return fmt.Errorf("%w: position %d at row %d is outside the position table [0,%d)", ErrStep, p, i, o.table.Rows)
+		}
+	}
+	return nil
+}
+
+func (o *positionEmbedOp) run(ps *pass) {
+	xs, w := ps.f32(o.x), o.width
+	for i, p := range ps.positions[:ps.rows] {
+		x := xs[i*w : (i+1)*w]
+		row := o.row
+		if o.f32 != nil {
+			row = o.f32[int(p)*w : (int(p)+1)*w]
+		} else {
+			kernels.DequantizeRow(o.table, int(p), row)
+		}
+		kernels.Add(x, x, row)
+	}
+}
+
+// selfAttentionOp: each real row attends to the real rows of its own sequence (all of them,
+// or up to itself when causal). The (row, head) pairs run in parallel on the program's
+// pool, each with the arithmetic of a serial loop.
+type selfAttentionOp struct {
+	m                    *Method
+	q, k, v, out         operand
+	Hq, Hkv, Dk, Dv, grp int
+	scale                float32
+	causal               bool
+	scores               [][]float32 // per pool thread: (S)
+	fn                   func(worker, i int)
+
+	ps             *pass // of the running pass
+	qs, ks, vs, os []float32
+}
+
+func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand) (op, error) {
+	q, k, v, mask := in[0], in[1], in[2], in[3]
+	if m.batch == 0 {
+		return nil, fmt.Errorf("self_attention runs in methods over sequences only (an [B,S] attention_mask)")
+	}
+	if mask.name != program.AttentionMask || mask.dtype != program.Bool {
+		return nil, fmt.Errorf("mask %q (%s) is not the bool %s input", mask.name, mask.dtype, program.AttentionMask)
+	}
+	if err := wantF32(q, k, v, out); err != nil {
+		return nil, err
+	}
+	at := op.Attr
+	Hq, Hkv, Dk, Dv := at.Heads, at.KVHeads, at.HeadDim, at.VHeadDim
+	if Hkv <= 0 || Hq%Hkv != 0 {
+		return nil, fmt.Errorf("%d heads do not share %d kv heads evenly", Hq, Hkv)
+	}
+	rows := m.batch * m.seqLen
+	for _, c := range []struct {
+		o operand
+		w int
+	}{{q, Hq * Dk}, {k, Hkv * Dk}, {v, Hkv * Dv}, {out, Hq * Dv}} {
+		if r, w := rows2(c.o); r != rows || w != c.w {
+			return nil, fmt.Errorf("%q %v is not [%d,%d]", c.o.name, c.o.shape, rows, c.w)
+		}
+		if c.o.idx >= 0 && m.selected[c.o.idx] {
+			return nil, fmt.Errorf("self_attention over %q, whose rows are pooled or selected", c.o.name)
+		}
+	}
+	p := m.prog
+	a := &selfAttentionOp{m: m, q: q, k: k, v: v, out: out, Hq: Hq, Hkv: Hkv, Dk: Dk, Dv: Dv, grp: Hq / Hkv,
+		scale: at.Scale, causal: at.Causal, scores: make([][]float32, p.threads)}
+	for w := range a.scores {
+		a.scores[w] = make([]float32, m.seqLen)
+	}
+	a.fn = a.head
+	return a, nil
+}
+
+func (a *selfAttentionOp) run(ps *pass) {
+	a.ps = ps
+	a.qs, a.ks, a.vs, a.os = ps.f32(a.q), ps.f32(a.k), ps.f32(a.v), ps.f32(a.out)
+	a.m.prog.pool.For(ps.rows*a.Hq, a.fn)
+	a.ps = nil
+}
+
+// head computes pass row r, query head h: one item of the parallel loop.
+func (a *selfAttentionOp) head(w, item int) {
+	r, h := item/a.Hq, item%a.Hq
+	g := &a.ps.segs[a.ps.rowSeg[r]]
+	end := g.n
+	if a.causal {
+		end = r - g.off + 1
+	}
+	kv := h / a.grp
+	kw, vw := a.Hkv*a.Dk, a.Hkv*a.Dv
+	sc := a.scores[w][:end]
+	kernels.Dots(sc, a.qs[r*a.Hq*a.Dk+h*a.Dk:r*a.Hq*a.Dk+(h+1)*a.Dk], a.ks[g.off*kw+kv*a.Dk:], kw)
+	kernels.Scale(sc, a.scale)
+	kernels.Softmax(sc)
+	o := a.os[r*a.Hq*a.Dv+h*a.Dv : r*a.Hq*a.Dv+(h+1)*a.Dv]
+	clear(o)
+	kernels.Axpys(o, sc, a.vs[g.off*vw+kv*a.Dv:], vw)
+}
+
+// poolOp turns each sequence's real rows into one row.
+type poolOp struct {
+	x, out operand // (rows, width), (sequences, width)
+	width  int
+	mode   string
+}
+
+func (m *Method) compilePool(op *program.Op, in []operand, out operand) (op, error) {
+	x, mask := in[0], in[1]
+	if m.batch == 0 {
+		return nil, fmt.Errorf("pool runs in methods over sequences only (an [B,S] attention_mask)")
+	}
+	if mask.name != program.AttentionMask || mask.dtype != program.Bool {
+		return nil, fmt.Errorf("mask %q (%s) is not the bool %s input", mask.name, mask.dtype, program.AttentionMask)
+	}
+	if err := wantF32(x, out); err != nil {
+		return nil, err
+	}
+	xr, width := rows2(x)
+	or, ow := rows2(out)
+	if xr != m.batch*m.seqLen || or != m.batch || ow != width {
+		return nil, fmt.Errorf("pool of %q %v into %q %v: want [%d,w] into [%d,w]", x.name, x.shape, out.name, out.shape, m.batch*m.seqLen, m.batch)
+	}
+	if x.idx >= 0 && m.selected[x.idx] {
+		return nil, fmt.Errorf("pool of %q, whose rows are pooled already", x.name)
+	}
+	if out.idx == x.idx {
+		return nil, fmt.Errorf("pool writes into its input %q", x.name)
+	}
+	m.selected[out.idx], m.selects = true, true
+	return &poolOp{x: x, out: out, width: width, mode: op.Attr.Pooling}, nil
+}
+
+func (o *poolOp) run(ps *pass) {
+	xs, ys, w := ps.f32(o.x), ps.f32(o.out), o.width
+	for i, g := range ps.segs {
+		y := ys[i*w : (i+1)*w]
+		rows := xs[g.off*w : (g.off+g.n)*w]
+		switch o.mode {
+		case program.PoolCLS:
+			copy(y, rows[:w])
+		case program.PoolLast:
+			copy(y, rows[(g.n-1)*w:])
+		case program.PoolMean:
+			copy(y, rows[:w])
+			for r := 1; r < g.n; r++ {
+				kernels.Add(y, y, rows[r*w:(r+1)*w])
+			}
+			n := float32(g.n)
+			for j := range y {
+				y[j] /= n
+			}
+		case program.PoolMax:
+			copy(y, rows[:w])
+			for r := 1; r < g.n; r++ {
+				for j, v := range rows[r*w : (r+1)*w] {
+					y[j] = max(y[j], v)
+				}
+			}
+		}
+	}
+}
+
+// l2NormalizeOp divides each row by its Euclidean norm (at least eps).
+type l2NormalizeOp struct {
+	m      *Method
+	x, out operand
+	width  int
+	eps    float32
+}
+
+func (m *Method) compileL2Normalize(op *program.Op, in []operand, out operand) (op, error) {
+	x := in[0]
+	if err := wantF32(x, out); err != nil {
+		return nil, err
+	}
+	if x.elems() != out.elems() {
+		return nil, fmt.Errorf("l2_normalize of %v into %v", x.shape, out.shape)
+	}
+	_, width := rows2(x)
+	m.propagate(x, out)
+	return &l2NormalizeOp{m: m, x: x, out: out, width: width, eps: op.Attr.Eps}, nil
+}
+
+func (o *l2NormalizeOp) run(ps *pass) {
+	xs, ys, w := ps.f32(o.x), ps.f32(o.out), o.width
+	for off := 0; off < o.m.rowsOf(ps, o.x)*w; off += w {
+		l2Normalize(ys[off:off+w], xs[off:off+w], o.eps)
+	}
+}
