@@ -1,0 +1,213 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/hfstatic/hfstatic/internal/align"
+	"github.com/hfstatic/hfstatic/program"
+)
+
+// Errors of Encoder.Encode for inputs it refuses (wrapped in a *SequenceError naming the
+// sequence, except ErrNoSequences). Nothing runs when an input is refused.
+var (
+	ErrNoSequences     = errors.New("no sequences to encode")
+	ErrEmptySequence   = errors.New("empty sequence")
+	ErrSequenceTooLong = errors.New("sequence longer than the program's max_context")
+	ErrTokenType       = errors.New("token type outside the program's token types")
+)
+
+// SequenceError reports the input sequence Index that Encode refused; Err is one of the
+// errors above, or ErrTokenOutOfRange.
+type SequenceError struct {
+	Index   int
+	Err     error
+	Problem string
+}
+
+func (e *SequenceError) Error() string { return fmt.Sprintf("sequence %d: %s", e.Index, e.Problem) }
+
+func (e *SequenceError) Unwrap() error { return e.Err }
+
+// Sequence is one input of Encode: token ids and, for programs with token types, their
+// types (nil: all 0, as for a single text; a pair's second part has type 1 in BERT).
+type Sequence struct {
+	IDs   []int
+	Types []int
+}
+
+// Encoder drives an hf_encode program (docs/contract.md, section 10): it packs sequences into
+// calls of the encode method, Batch at a time, and returns one row per sequence, an
+// embedding or scores. Encode is safe for concurrent use: calls run one at a time on one
+// set of buffers, taken from the Allocator once.
+type Encoder struct {
+	man   *program.Manifest
+	alloc Allocator
+
+	mu     sync.Mutex // guards the buffers, step and closed
+	step   Step
+	bufs   map[string][]byte
+	ids    []int64   // input_ids [B][S]
+	types  []int64   // token_type_ids [B][S]; nil without token types
+	mask   []byte    // attention_mask [B][S]
+	out    []float32 // embeddings or scores [B][dim]
+	closed bool
+}
+
+// NewEncoder validates the manifest against its contract (hf_encode v1) and binds the encode
+// method to buffers from opts.Allocator.
+func NewEncoder(m *program.Manifest, exe Executor, opts Options) (*Encoder, error) {
+	switch {
+	case m == nil:
+		return nil, errors.New("runner: nil manifest")
+	case exe == nil:
+		return nil, errors.New("runner: nil Executor")
+	}
+	if err := ValidateContract(m); err != nil {
+		return nil, err
+	}
+	if c := m.Metadata.Contract; c != program.EncodeContractName {
+		return nil, fmt.Errorf("runner: the program follows %s v%d, not %s: it generates text (drive it with New): %w",
+			c, m.Metadata.Version, program.EncodeContractName, ErrNotEncoder)
+	}
+	e := &Encoder{man: m, alloc: opts.Allocator, bufs: map[string][]byte{}}
+	if e.alloc == nil {
+		e.alloc = &PageAllocator{}
+	}
+	mt := &m.Methods[0]
+	for _, list := range [][]program.IO{mt.Inputs, mt.Outputs} {
+		for _, b := range list {
+			buf, err := e.alloc.Alloc(b.Bytes())
+			if err != nil {
+				e.free()
+				return nil, fmt.Errorf("runner: encoder buffer %s: %w", b.Name, err)
+			}
+			e.bufs[b.Name] = buf
+		}
+	}
+	e.ids, e.mask = align.AsI64(e.bufs[program.InputIDs]), e.bufs[program.AttentionMask]
+	if b, ok := e.bufs[program.TokenTypeIDs]; ok {
+		e.types = align.AsI64(b)
+	}
+	name, _ := m.Metadata.Encoder.OutputName() // validated
+	e.out = asF32(e.bufs[name])
+	step, err := exe.Bind(program.MethodEncode, e.bufs)
+	if err != nil {
+		e.free()
+		return nil, err
+	}
+	e.step = step
+	return e, nil
+}
+
+func asF32(b []byte) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+}
+
+// Metadata is the program's contract metadata; Metadata().Encoder describes the outputs.
+func (e *Encoder) Metadata() program.Metadata { return e.man.Metadata }
+
+// Check refuses what Encode would refuse, without running anything: no sequences, an empty
+// or too long sequence, a token id outside the vocabulary or a type outside the token types.
+func (e *Encoder) Check(seqs []Sequence) error {
+	md := &e.man.Metadata
+	if len(seqs) == 0 {
+		return ErrNoSequences
+	}
+	S, V, T := md.MaxContext, md.VocabSize, md.Encoder.TokenTypes
+	for i, s := range seqs {
+		bad := func(err error, format string, args ...any) error {
+			return &SequenceError{Index: i, Err: err, Problem: fmt.Sprintf(format, args...)}
+		}
+		switch {
+		case len(s.IDs) == 0:
+			return bad(ErrEmptySequence, "no tokens")
+		case len(s.IDs) > S:
+			return bad(ErrSequenceTooLong, "%d tokens, the program takes at most %d per sequence (its max_context)", len(s.IDs), S)
+		case s.Types != nil && len(s.Types) != len(s.IDs):
+			return bad(ErrTokenType, "%d token types for %d tokens", len(s.Types), len(s.IDs))
+		}
+		for j, id := range s.IDs {
+			if id < 0 || id >= V {
+				return bad(ErrTokenOutOfRange, "token %d is id %d, outside the vocabulary [0,%d)", j, id, V)
+			}
+		}
+		for j, t := range s.Types {
+			if t < 0 || t >= max(T, 1) {
+				return bad(ErrTokenType, "token %d has type %d, outside the program's token types [0,%d)", j, t, max(T, 1))
+			}
+		}
+	}
+	return nil
+}
+
+// Encode returns one row per sequence (Metadata().Encoder.Dim values each), in order:
+// the embeddings or scores of the program. Sequences run Batch at a time; each one's row is
+// the same whatever sequences share its call. A refused input (Check) runs nothing; ctx is
+// checked between calls.
+func (e *Encoder) Encode(ctx context.Context, seqs []Sequence) ([][]float32, error) {
+	if err := e.Check(seqs); err != nil {
+		return nil, err
+	}
+	md := &e.man.Metadata
+	B, S, dim := md.Encoder.Batch, md.MaxContext, md.Encoder.Dim
+	flat := make([]float32, len(seqs)*dim)
+	rows := make([][]float32, len(seqs))
+	for i := range rows {
+		rows[i] = flat[i*dim : (i+1)*dim : (i+1)*dim]
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("runner: Encode on a closed Encoder")
+	}
+	pad := md.Tokens.Pad
+	for lo := 0; lo < len(seqs); lo += B {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		chunk := seqs[lo:min(lo+B, len(seqs))]
+		clear(e.mask)
+		for i := range e.ids {
+			e.ids[i] = pad
+		}
+		clear(e.types)
+		for b, s := range chunk {
+			for j, id := range s.IDs {
+				e.ids[b*S+j] = int64(id)
+				e.mask[b*S+j] = 1
+			}
+			if e.types != nil {
+				for j, t := range s.Types {
+					e.types[b*S+j] = int64(t)
+				}
+			}
+		}
+		if err := e.step.Run(ctx); err != nil {
+			return nil, fmt.Errorf("encode sequences %d..%d: %w", lo, lo+len(chunk)-1, err)
+		}
+		copy(flat[lo*dim:(lo+len(chunk))*dim], e.out[:len(chunk)*dim])
+	}
+	return rows, nil
+}
+
+// Close returns the buffers to the Allocator; Encode fails afterwards.
+func (e *Encoder) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		e.free()
+	}
+	return nil
+}
+
+func (e *Encoder) free() {
+	for n, b := range e.bufs {
+		e.alloc.Free(b)
+		delete(e.bufs, n)
+	}
+}
