@@ -28,6 +28,9 @@ type Options struct {
 	Executor string
 	// ORTLib is the path of ONNX Runtime's shared library, for ExecutorORT.
 	ORTLib string
+	// MaxEncodeTokens bounds the real tokens of one call of an hf_encode program's method
+	// (runner.EncoderOptions.MaxTokens); 0 means runner.DefaultEncodeTokens.
+	MaxEncodeTokens int
 }
 
 // Executors.
@@ -39,11 +42,13 @@ const (
 	ExecutorORT = "ort"
 )
 
-// Model is a loaded program ready to run.
+// Model is a loaded program ready to run: an hf_static program has a Runner (sessions that
+// generate), an hf_encode one an Encoder (embeddings or scores); the other is nil.
 type Model struct {
-	File   *program.File
-	Runner *runner.Runner
-	exec   io.Closer // *exec.Program or *ort.Executor
+	File    *program.File
+	Runner  *runner.Runner
+	Encoder *runner.Encoder
+	exec    io.Closer // *exec.Program or *ort.Executor
 }
 
 // Load decodes, validates and loads a program. data must stay valid and unmodified until
@@ -70,6 +75,9 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 		}
 		x, exe = p, &executor{p: p}
 	case ExecutorORT:
+		if f.Manifest.Metadata.Contract != program.ContractName {
+			return nil, fmt.Errorf("engine: the %s executor runs %s programs (generation) only; run this %s program with %q", ExecutorORT, program.ContractName, f.Manifest.Metadata.Contract, ExecutorGo)
+		}
 		lib, err := ort.Open(opts.ORTLib)
 		if err != nil {
 			return nil, err
@@ -82,6 +90,14 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("engine: Options.Executor %q: want %q or %q", opts.Executor, ExecutorGo, ExecutorORT)
 	}
+	if f.Manifest.Metadata.Contract == program.EncodeContractName {
+		e, err := runner.NewEncoder(&f.Manifest, exe, runner.EncoderOptions{Allocator: opts.Allocator, MaxTokens: opts.MaxEncodeTokens})
+		if err != nil {
+			x.Close()
+			return nil, err
+		}
+		return &Model{File: f, Encoder: e, exec: x}, nil
+	}
 	r, err := runner.New(&f.Manifest, f.Fingerprint, exe, runner.Options{Allocator: opts.Allocator})
 	if err != nil {
 		x.Close()
@@ -90,8 +106,13 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	return &Model{File: f, Runner: r, exec: x}, nil
 }
 
-// Close stops the executor's threads.
-func (m *Model) Close() error { return m.exec.Close() }
+// Close stops the executor's threads (and frees an Encoder's buffers).
+func (m *Model) Close() error {
+	if m.Encoder != nil {
+		m.Encoder.Close()
+	}
+	return m.exec.Close()
+}
 
 // executor adapts an exec.Program to runner.Executor and runner.BatchExecutor.
 type executor struct {

@@ -39,13 +39,27 @@ type Sequence struct {
 	Types []int
 }
 
+// EncoderOptions configure an Encoder.
+type EncoderOptions struct {
+	// Allocator provides the method's buffers; nil means a PageAllocator.
+	Allocator Allocator
+	// MaxTokens bounds the real tokens of one call of the method (≥ 0; 0 means
+	// DefaultEncodeTokens): hfstatic's executor holds every activation for each of them, so
+	// this bounds its memory. A sequence longer than the bound runs in a call of its own.
+	MaxTokens int
+}
+
+// DefaultEncodeTokens is EncoderOptions.MaxTokens' default: 32 sequences of 256 tokens.
+const DefaultEncodeTokens = 8192
+
 // Encoder drives an hf_encode program (docs/contract.md, section 10): it packs sequences into
 // calls of the encode method, Batch at a time, and returns one row per sequence, an
 // embedding or scores. Encode is safe for concurrent use: calls run one at a time on one
 // set of buffers, taken from the Allocator once.
 type Encoder struct {
-	man   *program.Manifest
-	alloc Allocator
+	man       *program.Manifest
+	alloc     Allocator
+	maxTokens int
 
 	mu     sync.Mutex // guards the buffers, step and closed
 	step   Step
@@ -59,12 +73,14 @@ type Encoder struct {
 
 // NewEncoder validates the manifest against its contract (hf_encode v1) and binds the encode
 // method to buffers from opts.Allocator.
-func NewEncoder(m *program.Manifest, exe Executor, opts Options) (*Encoder, error) {
+func NewEncoder(m *program.Manifest, exe Executor, opts EncoderOptions) (*Encoder, error) {
 	switch {
 	case m == nil:
 		return nil, errors.New("runner: nil manifest")
 	case exe == nil:
 		return nil, errors.New("runner: nil Executor")
+	case opts.MaxTokens < 0:
+		return nil, fmt.Errorf("runner: EncoderOptions.MaxTokens = %d, must be ≥ 0 (0: %d)", opts.MaxTokens, DefaultEncodeTokens)
 	}
 	if err := ValidateContract(m); err != nil {
 		return nil, err
@@ -73,7 +89,10 @@ func NewEncoder(m *program.Manifest, exe Executor, opts Options) (*Encoder, erro
 		return nil, fmt.Errorf("runner: the program follows %s v%d, not %s: it generates text (drive it with New): %w",
 			c, m.Metadata.Version, program.EncodeContractName, ErrNotEncoder)
 	}
-	e := &Encoder{man: m, alloc: opts.Allocator, bufs: map[string][]byte{}}
+	e := &Encoder{man: m, alloc: opts.Allocator, maxTokens: opts.MaxTokens, bufs: map[string][]byte{}}
+	if e.maxTokens == 0 {
+		e.maxTokens = DefaultEncodeTokens
+	}
 	if e.alloc == nil {
 		e.alloc = &PageAllocator{}
 	}
@@ -145,9 +164,9 @@ func (e *Encoder) Check(seqs []Sequence) error {
 }
 
 // Encode returns one row per sequence (Metadata().Encoder.Dim values each), in order:
-// the embeddings or scores of the program. Sequences run Batch at a time; each one's row is
-// the same whatever sequences share its call. A refused input (Check) runs nothing; ctx is
-// checked between calls.
+// the embeddings or scores of the program. Sequences run in calls of at most Batch
+// sequences and MaxTokens tokens; each one's row is the same whatever sequences share its
+// call. A refused input (Check) runs nothing; ctx is checked between calls.
 func (e *Encoder) Encode(ctx context.Context, seqs []Sequence) ([][]float32, error) {
 	if err := e.Check(seqs); err != nil {
 		return nil, err
@@ -165,11 +184,15 @@ func (e *Encoder) Encode(ctx context.Context, seqs []Sequence) ([][]float32, err
 		return nil, errors.New("runner: Encode on a closed Encoder")
 	}
 	pad := md.Tokens.Pad
-	for lo := 0; lo < len(seqs); lo += B {
+	for lo, hi := 0, 0; lo < len(seqs); lo = hi {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		chunk := seqs[lo:min(lo+B, len(seqs))]
+		tokens := len(seqs[lo].IDs)
+		for hi = lo + 1; hi < len(seqs) && hi-lo < B && tokens+len(seqs[hi].IDs) <= e.maxTokens; hi++ {
+			tokens += len(seqs[hi].IDs)
+		}
+		chunk := seqs[lo:hi]
 		clear(e.mask)
 		for i := range e.ids {
 			e.ids[i] = pad

@@ -81,7 +81,7 @@ func (s fakeEncodeStep) Run(context.Context) error {
 
 func TestEncoderPacksSequencesIntoCalls(t *testing.T) {
 	x := &fakeEncodeExec{B: 2, S: 4}
-	e, err := NewEncoder(encodeManifest(2, 4, 10, 2), x, Options{})
+	e, err := NewEncoder(encodeManifest(2, 4, 10, 2), x, EncoderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestEncoderPacksSequencesIntoCalls(t *testing.T) {
 
 func TestEncoderRefusesBadSequencesBeforeRunning(t *testing.T) {
 	x := &fakeEncodeExec{B: 2, S: 4}
-	e, err := NewEncoder(encodeManifest(2, 4, 10, 2), x, Options{})
+	e, err := NewEncoder(encodeManifest(2, 4, 10, 2), x, EncoderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +143,27 @@ func TestEncoderRefusesBadSequencesBeforeRunning(t *testing.T) {
 	}
 }
 
+func TestEncoderBoundsTheTokensOfACall(t *testing.T) {
+	x := &fakeEncodeExec{B: 3, S: 4}
+	e, err := NewEncoder(encodeManifest(3, 4, 10, 0), x, EncoderOptions{MaxTokens: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// 3+2 (5 tokens) | 4+1 | 1+1+1 (the batch of 3 is full) | 2: four calls
+	seqs := []Sequence{{IDs: []int{1, 1, 1}}, {IDs: []int{2, 2}}, {IDs: []int{3, 3, 3, 3}}, {IDs: []int{4}}, {IDs: []int{4}}, {IDs: []int{4}}, {IDs: []int{4}}, {IDs: []int{5, 5}}}
+	rows, err := e.Encode(context.Background(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.calls != 4 || rows[2][0] != 12 || rows[7][0] != 10 {
+		t.Errorf("%d calls, rows %v", x.calls, rows)
+	}
+}
+
 func TestEncoderStopsBetweenCallsWhenCancelled(t *testing.T) {
 	x := &fakeEncodeExec{B: 1, S: 4}
-	e, err := NewEncoder(encodeManifest(1, 4, 10, 0), x, Options{})
+	e, err := NewEncoder(encodeManifest(1, 4, 10, 0), x, EncoderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +179,7 @@ func TestRunnerAndEncoderTakeOnlyTheirContract(t *testing.T) {
 	if _, err := New(encodeManifest(2, 4, 10, 0), "fp", &fakeEncodeExec{B: 2, S: 4}, Options{}); !errors.Is(err, ErrNotGenerative) {
 		t.Errorf("New(hf_encode program): %v, want ErrNotGenerative", err)
 	}
-	if _, err := NewEncoder(goodSpec.manifest(), &fakeEncodeExec{}, Options{}); !errors.Is(err, ErrNotEncoder) {
+	if _, err := NewEncoder(goodSpec.manifest(), &fakeEncodeExec{}, EncoderOptions{}); !errors.Is(err, ErrNotEncoder) {
 		t.Errorf("NewEncoder(hf_static program): %v, want ErrNotEncoder", err)
 	}
 }

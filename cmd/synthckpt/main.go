@@ -93,10 +93,35 @@ func run(args []string, stderr io.Writer) error {
 	if err := os.WriteFile(filepath.Join(*out, "config.json"), config, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "generation_config.json"), generation, 0o644); err != nil {
-		return err
+	if generation != nil {
+		if err := os.WriteFile(filepath.Join(*out, "generation_config.json"), generation, 0o644); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(testckpt.Names(), *shape) {
+		if err := writeExtras(*out, *shape); err != nil {
+			return err
+		}
 	}
 	return writeWeights(filepath.Join(*out, "model.safetensors"), spec, dt.st, stderr)
+}
+
+// writeExtras writes a fixture's other files (sentence-transformers modules, model card).
+func writeExtras(dir, name string) error {
+	extra, err := testckpt.Extras(name)
+	if err != nil {
+		return err
+	}
+	for p, data := range extra {
+		path := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func lookupShape(name string) (config, generation []byte, seed uint64, err error) {
@@ -114,7 +139,11 @@ func lookupShape(name string) (config, generation []byte, seed uint64, err error
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	return fsys["config.json"].Data, fsys["generation_config.json"].Data, spec.ModelSeed, nil
+	var gen []byte
+	if f, ok := fsys["generation_config.json"]; ok {
+		gen = f.Data
+	}
+	return fsys["config.json"].Data, gen, spec.ModelSeed, nil
 }
 
 // withTorchDType returns config with "torch_dtype" set, keys sorted and
