@@ -68,17 +68,15 @@ func exportEncode(ctx context.Context, ckpt *hf.Checkpoint, w io.Writer, opts Op
 }
 
 func newEncodePlan(ckpt *hf.Checkpoint, opts Options, class string, task Task) (*encodePlan, error) {
+	// Prefill, PrefillLogits, CacheDType and SlidingLayout concern generation only: an
+	// embedding or reranking program has no caches and runs its sequences whole.
 	switch {
-	case opts.Prefill != 0:
-		return nil, fmt.Errorf("%w: --prefill %d: an %s program has no prefill method (its sequences run whole)", ErrOptions, opts.Prefill, task)
 	case opts.Rotate != "" && opts.Rotate != RotateNone:
 		return nil, fmt.Errorf("%w: rotation is for generative programs", ErrOptions)
 	case opts.Delegate != "":
 		return nil, fmt.Errorf("%w: --delegate %s: embedding and reranking programs carry no ONNX graphs yet", ErrOptions, opts.Delegate)
 	case opts.Batch < 0:
 		return nil, fmt.Errorf("%w: batch %d must be ≥ 1 (0: %d)", ErrOptions, opts.Batch, DefaultBatch)
-	case opts.CacheDType != "" || opts.SlidingLayout != "" || opts.PrefillLogits != "":
-		return nil, fmt.Errorf("%w: cache dtype, sliding layout and prefill logits are for generative programs", ErrOptions)
 	}
 	e := &encodePlan{task: task, plan: &plan{ckpt: ckpt, opts: opts, arch: class, keep: map[string]bool{}}}
 	var trained int // the longest sequence the model takes

@@ -73,7 +73,8 @@ type Options struct {
 	Delegate string
 	// Task is what the program does: TaskGenerate (hf_static: decode and prefill), TaskEmbed
 	// or TaskRerank (hf_encode: one embedding per text, one score per query and document);
-	// "" means DefaultTask's choice for the checkpoint.
+	// "" means DefaultTask's choice for the checkpoint. Prefill, PrefillLogits, CacheDType
+	// and SlidingLayout concern generation: embedding and reranking programs ignore them.
 	Task Task
 	// Batch is the sequences one call of an embedding or reranking program takes; 0 means
 	// DefaultBatch. With them, Context is the tokens per sequence (0: the model's
