@@ -19,6 +19,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/hub"
 	"github.com/hfstatic/hfstatic/internal/arch"
+	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
@@ -331,7 +332,9 @@ func newRunCmd() *cobra.Command {
 		Long: `Run resolves a model (a local folder, the Hugging Face cache, else the Hub), exports it once
 into the program cache (HFSTATIC_HOME, default hfstatic/ under the user cache folder; keyed by the
 checkpoint's fingerprint and the export options, so the next run starts at once), then starts a chat,
-or generates from --prompt.
+or generates from --prompt. An embedding model embeds --prompt, or each line of standard input
+(JSON lines, as hfstatic embed); a reranking model ranks the lines of standard input against the
+query --prompt (as hfstatic rerank).
 
 Defaults: weights q8; the model's context capped at 4096 and halved until one session's caches fit in
 a quarter of the available memory; prefill 64. Each choice is printed.`,
@@ -359,7 +362,8 @@ a quarter of the available memory; prefill 64. Each choice is printed.`,
 					return err
 				}
 			}
-			if o.context == 0 {
+			task := folderTask(dir)
+			if o.context == 0 && task == export.TaskGenerate {
 				raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
 				if err != nil {
 					return fmt.Errorf("%s: %w", ref, err)
@@ -377,7 +381,11 @@ a quarter of the available memory; prefill 64. Each choice is printed.`,
 			}
 			var sub *cobra.Command
 			var subArgs []string
-			if prompt != "" {
+			if task != export.TaskGenerate {
+				if sub, subArgs, err = encodeRun(task, prog, prompt); err != nil {
+					return err
+				}
+			} else if prompt != "" {
 				sub = newGenerateCmd()
 				subArgs = []string{prog, "--prompt", prompt, "-n", strconv.Itoa(n)}
 			} else {

@@ -47,10 +47,21 @@ var executorName, ortLib = engine.ExecutorGo, ""
 // notes receives what commands say on the side (the command's standard error).
 var notes io.Writer = os.Stderr
 
-// openProgram opens path as --load says; exports a Hugging Face folder in memory (with a
-// note saying how to save the export); or exports the embedded default model in memory when
-// path is empty.
+// openProgram opens a generative program as openAny does; an embedding or reranking
+// program is an error saying which commands run it.
 func openProgram(ctx context.Context, path string, threads int) (*loaded, error) {
+	m, err := openAny(ctx, path, threads)
+	if err == nil && m.Runner == nil {
+		m.Close()
+		return nil, fmt.Errorf("%s: %w", m.name, errEncoderProgram)
+	}
+	return m, err
+}
+
+// openAny opens path as --load says; exports a Hugging Face folder in memory (with a
+// note saying how to save the export); or exports the embedded default model in memory when
+// path is empty. The program may generate (m.Runner) or embed and rerank (m.Encoder).
+func openAny(ctx context.Context, path string, threads int) (*loaded, error) {
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)
 	}

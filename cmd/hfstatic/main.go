@@ -99,5 +99,6 @@ program, which then opens at once).`,
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newPullCmd(), newRunCmd(), newListCmd(), newRmCmd())
+	root.AddCommand(newEmbedCmd(), newRerankCmd())
 	return root
 }

@@ -26,12 +26,15 @@ func newServeCmd() *cobra.Command {
 		timeout, queueTimeout, grace time.Duration
 		logJSON, mlock               bool
 		limits                       server.Limits
+		maxInputs                    int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [PROGRAM] [--addr 127.0.0.1:8080] [--sessions N] [--memory-budget BYTES]",
 		Short: "Serve a program over an OpenAI-compatible HTTP API",
 		Long: `serve answers GET /v1/models, POST /v1/completions and POST /v1/chat/completions (JSON or,
-with "stream": true, Server-Sent Events), GET /health and GET /metrics (Prometheus text).
+with "stream": true, Server-Sent Events), GET /health and GET /metrics (Prometheus text). An
+embedding program answers POST /v1/embeddings instead, a reranking one POST /v1/rerank (the
+generation flags below do not apply to them).
 
 Up to --sessions generations run at once, each on a pooled session; a request whose prompt
 starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
@@ -73,11 +76,15 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			log := slog.New(handler)
 
 			path := argOr(args, 0)
-			m, err := openProgram(cmd.Context(), path, threads)
+			m, err := openAny(cmd.Context(), path, threads)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			if m.Encoder != nil {
+				return serveEncoder(cmd, m, encodeServe{addr: addr, modelID: modelID, aliases: aliases, maxBody: maxBody,
+					maxInputs: maxInputs, limits: limits, log: log, grace: grace, mlock: mlock, threads: threads, path: path})
+			}
 			if mlock && m.file != nil {
 				// A server sits idle between requests; unlocked, the program's pages may be
 				// reclaimed and come back from disk (in small pages) on the next request.
@@ -162,6 +169,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.StringArrayVar(&aliases, "model-alias", nil, "another name requests may use for the model (repeatable); other names get 404 model_not_found")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
+	f.IntVar(&maxInputs, "max-inputs", server.DefaultMaxEmbedInputs, "embedding and reranking programs: most inputs of one /v1/embeddings request, documents of one /v1/rerank request")
 	return cmd
 }
 

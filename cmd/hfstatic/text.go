@@ -37,7 +37,7 @@ func openTokenizer(cmd *cobra.Command, path string) (*tokenizer.Tokenizer, error
 			return tokenizer.Load(tj, cfg)
 		}
 	}
-	m, err := openProgram(cmd.Context(), path, 1)
+	m, err := openAny(cmd.Context(), path, 1)
 	if err != nil {
 		return nil, err
 	}
