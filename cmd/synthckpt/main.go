@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/synthckpt -shape qwen3-0.6b -dtype bf16 -o /tmp/qwen3-0.6b
 //
-// Shapes: smollm2-135m, qwen3-0.6b, llama3.2-1b, phi4-mini, and the names of the
+// Shapes: all-minilm-l6-v2, smollm2-135m, qwen3-0.6b, llama3.2-1b, phi4-mini, and the names of the
 // internal/testckpt fixtures (llama, qwen3, gemma3, …; with their model seed,
 // -seed 0, the weights are the fixture's exactly). Weights follow
 // testckpt.Synthesize and are streamed to disk. No tokenizer is written.
@@ -126,7 +126,11 @@ func writeExtras(dir, name string) error {
 
 func lookupShape(name string) (config, generation []byte, seed uint64, err error) {
 	if s, ok := shapes[name]; ok {
-		return []byte(s.config), []byte(s.generation + "\n"), 1, nil
+		var gen []byte
+		if s.generation != "" {
+			gen = []byte(s.generation + "\n")
+		}
+		return []byte(s.config), gen, 1, nil
 	}
 	if !slices.Contains(testckpt.Names(), name) {
 		return nil, nil, 0, fmt.Errorf("-shape %q: want one of %s", name, strings.Join(shapeNames(), ", "))

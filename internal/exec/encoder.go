@@ -14,11 +14,13 @@ import (
 
 // layerNormOp normalizes each group of width values of every row: (x - mean)/std * w + b.
 type layerNormOp struct {
-	m            *Method
-	x, out       operand // (rows, width)
-	weight, bias operand // (group)
-	width, group int
-	eps          float32
+	m              *Method
+	x, out         operand // (rows, width)
+	weight, bias   operand // (group)
+	width, group   int
+	eps            float32
+	groupsFn       func(lo, hi int) // o.groups, bound once
+	xs, ys, ws, bs []float32        // of the running pass
 }
 
 func (m *Method) compileLayerNorm(op *program.Op, in []operand, out operand) (op, error) {
@@ -35,22 +37,32 @@ func (m *Method) compileLayerNorm(op *program.Op, in []operand, out operand) (op
 		return nil, fmt.Errorf("layer norm weight %q and bias %q have %d and %d values, want %d", w.name, b.name, w.elems(), b.elems(), g)
 	}
 	m.propagate(x, out)
-	return &layerNormOp{m: m, x: x, out: out, weight: w, bias: b, width: width, group: g, eps: op.Attr.Eps}, nil
+	o := &layerNormOp{m: m, x: x, out: out, weight: w, bias: b, width: width, group: g, eps: op.Attr.Eps}
+	o.groupsFn = o.groups
+	return o, nil
 }
 
 func (o *layerNormOp) run(ps *pass) {
-	xs, ys, ws, bs, g := ps.f32(o.x), ps.f32(o.out), ps.f32(o.weight), ps.f32(o.bias), o.group
-	for i := 0; i < o.m.rowsOf(ps, o.x)*o.width/g; i++ {
-		layerNorm(ys[i*g:(i+1)*g], xs[i*g:(i+1)*g], ws, bs, o.eps)
+	o.xs, o.ys, o.ws, o.bs = ps.f32(o.x), ps.f32(o.out), ps.f32(o.weight), ps.f32(o.bias)
+	o.m.prog.parallel(o.m.rowsOf(ps, o.x)*o.width/o.group, o.group, o.groupsFn)
+}
+
+// groups normalizes groups [lo, hi).
+func (o *layerNormOp) groups(lo, hi int) {
+	g := o.group
+	for i := lo; i < hi; i++ {
+		layerNorm(o.ys[i*g:(i+1)*g], o.xs[i*g:(i+1)*g], o.ws, o.bs, o.eps)
 	}
 }
 
 // activationOp is y = act(x), element-wise over every row.
 type activationOp struct {
-	m      *Method
-	x, out operand // (rows, width)
-	width  int
-	fn     func(dst, x []float32)
+	m       *Method
+	x, out  operand // (rows, width)
+	width   int
+	fn      func(dst, x []float32)
+	rangeFn func(lo, hi int) // o.elems, bound once
+	xs, ys  []float32        // of the running pass
 }
 
 func (m *Method) compileActivation(op *program.Op, in []operand, out operand) (op, error) {
@@ -78,13 +90,18 @@ func (m *Method) compileActivation(op *program.Op, in []operand, out operand) (o
 	}
 	_, width := rows2(x)
 	m.propagate(x, out)
-	return &activationOp{m: m, x: x, out: out, width: width, fn: fn}, nil
+	o := &activationOp{m: m, x: x, out: out, width: width, fn: fn}
+	o.rangeFn = o.elems
+	return o, nil
 }
 
 func (o *activationOp) run(ps *pass) {
-	n := o.m.rowsOf(ps, o.x) * o.width
-	o.fn(ps.f32(o.out)[:n], ps.f32(o.x)[:n])
+	o.xs, o.ys = ps.f32(o.x), ps.f32(o.out)
+	o.m.prog.parallel(o.m.rowsOf(ps, o.x)*o.width, 1, o.rangeFn)
 }
+
+// elems applies the activation to elements [lo, hi).
+func (o *activationOp) elems(lo, hi int) { o.fn(o.ys[lo:hi], o.xs[lo:hi]) }
 
 // positionEmbedOp adds the position embedding of each row's position: x[i] += table[p(i)].
 type positionEmbedOp struct {
@@ -312,5 +329,31 @@ func (o *l2NormalizeOp) run(ps *pass) {
 	xs, ys, w := ps.f32(o.x), ps.f32(o.out), o.width
 	for off := 0; off < o.m.rowsOf(ps, o.x)*w; off += w {
 		l2Normalize(ys[off:off+w], xs[off:off+w], o.eps)
+	}
+}
+
+// parallelWork is the element count below which a row-wise op runs on the calling thread:
+// handing work to the pool costs a few microseconds.
+const parallelWork = 1 << 14
+
+// parallel calls fn over [0, n) items of cost elements each, in contiguous ranges spread
+// over the pool's threads (one range per thread), or in one call when the work is small.
+// Each item is computed by one call, so a row's result does not depend on the split.
+func (p *Program) parallel(n, cost int, fn func(lo, hi int)) {
+	if n*cost < parallelWork || p.threads == 1 {
+		fn(0, n)
+		return
+	}
+	per := (n + p.threads - 1) / p.threads
+	p.parFn, p.parN, p.parPer = fn, n, per
+	p.pool.For(p.threads, p.parItem)
+	p.parFn = nil
+}
+
+// parRange runs one thread's range of a parallel call.
+func (p *Program) parRange(_, i int) {
+	lo := i * p.parPer
+	if lo < p.parN {
+		p.parFn(lo, min(lo+p.parPer, p.parN))
 	}
 }

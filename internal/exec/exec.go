@@ -55,6 +55,10 @@ type Program struct {
 	pass      pass // the running pass's scratch, reused
 	// sequences: a method runs a batch of sequences (hf_encode); its steps run alone.
 	sequences bool
+	// The running parallel call (encoder.go), and its item function, built once.
+	parFn        func(lo, hi int)
+	parN, parPer int
+	parItem      func(worker, i int)
 
 	// Scratch memory shared by the ops of every method (they run one pass at a time), so
 	// that it stays warm in the caches and page tables.
@@ -122,6 +126,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 	}
 	p.batchable = sameOps(f.Manifest.Methods)
 	p.pool = kernels.NewPool(opts.Threads)
+	p.parItem = p.parRange
 	return p, nil
 }
 

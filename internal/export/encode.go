@@ -412,6 +412,7 @@ func (e *encodePlan) encoderSource(w encoder.Weight) string {
 }
 
 func (e *encodePlan) write(ctx context.Context, w io.Writer) (*Summary, error) {
+	e.meta.Source.Weights = e.weights.String()
 	cw := &countingWriter{w: w}
 	pw, err := program.NewWriter(cw)
 	if err != nil {
