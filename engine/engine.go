@@ -75,9 +75,6 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 		}
 		x, exe = p, &executor{p: p}
 	case ExecutorORT:
-		if f.Manifest.Metadata.Contract != program.ContractName {
-			return nil, fmt.Errorf("engine: the %s executor runs %s programs (generation) only; run this %s program with %q", ExecutorORT, program.ContractName, f.Manifest.Metadata.Contract, ExecutorGo)
-		}
 		lib, err := ort.Open(opts.ORTLib)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/kernels"
@@ -162,19 +163,34 @@ func (o *positionEmbedOp) run(ps *pass) {
 }
 
 // selfAttentionOp: each real row attends to the real rows of its own sequence (all of them,
-// or up to itself when causal). The (row, head) pairs run in parallel on the program's
-// pool, each with the arithmetic of a serial loop.
+// or up to itself when causal). Each (sequence, query head) is an item of a parallel loop
+// on the program's pool, computed as two matrix products on the item's thread: the scores
+// Q·Kᵀ of a block of query rows, then softmax(scores)·V, through a one-thread kernels.Pool
+// per pool thread (the tile kernels of the linear layers, on contiguous copies of the head's
+// rows). A row's result does not depend on the rows beside it in its block or batch.
 type selfAttentionOp struct {
 	m                    *Method
 	q, k, v, out         operand
 	Hq, Hkv, Dk, Dv, grp int
 	scale                float32
 	causal               bool
-	scores               [][]float32 // per pool thread: (S)
+	work                 []attnScratch // per pool thread
 	fn                   func(worker, i int)
 
 	ps             *pass // of the running pass
 	qs, ks, vs, os []float32
+}
+
+// attnBlock is how many query rows one product of an attention item scores at once.
+const attnBlock = 64
+
+// attnScratch is one pool thread's attention scratch (S the method's sequence length).
+type attnScratch struct {
+	pool   *kernels.Pool // one thread: its products run on the calling goroutine
+	k, vt  []byte        // the head's keys [S][Dk], values transposed [Dv][S], f32
+	q      []float32     // a block of query rows [attnBlock][Dk]
+	scores []float32     // [attnBlock][S]
+	o      []float32     // [attnBlock][Dv]
 }
 
 func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand) (op, error) {
@@ -207,9 +223,16 @@ func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand)
 	}
 	p := m.prog
 	a := &selfAttentionOp{m: m, q: q, k: k, v: v, out: out, Hq: Hq, Hkv: Hkv, Dk: Dk, Dv: Dv, grp: Hq / Hkv,
-		scale: at.Scale, causal: at.Causal, scores: make([][]float32, p.threads)}
-	for w := range a.scores {
-		a.scores[w] = make([]float32, m.seqLen)
+		scale: at.Scale, causal: at.Causal, work: make([]attnScratch, p.threads)}
+	S := m.seqLen
+	for w := range a.work {
+		// Scratch shared by all self_attention ops (they run one at a time).
+		key := func(name string) string { return fmt.Sprintf("self_attention %s %d", name, w) }
+		a.work[w] = attnScratch{pool: p.onePool(w),
+			k: p.shared(key("k"), 4*S*Dk), vt: p.shared(key("vt"), 4*Dv*S),
+			q:      align.AsF32(p.shared(key("q"), 4*attnBlock*Dk)),
+			scores: align.AsF32(p.shared(key("scores"), 4*attnBlock*S)),
+			o:      align.AsF32(p.shared(key("o"), 4*attnBlock*Dv))}
 	}
 	a.fn = a.head
 	return a, nil
@@ -218,27 +241,51 @@ func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand)
 func (a *selfAttentionOp) run(ps *pass) {
 	a.ps = ps
 	a.qs, a.ks, a.vs, a.os = ps.f32(a.q), ps.f32(a.k), ps.f32(a.v), ps.f32(a.out)
-	a.m.prog.pool.For(ps.rows*a.Hq, a.fn)
+	a.m.prog.pool.For(len(ps.segs)*a.Hq, a.fn)
 	a.ps = nil
 }
 
-// head computes pass row r, query head h: one item of the parallel loop.
+// head computes query head h of sequence (segment) s: one item of the parallel loop.
 func (a *selfAttentionOp) head(w, item int) {
-	r, h := item/a.Hq, item%a.Hq
-	g := &a.ps.segs[a.ps.rowSeg[r]]
-	end := g.n
-	if a.causal {
-		end = r - g.off + 1
+	g, h := &a.ps.segs[item/a.Hq], item%a.Hq
+	c := &a.work[w]
+	n, kv, Dk, Dv := g.n, h/a.grp, a.Dk, a.Dv
+	qw, kw, vw := a.Hq*Dk, a.Hkv*Dk, a.Hkv*Dv
+	// The head's keys [n][Dk] and values transposed [Dv][n], contiguous.
+	k, vt := align.AsF32(c.k[:4*n*Dk]), align.AsF32(c.vt[:4*Dv*n])
+	for j := range n {
+		r := g.off + j
+		copy(k[j*Dk:(j+1)*Dk], a.ks[r*kw+kv*Dk:r*kw+(kv+1)*Dk])
+		for d, x := range a.vs[r*vw+kv*Dv : r*vw+(kv+1)*Dv] {
+			vt[d*n+j] = x
+		}
 	}
-	kv := h / a.grp
-	kw, vw := a.Hkv*a.Dk, a.Hkv*a.Dv
-	sc := a.scores[w][:end]
-	kernels.Dots(sc, a.qs[r*a.Hq*a.Dk+h*a.Dk:r*a.Hq*a.Dk+(h+1)*a.Dk], a.ks[g.off*kw+kv*a.Dk:], kw)
-	kernels.Scale(sc, a.scale)
-	kernels.Softmax(sc)
-	o := a.os[r*a.Hq*a.Dv+h*a.Dv : r*a.Hq*a.Dv+(h+1)*a.Dv]
-	clear(o)
-	kernels.Axpys(o, sc, a.vs[g.off*vw+kv*a.Dv:], vw)
+	K := kernels.Matrix{Type: kernels.F32, Rows: n, Cols: Dk, Data: c.k[:4*n*Dk]}
+	V := kernels.Matrix{Type: kernels.F32, Rows: Dv, Cols: n, Data: c.vt[:4*Dv*n]}
+	for i0 := 0; i0 < n; i0 += attnBlock {
+		m := min(attnBlock, n-i0)
+		for i := range m {
+			r := g.off + i0 + i
+			copy(c.q[i*Dk:(i+1)*Dk], a.qs[r*qw+h*Dk:r*qw+(h+1)*Dk])
+		}
+		sc := c.scores[:m*n]
+		c.pool.MatMul(sc, c.q[:m*Dk], m, K, nil)
+		for i := range m {
+			row := sc[i*n : (i+1)*n]
+			kernels.Scale(row, a.scale)
+			if a.causal {
+				for j := i0 + i + 1; j < n; j++ {
+					row[j] = float32(math.Inf(-1))
+				}
+			}
+			kernels.Softmax(row)
+		}
+		c.pool.MatMul(c.o[:m*Dv], sc, m, V, nil)
+		for i := range m {
+			r := g.off + i0 + i
+			copy(a.os[r*a.Hq*Dv+h*Dv:r*a.Hq*Dv+(h+1)*Dv], c.o[i*Dv:(i+1)*Dv])
+		}
+	}
 }
 
 // poolOp turns each sequence's real rows into one row.

@@ -56,6 +56,9 @@ type Program struct {
 	// sequences: a method runs a batch of sequences (hf_encode); its steps run alone.
 	sequences bool
 	// The running parallel call (encoder.go), and its item function, built once.
+	// onePools are one-thread kernel pools, one per pool thread, for products inside a
+	// parallel loop (self_attention); made on first use.
+	onePools     []*kernels.Pool
 	parFn        func(lo, hi int)
 	parN, parPer int
 	parItem      func(worker, i int)
@@ -133,7 +136,21 @@ func Load(f *program.File, opts Options) (*Program, error) {
 // Close stops the thread pool. The program must not be used afterwards.
 func (p *Program) Close() error {
 	p.pool.Close()
+	for _, op := range p.onePools {
+		op.Close()
+	}
 	return nil
+}
+
+// onePool returns the one-thread pool of pool thread w.
+func (p *Program) onePool(w int) *kernels.Pool {
+	if p.onePools == nil {
+		p.onePools = make([]*kernels.Pool, p.threads)
+	}
+	if p.onePools[w] == nil {
+		p.onePools[w] = kernels.NewPool(1)
+	}
+	return p.onePools[w]
 }
 
 // Method returns a compiled method by name.

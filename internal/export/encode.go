@@ -13,6 +13,7 @@ import (
 	"github.com/hfstatic/hfstatic/internal/arch/encoder"
 	"github.com/hfstatic/hfstatic/internal/arch/head"
 	"github.com/hfstatic/hfstatic/internal/hf"
+	"github.com/hfstatic/hfstatic/internal/onnx"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/tokenizer"
 )
@@ -73,8 +74,8 @@ func newEncodePlan(ckpt *hf.Checkpoint, opts Options, class string, task Task) (
 	switch {
 	case opts.Rotate != "" && opts.Rotate != RotateNone:
 		return nil, fmt.Errorf("%w: rotation is for generative programs", ErrOptions)
-	case opts.Delegate != "":
-		return nil, fmt.Errorf("%w: --delegate %s: embedding and reranking programs carry no ONNX graphs yet", ErrOptions, opts.Delegate)
+	case opts.Delegate != "" && opts.Delegate != DelegateONNX:
+		return nil, fmt.Errorf("%w: delegate %q must be %q or none", ErrOptions, opts.Delegate, DelegateONNX)
 	case opts.Batch < 0:
 		return nil, fmt.Errorf("%w: batch %d must be ≥ 1 (0: %d)", ErrOptions, opts.Batch, DefaultBatch)
 	}
@@ -435,6 +436,17 @@ func (e *encodePlan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 	}
 	if err := e.writeHead(pw); err != nil {
 		return nil, err
+	}
+	if e.opts.Delegate == DelegateONNX {
+		assets, err := onnx.Build(&program.Manifest{Metadata: e.meta, Tensors: pw.Tensors(), Methods: []program.Method{method}}, e.opts.Writer)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range assets {
+			if err := pw.WriteAsset(a.Name, a.Data); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, asset := range []struct {
 		name string

@@ -309,7 +309,8 @@ func (b *builder) matmul(x string, t program.Tensor, bias string) (string, error
 // rope rotates the first 2·half dims of each head by the row's position (rotate-half).
 func (b *builder) rope(op *program.Op, in []string) (string, error) {
 	g := b.g
-	cos, err := b.tensor(op.In[2])
+	nin := len(op.In) // [x, position_ids, cos, sin], or [x, cos, sin] with implicit positions
+	cos, err := b.tensor(op.In[nin-2])
 	if err != nil {
 		return "", err
 	}
@@ -319,8 +320,8 @@ func (b *builder) rope(op *program.Op, in []string) (string, error) {
 	}
 	// positions past the table (padding rows only) are clamped: their rows are never used
 	pos := g.op("Min", []string{b.positions(), g.ints(int64(cos.Shape[0] - 1))})
-	c := g.op("Unsqueeze", []string{g.op("Gather", []string{in[2], pos}, attrInt("axis", 0)), g.ints(1)}) // [S, 1, half]
-	s := g.op("Unsqueeze", []string{g.op("Gather", []string{in[3], pos}, attrInt("axis", 0)), g.ints(1)})
+	c := g.op("Unsqueeze", []string{g.op("Gather", []string{in[nin-2], pos}, attrInt("axis", 0)), g.ints(1)}) // [S, 1, half]
+	s := g.op("Unsqueeze", []string{g.op("Gather", []string{in[nin-1], pos}, attrInt("axis", 0)), g.ints(1)})
 	x := g.reshape(in[0], int64(b.S), W/hd, hd)
 	x1, x2 := g.slice(x, 2, 0, half), g.slice(x, 2, half, 2*half)
 	y1 := g.binary("Sub", g.binary("Mul", x1, c), g.binary("Mul", x2, s))

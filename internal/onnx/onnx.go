@@ -71,7 +71,11 @@ func Build(man *program.Manifest, version string) ([]Asset, error) {
 	var assets []Asset
 	for i := range man.Methods {
 		m := &man.Methods[i]
-		g, err := buildMethod(&man.Metadata, m, w)
+		build := buildMethod
+		if man.Metadata.Contract == program.EncodeContractName {
+			build = buildEncodeMethod // encode.go
+		}
+		g, err := build(&man.Metadata, m, w)
 		if err != nil {
 			return nil, err
 		}

@@ -93,6 +93,7 @@ type method struct {
 	spec    *program.Method
 	session uintptr
 	layers  []layerRows
+	encode  bool // an hf_encode method (encode.go): no caches
 }
 
 // layerRows is the scratch ORT writes a layer's current rows into.
@@ -169,6 +170,10 @@ func (e *Executor) load(spec *program.Method, model []byte) (*method, error) {
 	}
 	m := &method{spec: spec, session: sess}
 	md := e.file.Manifest.Metadata
+	if md.Contract == program.EncodeContractName {
+		m.encode = true
+		return m, nil
+	}
 	S := spec.Step
 	elem, err := elemType(md.CacheDType)
 	if err != nil {
@@ -248,6 +253,7 @@ type Step struct {
 	context        int    // C
 	counters       []*int64
 	caches         []cacheBuf // per layer: K then V
+	seqs           *sequences // an hf_encode method's inputs (encode.go); nil otherwise
 }
 
 // cacheBuf is one layer's caller-owned caches.
@@ -262,6 +268,9 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 	m, ok := e.methods[name]
 	if !ok {
 		return nil, fmt.Errorf("ort: program has no method %q", name)
+	}
+	if m.encode {
+		return e.bindEncode(m, bufs)
 	}
 	spec := m.spec
 	for _, list := range [][]program.IO{spec.Inputs, spec.Outputs} {
@@ -377,6 +386,9 @@ var ErrStep = errors.New("invalid step input")
 // Run runs the graph over the bound buffers, then writes the real rows into the caches
 // and advances the counters. It allocates nothing on the Go side.
 func (s *Step) Run(ctx context.Context) error {
+	if s.seqs != nil {
+		return s.runEncode()
+	}
 	pos, n, err := s.rows()
 	if err != nil {
 		return fmt.Errorf("method %q: %w", s.m.spec.Name, err)
