@@ -304,7 +304,9 @@ func (e *encodePlan) chooseShape(trained int) error {
 	switch e.task {
 	case TaskEmbed:
 		enc.Matryoshka, enc.MatryoshkaDimensions = matryoshka(e.ckpt.Config.Raw)
-		enc.Matryoshka = enc.Matryoshka || e.opts.Matryoshka
+		// Qwen3-Embedding's model card says it was trained for any number of dimensions
+		// ("MRL support"); its config does not.
+		enc.Matryoshka = enc.Matryoshka || e.opts.Matryoshka || strings.HasPrefix(e.ckpt.ReadmeTitle, "Qwen3-Embedding")
 	case TaskRerank:
 		if e.opts.Matryoshka {
 			return fmt.Errorf("%w: --matryoshka is for embedding programs", ErrOptions)

@@ -171,3 +171,22 @@ func TestEncodeExportReadsBaseModelNamesAndKeepsUnreadTokenizers(t *testing.T) {
 		t.Errorf("tokenizer asset kept %v, notes %q", ok, sum.Notes)
 	}
 }
+
+// Qwen3-Embedding's model card says its embeddings may be truncated; its config does not.
+func TestQwen3EmbeddingsModelCardAllowsFewerDimensions(t *testing.T) {
+	card := func(f fstest.MapFS) {
+		f["README.md"] = &fstest.MapFile{Data: []byte("---\nlicense: apache-2.0\n---\n# Qwen3-Embedding-0.6B\n")}
+	}
+	for _, tc := range []struct {
+		change func(fstest.MapFS)
+		want   bool
+	}{{nil, false}, {card, true}} {
+		data, _, err := export.ToMemory(context.Background(), fixture(t, "qwen3-embed", tc.change), export.Options{Context: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := decode(t, data).Manifest.Metadata.Encoder.Matryoshka; got != tc.want {
+			t.Errorf("model card %v: matryoshka %v", tc.change != nil, got)
+		}
+	}
+}

@@ -39,7 +39,9 @@ func (v Variant) Name() string { return v.Class }
 // EncoderSpec parses an (XLM-)RoBERTa config.json. Position ids start at pad_token_id + 1
 // (transformers' create_position_ids_from_input_ids on right-padded real tokens), so the
 // program's table starts at that row and holds max_position_embeddings - pad_token_id - 1
-// positions (512 of XLM-RoBERTa's 514).
+// positions (512 of XLM-RoBERTa's 514). transformers skips the pad id itself when it occurs
+// inside a text (the literal "<pad>"): such a token and the ones after it get positions one
+// lower there than here.
 func (v Variant) EncoderSpec(raw json.RawMessage) (*encoder.Spec, error) {
 	var c bert.Config
 	if err := json.Unmarshal(raw, &c); err != nil {
