@@ -53,22 +53,49 @@ type EncoderOptions struct {
 const DefaultEncodeTokens = 8192
 
 // Encoder drives an hf_encode program (docs/contract.md, section 10): it packs sequences into
-// calls of the encode method, Batch at a time, and returns one row per sequence, an
-// embedding or scores. Encode is safe for concurrent use: calls run one at a time on one
-// set of buffers, taken from the Allocator once.
+// calls of the encode method and returns one row per sequence, an embedding or scores.
+// Encode is safe for concurrent use: the sequences of concurrent requests share calls (a
+// call takes them in the order the requests came, up to Batch sequences and MaxTokens
+// tokens), so that many one-text requests cost few calls. One goroutine, owned by the
+// Encoder and stopped by Close, runs the calls on one set of buffers taken from the
+// Allocator once.
 type Encoder struct {
 	man       *program.Manifest
 	alloc     Allocator
 	maxTokens int
 
-	mu     sync.Mutex // guards the buffers, step and closed
-	step   Step
-	bufs   map[string][]byte
-	ids    []int64   // input_ids [B][S]
-	types  []int64   // token_type_ids [B][S]; nil without token types
-	mask   []byte    // attention_mask [B][S]
-	out    []float32 // embeddings or scores [B][dim]
+	// Owned by the worker goroutine.
+	step  Step
+	bufs  map[string][]byte
+	ids   []int64   // input_ids [B][S]
+	types []int64   // token_type_ids [B][S]; nil without token types
+	mask  []byte    // attention_mask [B][S]
+	out   []float32 // embeddings or scores [B][dim]
+	taken []taken   // the sequences of the running call
+
+	mu     sync.Mutex // guards queue and closed
+	queue  []*request // requests with sequences not yet taken into a call, oldest first
 	closed bool
+	wake   chan struct{} // a request arrived (capacity 1)
+	stop   chan struct{} // closed by Close
+	exited chan struct{} // closed by the worker on its way out
+}
+
+// request is one Encode call's sequences and answer.
+type request struct {
+	seqs      []Sequence
+	rows      [][]float32
+	next      int // the first sequence not yet taken into a call
+	finished  int // sequences whose rows are written
+	cancelled bool
+	err       error
+	done      chan struct{} // closed when every row is written, or on err
+}
+
+// taken is one sequence of the running call: sequence i of request r.
+type taken struct {
+	r *request
+	i int
 }
 
 // NewEncoder validates the manifest against its contract (hf_encode v1) and binds the encode
@@ -89,7 +116,8 @@ func NewEncoder(m *program.Manifest, exe Executor, opts EncoderOptions) (*Encode
 		return nil, fmt.Errorf("runner: the program follows %s v%d, not %s: it generates text (drive it with New): %w",
 			c, m.Metadata.Version, program.EncodeContractName, ErrNotEncoder)
 	}
-	e := &Encoder{man: m, alloc: opts.Allocator, maxTokens: opts.MaxTokens, bufs: map[string][]byte{}}
+	e := &Encoder{man: m, alloc: opts.Allocator, maxTokens: opts.MaxTokens, bufs: map[string][]byte{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 	if e.maxTokens == 0 {
 		e.maxTokens = DefaultEncodeTokens
 	}
@@ -119,6 +147,8 @@ func NewEncoder(m *program.Manifest, exe Executor, opts EncoderOptions) (*Encode
 		return nil, err
 	}
 	e.step = step
+	e.taken = make([]taken, 0, m.Metadata.Encoder.Batch)
+	go e.work()
 	return e, nil
 }
 
@@ -165,66 +195,166 @@ func (e *Encoder) Check(seqs []Sequence) error {
 
 // Encode returns one row per sequence (Metadata().Encoder.Dim values each), in order:
 // the embeddings or scores of the program. Sequences run in calls of at most Batch
-// sequences and MaxTokens tokens; each one's row is the same whatever sequences share its
-// call. A refused input (Check) runs nothing; ctx is checked between calls.
+// sequences and MaxTokens tokens, shared with concurrent requests; each one's row is the
+// same whatever sequences share its call. A refused input (Check) runs nothing; a cancelled
+// ctx returns its error at once, and sequences not yet taken into a call do not run.
 func (e *Encoder) Encode(ctx context.Context, seqs []Sequence) ([][]float32, error) {
 	if err := e.Check(seqs); err != nil {
 		return nil, err
 	}
-	md := &e.man.Metadata
-	B, S, dim := md.Encoder.Batch, md.MaxContext, md.Encoder.Dim
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dim := e.man.Metadata.Encoder.Dim
 	flat := make([]float32, len(seqs)*dim)
-	rows := make([][]float32, len(seqs))
-	for i := range rows {
-		rows[i] = flat[i*dim : (i+1)*dim : (i+1)*dim]
+	r := &request{seqs: seqs, rows: make([][]float32, len(seqs)), done: make(chan struct{})}
+	for i := range r.rows {
+		r.rows[i] = flat[i*dim : (i+1)*dim : (i+1)*dim]
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
-		return nil, errors.New("runner: Encode on a closed Encoder")
+		e.mu.Unlock()
+		return nil, ErrEncoderClosed
 	}
-	pad := md.Tokens.Pad
-	for lo, hi := 0, 0; lo < len(seqs); lo = hi {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		tokens := len(seqs[lo].IDs)
-		for hi = lo + 1; hi < len(seqs) && hi-lo < B && tokens+len(seqs[hi].IDs) <= e.maxTokens; hi++ {
-			tokens += len(seqs[hi].IDs)
-		}
-		chunk := seqs[lo:hi]
-		clear(e.mask)
-		for i := range e.ids {
-			e.ids[i] = pad
-		}
-		clear(e.types)
-		for b, s := range chunk {
-			for j, id := range s.IDs {
-				e.ids[b*S+j] = int64(id)
-				e.mask[b*S+j] = 1
-			}
-			if e.types != nil {
-				for j, t := range s.Types {
-					e.types[b*S+j] = int64(t)
-				}
-			}
-		}
-		if err := e.step.Run(ctx); err != nil {
-			return nil, fmt.Errorf("encode sequences %d..%d: %w", lo, lo+len(chunk)-1, err)
-		}
-		copy(flat[lo*dim:(lo+len(chunk))*dim], e.out[:len(chunk)*dim])
+	e.queue = append(e.queue, r)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default: // the worker is awake already
 	}
-	return rows, nil
+	select {
+	case <-r.done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.rows, nil
+	case <-ctx.Done():
+		e.mu.Lock()
+		r.cancelled = true
+		e.dequeue(r)
+		e.mu.Unlock()
+		return nil, ctx.Err()
+	}
 }
 
-// Close returns the buffers to the Allocator; Encode fails afterwards.
-func (e *Encoder) Close() error {
+// ErrEncoderClosed is returned by Encode after Close.
+var ErrEncoderClosed = errors.New("runner: Encoder closed")
+
+// dequeue removes r from the queue; e.mu is held.
+func (e *Encoder) dequeue(r *request) {
+	for i, q := range e.queue {
+		if q == r {
+			e.queue = append(e.queue[:i], e.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// work runs calls while requests wait, until Close.
+func (e *Encoder) work() {
+	defer close(e.exited)
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-e.wake:
+		}
+		for e.call() {
+			select {
+			case <-e.stop:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// call takes the next sequences of the waiting requests (oldest first, up to Batch
+// sequences and MaxTokens tokens; always at least one), runs them as one call and writes
+// their rows. It reports whether it ran anything.
+func (e *Encoder) call() bool {
+	md := &e.man.Metadata
+	B, S, dim := md.Encoder.Batch, md.MaxContext, md.Encoder.Dim
+	e.taken = e.taken[:0]
+	tokens := 0
+	e.mu.Lock()
+	for len(e.queue) > 0 && len(e.taken) < B {
+		r := e.queue[0]
+		n := len(r.seqs[r.next].IDs)
+		if len(e.taken) > 0 && tokens+n > e.maxTokens {
+			break
+		}
+		e.taken = append(e.taken, taken{r, r.next})
+		tokens += n
+		if r.next++; r.next == len(r.seqs) {
+			e.queue = e.queue[1:]
+		}
+	}
+	e.mu.Unlock()
+	if len(e.taken) == 0 {
+		return false
+	}
+	clear(e.mask)
+	for i := range e.ids {
+		e.ids[i] = md.Tokens.Pad
+	}
+	clear(e.types)
+	for b, t := range e.taken {
+		s := t.r.seqs[t.i]
+		for j, id := range s.IDs {
+			e.ids[b*S+j] = int64(id)
+			e.mask[b*S+j] = 1
+		}
+		if e.types != nil {
+			for j, ty := range s.Types {
+				e.types[b*S+j] = int64(ty)
+			}
+		}
+	}
+	err := e.step.Run(context.Background()) // the call serves several requests: none cancels it
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.closed {
-		e.closed = true
-		e.free()
+	for b, t := range e.taken {
+		r := t.r
+		if r.err != nil || r.cancelled {
+			continue
+		}
+		if err != nil {
+			r.err = fmt.Errorf("encode sequence %d: %w", t.i, err)
+			e.dequeue(r)
+			close(r.done)
+			continue
+		}
+		copy(r.rows[t.i], e.out[b*dim:(b+1)*dim])
+		if r.finished++; r.finished == len(r.seqs) {
+			close(r.done)
+		}
 	}
+	return true
+}
+
+// Close stops the worker, fails the requests still waiting with ErrEncoderClosed and
+// returns the buffers to the Allocator.
+func (e *Encoder) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	close(e.stop)
+	<-e.exited
+	e.mu.Lock()
+	for _, r := range e.queue {
+		if !r.cancelled && r.err == nil {
+			r.err = ErrEncoderClosed
+			close(r.done)
+		}
+	}
+	e.queue = nil
+	e.mu.Unlock()
+	e.free()
 	return nil
 }
 

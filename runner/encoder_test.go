@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,10 @@ func encodeManifest(B, S, V, types int) *program.Manifest {
 type fakeEncodeExec struct {
 	B, S  int
 	calls int
+	// gate, if set, holds each call until it receives, after the call says so on entered
+	// (the test controls when calls run); sizes records each call's used rows.
+	gate, entered chan struct{}
+	sizes         []int
 }
 
 func (x *fakeEncodeExec) Bind(method string, bufs map[string][]byte) (Step, error) {
@@ -43,7 +48,13 @@ type fakeEncodeStep struct {
 
 func (s fakeEncodeStep) Run(context.Context) error {
 	x := s.x
+	if x.gate != nil {
+		x.entered <- struct{}{}
+		<-x.gate
+	}
 	x.calls++
+	used := 0
+	defer func() { x.sizes = append(x.sizes, used) }()
 	ids, mask, out := align.AsI64(s.bufs[program.InputIDs]), s.bufs[program.AttentionMask], asF32(s.bufs[program.Embeddings])
 	var types []int64
 	if b, ok := s.bufs[program.TokenTypeIDs]; ok {
@@ -68,6 +79,7 @@ func (s fakeEncodeStep) Run(context.Context) error {
 		if done {
 			return fmt.Errorf("row %d used after an empty row", b)
 		}
+		used++
 		for i := range n {
 			out[b*3] += float32(ids[b*x.S+i])
 			if types != nil {
@@ -229,5 +241,96 @@ func TestValidateContractRejectsBadEncodeManifests(t *testing.T) {
 	m.Metadata.Encoder = &program.Encoder{Batch: 1}
 	if err := ValidateContract(m); err == nil || !strings.Contains(err.Error(), "encoder") {
 		t.Errorf("hf_static program with encoder metadata: %v", err)
+	}
+}
+
+// gated is a fake executor whose calls wait for the test.
+func gated(B int) *fakeEncodeExec {
+	return &fakeEncodeExec{B: B, S: 4, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+}
+
+// waitQueued waits until n requests wait in e's queue.
+func waitQueued(e *Encoder, n int) {
+	for {
+		e.mu.Lock()
+		q := len(e.queue)
+		e.mu.Unlock()
+		if q == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// Requests that arrive while a call runs share the next call.
+func TestEncoderSharesCallsAmongConcurrentRequests(t *testing.T) {
+	x := gated(4)
+	e, err := NewEncoder(encodeManifest(4, 4, 10, 0), x, EncoderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	type answer struct {
+		rows [][]float32
+		err  error
+	}
+	ask := func(ids ...int) chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			rows, err := e.Encode(context.Background(), []Sequence{{IDs: ids}})
+			c <- answer{rows, err}
+		}()
+		return c
+	}
+	first := ask(1)
+	<-x.entered // the first request's call waits at the gate
+	var rest []chan answer
+	for i := range 5 {
+		rest = append(rest, ask(i+2, i+2))
+	}
+	waitQueued(e, 5)
+	x.gate <- struct{}{} // the first call
+	<-x.entered
+	x.gate <- struct{}{} // 4 of the 5 waiting requests
+	<-x.entered
+	x.gate <- struct{}{} // the last one
+	if a := <-first; a.err != nil || a.rows[0][0] != 1 {
+		t.Fatalf("first request: %v %v", a.rows, a.err)
+	}
+	for i, c := range rest {
+		if a := <-c; a.err != nil || a.rows[0][0] != float32(2*(i+2)) || a.rows[0][1] != 2 {
+			t.Errorf("request %d: %v %v", i+1, a.rows, a.err)
+		}
+	}
+	if !slices.Equal(x.sizes, []int{1, 4, 1}) {
+		t.Errorf("calls of %v sequences, want [1 4 1]", x.sizes)
+	}
+}
+
+// A request cancelled while it waits returns at once, and its sequences never run.
+func TestCancelledWaitingRequestsDoNotRun(t *testing.T) {
+	x := gated(1)
+	e, err := NewEncoder(encodeManifest(1, 4, 10, 0), x, EncoderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { _, err := e.Encode(context.Background(), []Sequence{{IDs: []int{1}}}); first <- err }()
+	<-x.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() { _, err := e.Encode(ctx, []Sequence{{IDs: []int{2}}, {IDs: []int{3}}}); second <- err }()
+	waitQueued(e, 1)
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled request: %v", err)
+	}
+	x.gate <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if x.calls != 1 {
+		t.Errorf("%d calls, want 1 (the cancelled request's sequences never run)", x.calls)
 	}
 }
