@@ -274,21 +274,7 @@ func (e *encodePlan) chooseShape(trained int) error {
 		return fmt.Errorf("%w: batch %d × context %d tokens is beyond the bound %d (export.MaxContext)", ErrOptions, B, S, MaxContext)
 	}
 	e.context = S
-	g := e.ckpt.Generation
-	tok := program.Tokens{EOS: []int64{}}
-	if g.BOSID != nil {
-		b := int64(*g.BOSID)
-		tok.BOS = &b
-	}
-	for _, id := range g.EOSIDs {
-		tok.EOS = append(tok.EOS, int64(id))
-	}
-	switch {
-	case g.PadID != nil:
-		tok.Pad = int64(*g.PadID)
-	case len(tok.EOS) > 0:
-		tok.Pad = tok.EOS[0]
-	}
+	tok := e.tokens()
 	vocab := e.vocab()
 	enc := &program.Encoder{Batch: B, Output: e.head.Output, Dim: e.head.Dim(e.hidden()), Pooling: e.head.Pooling,
 		Normalized: e.head.Normalize}

@@ -545,7 +545,9 @@ func programDType(t kernels.WeightType) program.DType {
 	return program.F32
 }
 
-func (p *plan) metadata() program.Metadata {
+// tokens are the special token ids of the checkpoint's configs; pad falls back to the first
+// EOS id.
+func (p *plan) tokens() program.Tokens {
 	g := p.ckpt.Generation
 	tok := program.Tokens{EOS: []int64{}}
 	if g.BOSID != nil {
@@ -561,6 +563,11 @@ func (p *plan) metadata() program.Metadata {
 	case len(tok.EOS) > 0:
 		tok.Pad = tok.EOS[0]
 	}
+	return tok
+}
+
+func (p *plan) metadata() program.Metadata {
+	tok := p.tokens()
 	window := 0
 	if slices.Contains(p.spec.LayerTypes, program.LayerSliding) {
 		window = p.spec.Window
