@@ -34,16 +34,8 @@ func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, e
 	if !ok || (cache != Float && cache != Float16) {
 		return nil, fmt.Errorf("onnx: cache dtype %q is not f32 or f16", md.CacheDType)
 	}
-	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, S: m.Step, C: md.MaxContext, cache: cache,
-		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[string]string{},
-		visible: map[[2]int]string{}, held: map[int64]string{}}
-	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
-		for _, io := range list {
-			if len(io.Shape) > 0 {
-				b.width[io.Name] = io.Shape[len(io.Shape)-1]
-			}
-		}
-	}
+	b := newBuilder(md, m, w, m.Step, md.MaxContext)
+	b.cache = cache
 	S, C := int64(b.S), int64(b.C)
 	b.g.input(program.InputIDs, Int64, 1, S)
 	b.g.input(program.AttentionMask, Bool, 1, 1, S, C)
@@ -60,6 +52,21 @@ func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, e
 		}
 	}
 	return b.g, b.outputs()
+}
+
+// newBuilder starts the graph of method m over rows rows of a program of context c.
+func newBuilder(md *program.Metadata, m *program.Method, w *weights, rows, c int) *builder {
+	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, S: rows, C: c,
+		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[string]string{},
+		visible: map[[2]int]string{}, held: map[int64]string{}}
+	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
+		for _, io := range list {
+			if len(io.Shape) > 0 {
+				b.width[io.Name] = io.Shape[len(io.Shape)-1]
+			}
+		}
+	}
+	return b
 }
 
 // outputs names the graph's outputs: the logits and every cache's rows.

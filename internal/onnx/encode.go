@@ -24,16 +24,7 @@ func buildEncodeMethod(md *program.Metadata, m *program.Method, w *weights) (*gr
 		return nil, fmt.Errorf("onnx: hf_encode program without encoder metadata")
 	}
 	B, L := e.Batch, md.MaxContext
-	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, S: B * L, C: L,
-		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[string]string{},
-		visible: map[[2]int]string{}, held: map[int64]string{}}
-	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
-		for _, io := range list {
-			if len(io.Shape) > 0 {
-				b.width[io.Name] = io.Shape[len(io.Shape)-1]
-			}
-		}
-	}
+	b := newBuilder(md, m, w, B*L, L)
 	g := b.g
 	g.input(program.InputIDs, Int64, int64(B), int64(L))
 	g.input(program.AttentionMask, Bool, int64(B), int64(L))
