@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/internal/ort"
 )
 
@@ -38,6 +40,10 @@ func main() {
 		}
 	}()
 	go exitAfterSignal(ctx, func() { signal.Stop(sigs) })
+	if err := useKernels(os.Getenv("HFSTATIC_KERNELS")); err != nil {
+		fmt.Fprintln(os.Stderr, "hfstatic:", err)
+		os.Exit(2)
+	}
 	root := newRoot()
 	err := root.ExecuteContext(ctx)
 	if err != nil {
@@ -48,6 +54,19 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// useKernels forces the kernel route HFSTATIC_KERNELS names (generic, avx2, avx512, ...;
+// "" keeps the best this CPU runs) before anything runs. A route this CPU cannot run is a
+// usage error: nothing runs on a route other than the one asked for.
+func useKernels(route string) error {
+	if route == "" {
+		return nil
+	}
+	if err := kernels.UseRoute(route); err != nil {
+		return usagef("HFSTATIC_KERNELS=%s: %w (this CPU runs: %s)", route, err, strings.Join(kernels.Routes(), ", "))
+	}
+	return nil
 }
 
 // stopBudget is how long a command may take to return after SIGINT or
