@@ -255,20 +255,31 @@ func (c *Client) endpoint() string {
 	return strings.TrimRight(c.Endpoint, "/")
 }
 
+// revisionInfo reads the revision's commit and file list; a body cut short or stalled is
+// tried again like a failed request.
 func (p *pull) revisionInfo(ctx context.Context) (*revisionInfo, error) {
 	ref := p.ref
 	u := p.c.endpoint() + "/api/models/" + ref.Repo + "/revision/" + url.PathEscape(ref.Revision) + "?blobs=true"
-	resp, err := p.do(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		resp, err := p.do(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		var info revisionInfo
+		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info)
+		resp.Body.Close()
+		if err != nil {
+			if ctx.Err() == nil && transient(err) && try < p.s.tries {
+				if err := p.pause(ctx, try, ""); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, fmt.Errorf("%s: reading the Hub's revision metadata (%d tries): %w", ref, try, err)
+		}
+		if !IsCommit(info.SHA) {
+			return nil, fmt.Errorf("%s: the Hub's revision metadata has no commit hash (sha %q)", ref, info.SHA)
+		}
+		return &info, nil
 	}
-	defer resp.Body.Close()
-	var info revisionInfo
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil {
-		return nil, fmt.Errorf("%s: reading the Hub's revision metadata: %w", ref, err)
-	}
-	if !IsCommit(info.SHA) {
-		return nil, fmt.Errorf("%s: the Hub's revision metadata has no commit hash (sha %q)", ref, info.SHA)
-	}
-	return &info, nil
 }

@@ -334,8 +334,9 @@ func (p *pull) fetchBlob(ctx context.Context, name string, m *fileMeta, blob str
 	return nil
 }
 
-// spaceCheckEvery is how many bytes a transfer writes between checks of the free space.
-const spaceCheckEvery = 64 << 20
+// spaceCheckEvery is how many bytes a transfer writes between checks of the free space
+// (a variable for tests).
+var spaceCheckEvery int64 = 64 << 20
 
 // transferOnce is one try of fetching the rest of t's file. It returns nil once the file
 // is whole; otherwise the error, whether another try may help, and a Retry-After.
