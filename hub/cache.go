@@ -118,7 +118,7 @@ func parseIndexShards(b []byte) ([]string, error) {
 	set := map[string]bool{}
 	for _, f := range idx.WeightMap {
 		if !safeRelPath(f) {
-			return nil, fmt.Errorf("shard name %q leaves the repository", f)
+			return nil, fmt.Errorf("shard name %q is not a safe file name inside the repository", f)
 		}
 		set[f] = true
 	}
@@ -130,9 +130,12 @@ func parseIndexShards(b []byte) ([]string, error) {
 	return shards, nil
 }
 
-// safeRelPath reports whether a repository file name stays inside the snapshot folder.
+// safeRelPath reports whether a repository file name stays inside the snapshot folder and
+// means the same file on every system: no "..", no absolute or drive paths, no control
+// characters and none of the characters Windows gives a meaning (\ : * ? " < > |).
 func safeRelPath(name string) bool {
-	return name != "" && fs.ValidPath(name) && !strings.Contains(name, "\\")
+	return name != "" && len(name) <= 1024 && fs.ValidPath(name) &&
+		!strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || strings.ContainsRune(`\:*?"<>|`, r) })
 }
 
 // CachedRepo describes one repository in the cache.
@@ -167,7 +170,7 @@ func (c Cache) List() ([]CachedRepo, error) {
 		refs := filepath.Join(r.Dir, "refs")
 		filepath.WalkDir(refs, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
-				if b, err := os.ReadFile(p); err == nil {
+				if b, err := readRegular(p, 1024); err == nil {
 					rel, _ := filepath.Rel(refs, p)
 					r.Refs[filepath.ToSlash(rel)] = strings.TrimSpace(string(b))
 				}

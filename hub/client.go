@@ -255,6 +255,29 @@ func (c *Client) endpoint() string {
 	return strings.TrimRight(c.Endpoint, "/")
 }
 
+// maxMetadata bounds the revision metadata's size.
+const maxMetadata = 64 << 20
+
+var errMetadataTooLarge = fmt.Errorf("the answer is larger than %d MiB", maxMetadata>>20)
+
+// capReader fails once more than n bytes are read.
+type capReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		return 0, errMetadataTooLarge
+	}
+	if int64(len(p)) > c.n {
+		p = p[:c.n]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	return n, err
+}
+
 // revisionInfo reads the revision's commit and file list; a body cut short or stalled is
 // tried again like a failed request.
 func (p *pull) revisionInfo(ctx context.Context) (*revisionInfo, error) {
@@ -266,7 +289,7 @@ func (p *pull) revisionInfo(ctx context.Context) (*revisionInfo, error) {
 			return nil, err
 		}
 		var info revisionInfo
-		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info)
+		err = json.NewDecoder(&capReader{r: resp.Body, n: maxMetadata}).Decode(&info)
 		resp.Body.Close()
 		if err != nil {
 			if ctx.Err() == nil && transient(err) && try < p.s.tries {

@@ -221,6 +221,8 @@ func (p *pull) download(ctx context.Context, f sibling) error {
 			if err := p.fetchBlob(ctx, f.Name, m, blob); err != nil {
 				return err
 			}
+		} else {
+			p.c.report(Progress{File: f.Name, Cached: true, Done: m.size, Total: m.size, Finished: true})
 		}
 	} else {
 		p.c.report(Progress{File: f.Name, Cached: true, Done: m.size, Total: m.size, Finished: true})

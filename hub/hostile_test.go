@@ -468,3 +468,26 @@ func TestClientSettingsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestSafeRelPath(t *testing.T) {
+	for name, want := range map[string]bool{
+		"model.safetensors":                true,
+		"model-00001-of-00002.safetensors": true,
+		"sub/dir/x.json":                   true,
+		"":                                 false,
+		"../x":                             false,
+		"/etc/passwd":                      false,
+		`..\x`:                             false,
+		"C:/x":                             false,
+		"a:stream.safetensors":             false,
+		"x\x00.json":                       false,
+		"x\n.json":                         false,
+		"what?.safetensors":                false,
+		"a/./b":                            false,
+		strings.Repeat("a", 1025):          false,
+	} {
+		if got := safeRelPath(name); got != want {
+			t.Errorf("safeRelPath(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
