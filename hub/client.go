@@ -148,7 +148,7 @@ func exportFiles(ref Ref, siblings []sibling) ([]sibling, error) {
 			continue
 		}
 		if prev, dup := seen[s.Name]; dup {
-			if !prev.same(s) {
+			if !prev.same(s) && wanted(s.Name) {
 				return nil, fmt.Errorf("%s: %w: %s is listed twice with different sizes or hashes", ref, ErrBadMetadata, s.Name)
 			}
 			continue

@@ -288,7 +288,7 @@ func (p *pull) fetchBlob(ctx context.Context, name string, m *fileMeta, blob str
 				break
 			}
 			if leftover { // what an earlier run left was wrong: fetch the whole file
-				leftover = false
+				leftover, last = false, fmt.Errorf("the partial download an earlier run left was wrong: %w", err)
 				if err := t.restart(); err != nil {
 					return err
 				}
