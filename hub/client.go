@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -160,10 +161,8 @@ func exportFiles(ref Ref, siblings []sibling) ([]sibling, error) {
 			}
 			files = append(files, s)
 		}
-		for _, ext := range []string{".safetensors", ".gguf", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".onnx"} {
-			if strings.HasSuffix(s.Name, ext) {
-				weights = append(weights, s.Name)
-			}
+		if isWeights(s.Name) {
+			weights = append(weights, s.Name)
 		}
 	}
 	if !hasSafetensors(files) {
@@ -186,6 +185,17 @@ func exportFiles(ref Ref, siblings []sibling) ([]sibling, error) {
 		}
 	}
 	return files, nil
+}
+
+// isWeights reports whether a file holds weights in a format the error for a repository
+// without safetensors names.
+func isWeights(name string) bool {
+	for _, ext := range []string{".safetensors", ".gguf", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".onnx"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasSafetensors(files []sibling) bool {
@@ -243,9 +253,11 @@ func (s sibling) same(o sibling) bool {
 	return n1 == n2 && ok1 == ok2 && s.etag() == o.etag()
 }
 
+// revisionInfo is what Pull keeps of the revision metadata.
 type revisionInfo struct {
-	SHA      string    `json:"sha"`
-	Siblings []sibling `json:"siblings"`
+	SHA      string
+	Siblings []sibling // files export needs, and weights of other formats
+	kept     int       // how many such siblings were listed
 }
 
 func (c *Client) endpoint() string {
@@ -288,8 +300,7 @@ func (p *pull) revisionInfo(ctx context.Context) (*revisionInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		var info revisionInfo
-		err = json.NewDecoder(&capReader{r: resp.Body, n: maxMetadata}).Decode(&info)
+		info, err := decodeRevision(&capReader{r: resp.Body, n: maxMetadata})
 		resp.Body.Close()
 		if err != nil {
 			if ctx.Err() == nil && transient(err) && try < p.s.tries {
@@ -303,6 +314,92 @@ func (p *pull) revisionInfo(ctx context.Context) (*revisionInfo, error) {
 		if !IsCommit(info.SHA) {
 			return nil, fmt.Errorf("%s: the Hub's revision metadata has no commit hash (sha %q)", ref, info.SHA)
 		}
-		return &info, nil
+		if info.kept > maxKept {
+			return nil, fmt.Errorf("%s: %w: the revision lists more than %d weight and configuration files", ref, ErrBadMetadata, maxKept)
+		}
+		return info, nil
+	}
+}
+
+// maxKept bounds the siblings kept from a revision's list: those export needs (at most
+// maxFiles) and weight files of other formats (named in an error).
+const maxKept = 2*maxFiles + 1000
+
+// decodeRevision reads {"sha": …, "siblings": [...]} one sibling at a time, keeping only
+// files export needs or a weights error would name, so a list of millions of entries
+// costs no more memory than one.
+func decodeRevision(r io.Reader) (*revisionInfo, error) {
+	dec := json.NewDecoder(r)
+	info := &revisionInfo{}
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch tok {
+		case "sha":
+			if err := dec.Decode(&info.SHA); err != nil {
+				return nil, err
+			}
+		case "siblings":
+			if err := expectDelim(dec, '['); err != nil {
+				return nil, err
+			}
+			for dec.More() {
+				var s sibling
+				if err := dec.Decode(&s); err != nil {
+					return nil, err
+				}
+				if wanted(s.Name) || isWeights(s.Name) {
+					if info.kept++; info.kept <= maxKept {
+						info.Siblings = append(info.Siblings, s)
+					}
+				}
+			}
+			if err := expectDelim(dec, ']'); err != nil {
+				return nil, err
+			}
+		default:
+			if err := skipValue(dec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return info, expectDelim(dec, '}')
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("want %q, found %v", d, tok)
+	}
+	return nil
+}
+
+// skipValue reads past one JSON value token by token (no buffer of the whole value).
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if depth++; depth > 1000 {
+				return errors.New("values nested more than 1000 deep")
+			}
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -489,5 +490,55 @@ func TestSafeRelPath(t *testing.T) {
 		if got := safeRelPath(name); got != want {
 			t.Errorf("safeRelPath(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestHugeMetadata: a revision listing millions of files, or nested without end, is read
+// in bounded memory: what export cannot use is not kept.
+func TestHugeMetadata(t *testing.T) {
+	many := func(w *bytes.Buffer) {
+		w.WriteString(`{"sha":"` + strings.Repeat("a", 40) + `","siblings":[{"rfilename":"config.json","size":2},{"rfilename":"model.safetensors","size":2}`)
+		for i := 0; w.Len() < 16<<20; i++ {
+			w.WriteString(`,{"rfilename":"f","size":1}`)
+		}
+		w.WriteString(`]}`)
+	}
+	deep := func(w *bytes.Buffer) {
+		w.WriteString(`{"x":`)
+		w.WriteString(strings.Repeat("[", 10<<20))
+	}
+	for _, c := range []struct {
+		name string
+		body func(*bytes.Buffer)
+		kept int
+	}{
+		{"16 MiB of siblings", many, 2},
+		{"10 MiB of nesting", deep, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var body bytes.Buffer
+			c.body(&body)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			info, err := decodeRevision(bytes.NewReader(body.Bytes()))
+			runtime.ReadMemStats(&after)
+			if c.kept < 0 {
+				if err == nil {
+					t.Fatal("endless nesting decoded")
+				}
+			} else if err != nil || len(info.Siblings) != c.kept {
+				t.Fatalf("%d siblings kept, %v; want %d", len(info.Siblings), err, c.kept)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 3*uint64(body.Len()) {
+				t.Errorf("decoding %d bytes allocated %d", body.Len(), grew)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 1<<20 {
+				t.Errorf("decoding %d bytes keeps %d", body.Len(), kept)
+			}
+			runtime.KeepAlive(info)
+		})
 	}
 }
