@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -97,6 +98,23 @@ var testSchemas = []string{
 	`{"type":"object"}`,
 	`{"type":"array","items":{"type":"integer","minimum":1234,"maximum":98765}}`,
 	`{"type":"object","properties":{"s":{"type":"string","pattern":"^\"q\"\\\\"}},"required":["s"]}`,
+	// const and enum of null are null, not "no const".
+	`{"const":null}`,
+	`{"type":"object","properties":{"v":{"const":null},"w":{"enum":[null,1]}},"required":["v","w"]}`,
+	// Integer bounds up to the documented ±1e15, exclusive bounds that are not integers.
+	`{"type":"integer","minimum":-999999999999999,"maximum":999999999999999}`,
+	`{"type":"integer","minimum":123456789012,"maximum":987654321098765}`,
+	`{"type":"integer","minimum":-1e15,"maximum":-999999999999990}`,
+	`{"type":"integer","exclusiveMinimum":2.5,"exclusiveMaximum":7.5}`,
+	// Keywords without a type constrain the values of their type.
+	`{"maxLength":3}`,
+	`{"minimum":5,"maximum":9}`,
+	`{"additionalProperties":false}`,
+	`{"type":"object","additionalProperties":{"type":"integer","maximum":3}}`,
+	// enum beside type keeps the values of the type.
+	`{"type":"string","enum":["a",1,"b",null]}`,
+	// Property names that JSON pointers escape.
+	`{"type":"object","properties":{"a/b":{"const":1},"c~d":{"const":2}},"required":["a/b","c~d"]}`,
 }
 
 func TestSchemaOutputsValidate(t *testing.T) {
@@ -185,6 +203,13 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"$ref":"http://example.com/x.json"}`, "$ref"},
 		{`{"type":"integer","minimum":5,"maximum":4}`, "minimum"},
 		{`{"type":"wat"}`, "type"},
+		{`{"type":"string","anyOf":[{"maxLength":3}]}`, "type"},
+		{`{"enum":["a"],"maxLength":3}`, "maxLength"},
+		{`{"const":1,"minimum":3}`, "minimum"},
+		{`{"type":"object","required":["a"]}`, "required"},
+		{`{"type":"integer","enum":["a"]}`, "enum"},
+		{`{"enum":null}`, "enum"},
+		{`{"type":"integer","minimum":1.5e15}`, "minimum"},
 	} {
 		_, err := FromJSONSchema([]byte(c.schema))
 		var se *SchemaError
@@ -214,13 +239,17 @@ func TestPropertyOrderFollowsSchemaText(t *testing.T) {
 	}
 }
 
-func TestSequenceAndLiterals(t *testing.T) {
+func TestConcatAndText(t *testing.T) {
 	v := toyVocab()
-	args, err := FromJSONSchema([]byte(`{"type":"object","properties":{"q":{"type":"string","maxLength":3}},"required":["q"]}`))
+	c, err := NewCompiler(context.Background(), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Sequence(Literal(`<tool_call>{"name": "search", "arguments": `), args, Literal("}</tool_call>"))
+	args, err := c.SchemaExpr([]byte(`{"type":"object","properties":{"q":{"type":"string","maxLength":3}},"required":["q"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Compile(c.Concat(c.Text(`<tool_call>{"name": "search", "arguments": `), args, c.Text("}</tool_call>")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package toolcall
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -127,7 +128,7 @@ func TestForcedCallGrammar(t *testing.T) {
 	}
 	for _, s := range []Syntax{Hermes, Llama3, Mistral, Generic} {
 		for _, name := range []string{"get_weather", ""} {
-			g, err := Grammar(s, tools, name)
+			g, err := Grammar(newCompiler(t), s, tools, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,16 @@ func TestForcedCallGrammar(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Grammar(Hermes, tools, "missing"); err == nil {
+	if _, err := Grammar(newCompiler(t), Hermes, tools, "missing"); err == nil {
 		t.Error("a named choice of an unknown tool compiled")
 	}
+}
+
+func newCompiler(t testing.TB) *grammar.Compiler {
+	t.Helper()
+	c, err := grammar.NewCompiler(context.Background(), grammar.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
