@@ -125,7 +125,7 @@ func (b *budget) spend(n int) error {
 		return b.fail(err)
 	}
 	if time.Now().After(b.deadline) {
-		return b.fail(&LimitError{Limit: "Timeout", Max: int64(b.lim.Timeout), What: "compiling the grammar"})
+		return b.fail(&LimitError{Limit: "Timeout", Max: int64(b.lim.Timeout), What: "compile time"})
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (b *budget) charge(n *node) error {
 	}
 	b.nodes += added
 	if b.nodes > b.lim.MaxNodes {
-		return b.fail(&LimitError{Limit: "MaxNodes", Max: int64(b.lim.MaxNodes), What: fmt.Sprintf("%d expression nodes", b.nodes)})
+		return b.fail(&LimitError{Limit: "MaxNodes", Max: int64(b.lim.MaxNodes), What: "expression nodes"})
 	}
 	return b.spend(added)
 }

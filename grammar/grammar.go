@@ -65,7 +65,7 @@ func (e *SchemaError) Error() string {
 type LimitError struct {
 	Limit string // the Limits field: "MaxDepth", "MaxNodes", "MaxStates", "Timeout", "MaxDFABytes"
 	Max   int64  // its value (nanoseconds for Timeout)
-	What  string // what went past it, e.g. "nesting of ( )"
+	What  string // what went past it, e.g. "nesting of ( ) groups"
 }
 
 func (e *LimitError) Unwrap() error { return ErrTooLarge }
@@ -75,7 +75,7 @@ func (e *LimitError) Error() string {
 	if e.Limit == "Timeout" {
 		limit = time.Duration(e.Max).String()
 	}
-	return fmt.Sprintf("%v: %s exceeds the limit of %s (grammar.Limits.%s)", ErrTooLarge, e.What, limit, e.Limit)
+	return fmt.Sprintf("%v: %s: more than %s (grammar.Limits.%s)", ErrTooLarge, e.What, limit, e.Limit)
 }
 
 // Limits bound the work and memory one request's grammars may cost. A zero field takes
@@ -182,13 +182,6 @@ type Grammar struct {
 
 func newGrammar(n *nfa, lim Limits) *Grammar {
 	return &Grammar{nfa: n, lim: lim, dfa: newDFA(n, lim.MaxDFABytes), masks: map[*Vocab]map[*dstate][]uint64{}}
-}
-
-// Bytes is about the memory the grammar holds now: its automaton, DFA and cached masks.
-func (g *Grammar) Bytes() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.nfa.bytes() + g.dfa.bytes + g.maskBytes
 }
 
 // MaxBytes is the most memory the grammar can come to hold: its automaton and full caches.

@@ -1,7 +1,6 @@
 package grammar
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // allocated runs f and returns the bytes it allocated.
@@ -83,9 +80,9 @@ func TestDeepNestingIsAnErrorNotACrash(t *testing.T) {
 		var err error
 		alloc := allocated(func() {
 			if c.gbnf {
-				_, err = compiler(t, Limits{}).GBNF(c.src)
+				_, err = compiler(t, Limits{Timeout: time.Minute}).GBNF(c.src)
 			} else {
-				_, err = compiler(t, Limits{}).JSONSchema([]byte(c.src))
+				_, err = compiler(t, Limits{Timeout: time.Minute}).JSONSchema([]byte(c.src))
 			}
 		})
 		wantLimit(t, c.name, err, c.limit)
@@ -113,7 +110,7 @@ func TestBudgetsApplyAsTheWorkGrows(t *testing.T) {
 		return b.String()
 	}
 	manyEnums := `{"enum":[` + strings.Repeat(`{},`, 300000) + `{}]}`
-	lim := Limits{MaxNodes: 1 << 16, MaxStates: 1 << 18}
+	lim := Limits{MaxNodes: 1 << 16, MaxStates: 1 << 18, Timeout: time.Minute} // the budgets, not the clock, must stop these
 	for _, c := range []struct {
 		name, src string
 		gbnf      bool
@@ -171,7 +168,6 @@ func TestManyOptionalPropertiesStayLinear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	val := compileValidator(t, schema)
 	re := regexp.MustCompile(`^\{("a": ?1, ?)?("b": ?2, ?)?"c": ?3(, ?"d": ?4)?\}$`)
 	seen := map[string]bool{}
 	for seed := uint64(0); seed < 200; seed++ {
@@ -179,7 +175,6 @@ func TestManyOptionalPropertiesStayLinear(t *testing.T) {
 		if !re.Match(out) {
 			t.Fatalf("seed %d: %s is not the members in order", seed, out)
 		}
-		validate(t, val, out)
 		seen[strings.ReplaceAll(string(out), " ", "")] = true
 	}
 	if len(seen) != 8 {
@@ -215,10 +210,10 @@ func TestCompileStopsWithItsContextAndClock(t *testing.T) {
 		b.WriteString("]")
 		return b.String()
 	}
-	if _, err := ParseGBNF(negated(10000)); err != nil {
+	if _, err := compiler(t, Limits{Timeout: time.Minute}).GBNF(negated(10000)); err != nil {
 		t.Errorf("negated class of 10000 code points: %v", err)
 	}
-	_, err = ParseGBNF(negated(100000))
+	_, err = compiler(t, Limits{Timeout: time.Minute}).GBNF(negated(100000))
 	wantLimit(t, "negated class of 100000 code points", err, "MaxNodes")
 }
 
@@ -359,17 +354,6 @@ func TestDFACacheStaysBoundedWhileMatching(t *testing.T) {
 	m.FillMask(mask)
 	if !errors.Is(m.Err(), context.Canceled) {
 		t.Errorf("cancelled matcher: %v", m.Err())
-	}
-}
-
-func validate(t testing.TB, val *jsonschema.Schema, out []byte) {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
-	if err != nil {
-		t.Fatalf("%q is not JSON: %v", out, err)
-	}
-	if err := val.Validate(doc); err != nil {
-		t.Fatalf("%q does not validate: %v", out, err)
 	}
 }
 

@@ -54,7 +54,7 @@ func (nb *nfaBuilder) state() int32 {
 		return 0
 	}
 	if b.states >= b.lim.MaxStates {
-		b.fail(&LimitError{Limit: "MaxStates", Max: int64(b.lim.MaxStates), What: "the automaton's states"})
+		b.fail(&LimitError{Limit: "MaxStates", Max: int64(b.lim.MaxStates), What: "automaton states"})
 		return 0
 	}
 	if b.spend(1) != nil {
@@ -105,6 +105,11 @@ func (nb *nfaBuilder) build(n *node) frag {
 		}
 		return frag{in, cur}
 	case kClass:
+		if len(n.ranges) == 1 {
+			in, out := nb.state(), nb.state()
+			nb.edge(in, n.ranges[0][0], n.ranges[0][1], out)
+			return frag{in, out}
+		}
 		in, out := nb.state(), nb.state()
 		for _, r := range n.ranges {
 			s, t := nb.state(), nb.state()
@@ -192,36 +197,35 @@ func (nb *nfaBuilder) repeat(k *node, min, max int) frag {
 }
 
 // members builds a JSON object's members m0, m1, … in order, separated by the separator,
-// each optional unless required, from the last one back so that the states after member i
-// are shared by every way of reaching them:
+// each optional unless required, with one copy of each member. Before member i there are
+// two states, from the last one back:
 //
-//	rest(i)  = (sep m_i)? rest(i+1)     members i.. with an earlier one present
-//	first(i) = m_i rest(i+1) | first(i+1)   (the second only when m_i is optional)
+//	none(i) = m_i some(i+1) | none(i+1)        no member yet: m_i takes no separator
+//	some(i) = sep m_i some(i+1) | some(i+1)    a member before: m_i takes one
 //
-// Each member is built twice (once after a separator, once first), so the automaton is
-// linear in the members.
+// (the second alternative only when m_i is optional). Both reach m_i's one copy, which
+// goes on to some(i+1) either way, so the automaton is linear in the members; spelling
+// "the first present member takes no separator" out as alternatives needs a copy of every
+// later member per optional one, N² in all.
 func (nb *nfaBuilder) members(n *node) frag {
 	kvs, sep := n.kids[:len(n.kids)-1], n.kids[len(n.kids)-1]
 	out := nb.state()
-	rest, first := out, out // rest(len), first(len): nothing more
+	none, some := out, out // none(len), some(len): nothing more
 	for i := len(kvs) - 1; i >= 0 && nb.b.err == nil; i-- {
-		r := nb.state()
-		s := nb.build(sep)
 		m := nb.build(kvs[i])
-		nb.eps(r, s.in)
-		nb.eps(s.out, m.in)
-		nb.eps(m.out, rest)
-		f := nb.state()
-		m2 := nb.build(kvs[i])
-		nb.eps(f, m2.in)
-		nb.eps(m2.out, rest)
+		nb.eps(m.out, some)
+		n0, s0 := nb.state(), nb.state()
+		nb.eps(n0, m.in)
+		sp := nb.build(sep)
+		nb.eps(s0, sp.in)
+		nb.eps(sp.out, m.in)
 		if !n.required[i] {
-			nb.eps(r, rest)
-			nb.eps(f, first)
+			nb.eps(n0, none)
+			nb.eps(s0, some)
 		}
-		rest, first = r, f
+		none, some = n0, s0
 	}
-	return frag{first, out}
+	return frag{none, out}
 }
 
 // canEnd reports whether the accept state is reachable from the start.

@@ -44,7 +44,7 @@ func decodeValue(dec *json.Decoder, b *budget, depth int) (any, error) {
 	}
 	b.nodes++
 	if b.nodes > b.lim.MaxNodes {
-		return nil, b.fail(&LimitError{Limit: "MaxNodes", Max: int64(b.lim.MaxNodes), What: fmt.Sprintf("%d JSON values and expression nodes", b.nodes)})
+		return nil, b.fail(&LimitError{Limit: "MaxNodes", Max: int64(b.lim.MaxNodes), What: "JSON values and expression nodes"})
 	}
 	tok, err := dec.Token()
 	if err != nil {

@@ -110,7 +110,7 @@ func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint6
 	n := int32(len(v.nodes) - 1)
 	for i, work := int32(1), 0; i < n; work++ {
 		if d.flushes-flushes >= 2 {
-			return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "the automaton states one token's mask needs"}
+			return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "bytes of DFA states for one token's mask"}
 		}
 		if work&4095 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -132,7 +132,7 @@ func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint6
 		i++
 	}
 	if d.flushes-flushes >= 2 {
-		return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "the automaton states one token's mask needs"}
+		return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "bytes of DFA states for one token's mask"}
 	}
 	return nil
 }

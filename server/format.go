@@ -104,7 +104,7 @@ func (f *responseFormat) spec() (*grammarSpec, error) {
 		return nil, nil
 	case "json_object":
 		return &grammarSpec{key: "json_object", param: "response_format",
-			compile: func(*grammar.Compiler) (*grammar.Grammar, error) { return grammar.AnyJSONObject(), nil }}, nil
+			compile: func(c *grammar.Compiler) (*grammar.Grammar, error) { return c.JSONSchema([]byte(`{"type":"object"}`)) }}, nil
 	case "json_schema":
 		if f.JSONSchema == nil {
 			return nil, badRequest("response_format.json_schema", "invalid_value", "response_format of type json_schema needs a json_schema object")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,8 +252,8 @@ func (s *Server) render(ctx context.Context, in chat.Input) (string, error) {
 // from holding that admission: a connection that arrives at the limit closes
 // the connection idle longest (a keep-alive waiting for its next request, or a
 // new one that has not sent a byte), as Go's http.Server does on shutdown and
-// nginx when it runs out of connections; and with more than 3/4 of max open,
-// connections idle for shortIdle are closed. Only when every connection is busy
+// nginx when it runs out of connections; and while more than 3/4 of max are
+// open, connections idle for shortIdle are closed, the longest idle first. Only when every connection is busy
 // does a new one wait, as before, in the kernel's accept backlog. A client that
 // does nothing thus cannot lock out one that has work.
 type connLimiter struct {
@@ -361,8 +362,8 @@ func (l *connLimiter) signal() {
 	l.changed = make(chan struct{})
 }
 
-// sweep closes connections idle for shortIdle while more than 3/4 of max are
-// open, until Close.
+// sweep closes connections idle for shortIdle, the longest idle first, while
+// more than 3/4 of max are open, until Close.
 func (l *connLimiter) sweep() {
 	t := time.NewTicker(max(l.shortIdle/4, 10*time.Millisecond))
 	defer t.Stop()
@@ -373,12 +374,16 @@ func (l *connLimiter) sweep() {
 		case now := <-t.C:
 			var idle []*trackedConn
 			l.mu.Lock()
-			if 4*l.open > 3*l.max {
+			if excess := l.open - 3*l.max/4; excess > 0 {
 				for c := range l.conns {
 					if c.idle.Load() && !c.shut && now.Sub(c.since) >= l.shortIdle {
-						c.shut = true
 						idle = append(idle, c)
 					}
+				}
+				slices.SortFunc(idle, func(a, b *trackedConn) int { return a.since.Compare(b.since) })
+				idle = idle[:min(len(idle), excess)]
+				for _, c := range idle {
+					c.shut = true
 				}
 			}
 			l.mu.Unlock()
