@@ -101,9 +101,10 @@ type Limits struct {
 	MaxMaskBytes int64
 }
 
-// DefaultLimits: nesting 256, 2^18 nodes, 2^20 states, 5 s, 8 MiB of DFA, 8 MiB of masks.
+// DefaultLimits: nesting 256, 2^18 nodes, 2^20 states, 5 s, 8 MiB of DFA, 16 MiB of masks
+// (about 850 masks of a 150k-token vocabulary).
 var DefaultLimits = Limits{MaxDepth: 256, MaxNodes: 1 << 18, MaxStates: 1 << 20, Timeout: 5 * time.Second,
-	MaxDFABytes: 8 << 20, MaxMaskBytes: 8 << 20}
+	MaxDFABytes: 8 << 20, MaxMaskBytes: 16 << 20}
 
 // Approximate sizes, for the memory estimates below.
 const (

@@ -109,10 +109,11 @@ func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint6
 	stack = append(stack, s)
 	n := int32(len(v.nodes) - 1)
 	for i, work := int32(1), 0; i < n; work++ {
-		if d.flushes-flushes >= 2 {
-			return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "bytes of DFA states for one token's mask"}
-		}
-		if work&4095 == 0 {
+		if work&1023 == 0 {
+			// Between two checks at most 1024 states are made: the cache fills at most once.
+			if d.flushes-flushes >= 2 {
+				return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "bytes of DFA states for one token's mask"}
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
