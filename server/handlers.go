@@ -190,7 +190,7 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 	if err != nil {
 		return nil, set, err
 	}
-	if set.format, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
+	if set.constraint, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
 		return nil, set, err
 	}
 	if req.Logprobs != nil {
@@ -319,7 +319,7 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 	if err != nil {
 		return nil, set, err
 	}
-	if set.format, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
+	if set.constraint, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
 		return nil, set, err
 	}
 	if req.Logprobs != nil && *req.Logprobs {

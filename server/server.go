@@ -294,11 +294,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		Handler:           s.Handler(),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: s.guards.limits.HeaderTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       s.guards.limits.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	conns := newConnLimiter(ln, s.guards.limits.MaxConns, s.guards.limits.ShortIdleTimeout)
 	var handlers sync.WaitGroup
 	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		conns.setState(c, st)
 		switch st {
 		case http.StateNew:
 			handlers.Add(1)
@@ -307,7 +309,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(limitConns(ln, s.guards.limits.MaxConns)) }()
+	go func() { errc <- hs.Serve(conns) }()
 	select {
 	case err := <-errc:
 		return err
