@@ -41,6 +41,25 @@ func defaultThreads() int { return runtime.NumCPU() }
 // loadMode is the root --load flag: how program files are brought into memory.
 var loadMode = "mmap"
 
+// loadModes are the values of --load.
+var loadModes = map[string]func(string) (*mmap.File, error){
+	"mmap":       mmap.Open,
+	"mmap-plain": func(p string) (*mmap.File, error) { return mmap.OpenWith(p, mmap.Options{}) },
+	"copy":       mmap.Load,
+}
+
+// checkRootFlags rejects values of the root flags that no command could use, whether or
+// not the command reads a program file.
+func checkRootFlags() error {
+	if loadModes[loadMode] == nil {
+		return usagef("--load %q: want mmap, mmap-plain or copy", loadMode)
+	}
+	if executorName != engine.ExecutorGo && executorName != engine.ExecutorORT {
+		return usagef("--executor %q: want go or ort", executorName)
+	}
+	return nil
+}
+
 // executorName and ortLib are the root --executor and --ort-lib flags.
 var executorName, ortLib = engine.ExecutorGo, ""
 
@@ -54,14 +73,11 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)
 	}
-	switch executorName {
-	case engine.ExecutorGo:
-	case engine.ExecutorORT:
-		if ortLib == "" {
-			return nil, usagef("--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@%s.0 ships it under node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1)", ort.Version)
-		}
-	default:
-		return nil, usagef("--executor %q: want go or ort", executorName)
+	if err := checkRootFlags(); err != nil {
+		return nil, err
+	}
+	if executorName == engine.ExecutorORT && ortLib == "" {
+		return nil, usagef("--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@%s.0 ships it under node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1)", ort.Version)
 	}
 	opts := hfstatic.Options{Threads: threads, Executor: executorName, ORTLib: ortLib}
 	if path == "" {
@@ -82,18 +98,7 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 		}
 		return &loaded{Model: m.Engine(), public: m, name: path}, nil
 	}
-	var open func(string) (*mmap.File, error)
-	switch loadMode {
-	case "mmap":
-		open = mmap.Open
-	case "mmap-plain":
-		open = func(p string) (*mmap.File, error) { return mmap.OpenWith(p, mmap.Options{}) }
-	case "copy":
-		open = mmap.Load
-	default:
-		return nil, usagef("--load %q: want mmap, mmap-plain or copy", loadMode)
-	}
-	f, err := open(path)
+	f, err := loadModes[loadMode](path)
 	if err != nil {
 		return nil, err
 	}

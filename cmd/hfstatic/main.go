@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -38,8 +39,7 @@ func main() {
 		}
 	}()
 	go exitAfterSignal(ctx, func() { signal.Stop(sigs) })
-	root := newRoot()
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, newRoot(), os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hfstatic:", err)
 		var ue usageError
@@ -68,6 +68,41 @@ func exitAfterSignal(ctx context.Context, stop func()) {
 	os.Exit(1)
 }
 
+// execute runs root with args as main does. An unknown command, a wrong number of
+// arguments and a bad flag are usage errors (exit code 2).
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	root.SetArgs(args)
+	usageArgs(root)
+	if _, _, err := root.Find(args); err != nil {
+		// cobra's "unknown command" (Find fails for nothing else), said on one line
+		var name string
+		if _, e := fmt.Sscanf(err.Error(), "unknown command %q", &name); e != nil {
+			return usageError{err}
+		}
+		hint := "hfstatic --help lists the commands"
+		if s := root.SuggestionsFor(name); len(s) > 0 {
+			hint = "did you mean " + strings.Join(s, " or ") + "? " + hint
+		}
+		return usagef("unknown command %q (%s)", name, hint)
+	}
+	return root.ExecuteContext(ctx)
+}
+
+// usageArgs makes cmd's and its subcommands' argument-count errors usage errors.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{fmt.Errorf("%s: %w (usage: %s)", c.CommandPath(), err, c.UseLine())}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
+}
+
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hfstatic",
@@ -82,8 +117,9 @@ program, which then opens at once).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			notes = cmd.ErrOrStderr()
+			return checkRootFlags()
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
