@@ -21,6 +21,7 @@ func newAccuracyCmd() *cobra.Command {
 		tokens, prompt  string
 		textFile        string
 		extend, threads int
+		ef              exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "accuracy [REFERENCE] CANDIDATE [--text FILE | --tokens IDS | --prompt TEXT] [--generate N]",
@@ -47,12 +48,12 @@ hfstatic export -o q4.hfs --weights q4 && hfstatic accuracy q4.hfs.`,
 			if len(args) == 1 {
 				args = []string{"", args[0]} // the embedded model is the reference
 			}
-			ref, err := openProgram(ctx, args[0], threads)
+			ref, err := openProgram(cmd, args[0], threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer ref.Close()
-			cand, err := openProgram(ctx, args[1], threads)
+			cand, err := openProgram(cmd, args[1], threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -112,6 +113,7 @@ hfstatic export -o q4.hfs --weights q4 && hfstatic accuracy q4.hfs.`,
 	f.StringVar(&textFile, "text", "", "file whose text is the sequence (held-out text, not the calibration text)")
 	f.IntVar(&extend, "generate", 200, "extend the sequence with N greedy tokens of the reference")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	ef.register(f)
 	return cmd
 }
 

@@ -91,21 +91,23 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 				return err
 			}
 			var bar *progressbar.ProgressBar
+			errw := cmd.ErrOrStderr()
+			errFile, _ := errw.(*os.File)
 			switch {
 			case quiet:
-			case !isTerminal(os.Stderr):
+			case errFile == nil || !isTerminal(errFile):
 				// Logs and pipes get a line per tenth of the tensors, not a redrawn bar.
 				last := -1
 				opts.Progress = func(p export.Progress) {
 					if tenth := 10 * p.Done / max(p.Total, 1); tenth != last && p.Done > 0 {
 						last = tenth
-						fmt.Fprintf(os.Stderr, "exporting: %d/%d tensors\n", p.Done, p.Total)
+						fmt.Fprintf(errw, "exporting: %d/%d tensors\n", p.Done, p.Total)
 					}
 				}
 			default:
 				opts.Progress = func(p export.Progress) {
 					if bar == nil {
-						bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(os.Stderr),
+						bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(errw),
 							progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(),
 							progressbar.OptionClearOnFinish())
 					}

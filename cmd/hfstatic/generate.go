@@ -19,6 +19,7 @@ func newGenerateCmd() *cobra.Command {
 		threads        int
 		ids            bool
 		sf             samplingFlags
+		ef             exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "generate [PROGRAM] (--prompt TEXT | --tokens IDS)",
@@ -38,7 +39,7 @@ Without PROGRAM it runs the embedded stories260K model.`,
 			if err != nil {
 				return err
 			}
-			m, err := openProgram(cmd.Context(), argOr(args, 0), threads)
+			m, err := openProgram(cmd, argOr(args, 0), threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -114,5 +115,6 @@ Without PROGRAM it runs the embedded stories260K model.`,
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	f.BoolVar(&ids, "ids", false, "print the new token ids, comma-separated, instead of text")
 	sf.register(f)
+	ef.register(f)
 	return cmd
 }

@@ -35,6 +35,7 @@ func newLogitsCmd() *cobra.Command {
 	var (
 		tokens, out string
 		threads     int
+		ef          exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "logits [PROGRAM] --tokens IDS [-o FILE]",
@@ -52,7 +53,7 @@ logits (export with --prefill-logits all); otherwise decode steps are used.`,
 			if len(toks) == 0 {
 				return usagef("logits needs --tokens")
 			}
-			m, err := openProgram(cmd.Context(), argOr(args, 0), threads)
+			m, err := openProgram(cmd, argOr(args, 0), threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -102,5 +103,6 @@ logits (export with --prefill-logits all); otherwise decode steps are used.`,
 	cmd.Flags().StringVar(&tokens, "tokens", "", "comma-separated token ids")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write the logits to")
 	cmd.Flags().IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	ef.register(cmd.Flags())
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/hfstatic/hfstatic"
 	"github.com/hfstatic/hfstatic/hub"
 	"github.com/hfstatic/hfstatic/internal/arch"
 	"github.com/hfstatic/hfstatic/internal/hf"
@@ -48,11 +51,112 @@ type cachedProgram struct {
 	Bytes       int64  `json:"-"`
 }
 
-// runOptions are the export options of run.
+// runOptions are the export options of a model name's program in the program cache.
 type runOptions struct {
 	weights string
 	context int
 	prefill int
+}
+
+// defaultNameWeights is the weight type of a model name's program unless --weights says.
+const defaultNameWeights = "q8"
+
+// exportFlags are the export options of a command that takes a program and is given a
+// model instead: ORG/NAME[@REVISION] (exported once into the program cache, as run does),
+// a Hugging Face folder or the embedded model (both exported in memory).
+type exportFlags struct {
+	weights          string
+	context, prefill int
+	quiet            bool // no progress output while pulling and exporting
+}
+
+func (e *exportFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&e.weights, "weights", "", "for a model name or folder: the program's weight type, f32, f16, bf16, q8 or q4 (default: q8 for a model name, the checkpoint's own for a folder)")
+	f.IntVar(&e.context, "context", 0, "for a model name or folder: the program's context (default: the model's capped at 4096, for a name also fitted to this machine's memory)")
+	f.IntVar(&e.prefill, "prefill", hfstatic.DefaultPrefill, "for a model name or folder: the program's prefill step")
+}
+
+// given lists the export flags set on the command line.
+func (e *exportFlags) given(f *pflag.FlagSet) []string {
+	var out []string
+	for _, name := range []string{"weights", "context", "prefill"} {
+		if fl := f.Lookup(name); fl != nil && fl.Changed {
+			out = append(out, "--"+name)
+		}
+	}
+	return out
+}
+
+// inMemoryPrefill is hfstatic.ExportOptions.Prefill: --prefill when given, else 0 (the
+// default step, shortened to a shorter context).
+func (e *exportFlags) inMemoryPrefill(f *pflag.FlagSet) int {
+	if f.Changed("prefill") {
+		return e.prefill
+	}
+	return 0
+}
+
+func (e *exportFlags) check() error {
+	switch e.weights {
+	case "", "f32", "f16", "bf16", "q8", "q4":
+	default:
+		return usagef("--weights %q: want f32, f16, bf16, q8 or q4", e.weights)
+	}
+	if e.context < 0 || e.prefill < 0 {
+		return usagef("--context and --prefill must be ≥ 0")
+	}
+	return nil
+}
+
+// isModelName reports whether a PROGRAM argument names a model on the Hub rather than a
+// path: it has the form ORG/NAME[@REVISION], nothing exists at that path, and it does not
+// end in .hfs (a mistyped program path is reported as a missing file, not looked up).
+func isModelName(arg string) bool {
+	if _, err := os.Stat(arg); err == nil || strings.HasSuffix(arg, ".hfs") {
+		return false
+	}
+	return hub.LooksLikeRef(arg)
+}
+
+// nameProgram returns the program of a model name in the program cache: the model comes
+// from the Hugging Face cache (or is downloaded into it) and is exported once with e's
+// options (run's defaults: weights q8, a context fitted to this machine's memory, prefill
+// 64); later calls with the same options open that program at once.
+func nameProgram(cmd *cobra.Command, arg string, e exportFlags) (string, error) {
+	if err := e.check(); err != nil {
+		return "", err
+	}
+	ref, err := hub.ParseRef(arg)
+	if err != nil {
+		return "", usageError{err}
+	}
+	dir, err := resolveModelDir(cmd, arg, e.quiet)
+	if err != nil {
+		return "", err
+	}
+	return cachedExport(cmd, ref, dir, e)
+}
+
+// cachedExport returns the program of the model folder dir, known as ref, in the program
+// cache, exporting it first with e's options when the cache does not hold it.
+func cachedExport(cmd *cobra.Command, ref hub.Ref, dir string, e exportFlags) (string, error) {
+	if err := e.check(); err != nil {
+		return "", err
+	}
+	o := runOptions{weights: cmp.Or(e.weights, defaultNameWeights), context: e.context, prefill: e.prefill}
+	if o.context == 0 {
+		raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", ref, err)
+		}
+		var cache int64
+		o.context, cache = chooseContext(raw, memAvailable())
+		if !e.quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "context %d (K/V caches %.1f MB per session); weights %s; prefill %d\n",
+				o.context, float64(cache)/1e6, o.weights, o.prefill)
+		}
+	}
+	return ensureProgram(cmd, ref, dir, o, e.quiet)
 }
 
 // chooseContext picks the model's trained context capped at 4096, halved until one

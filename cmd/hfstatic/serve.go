@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic/engine"
+	"github.com/hfstatic/hfstatic/internal/chat"
 	"github.com/hfstatic/hfstatic/runner"
 	"github.com/hfstatic/hfstatic/server"
 )
@@ -17,7 +22,7 @@ import (
 // lives in package server.
 func newServeCmd() *cobra.Command {
 	var (
-		addr, modelID                string
+		addr, modelID, templateFile  string
 		aliases                      []string
 		sessions, maxBatch, chunk    int
 		budget                       float64
@@ -26,6 +31,7 @@ func newServeCmd() *cobra.Command {
 		timeout, queueTimeout, grace time.Duration
 		logJSON, mlock               bool
 		limits                       server.Limits
+		ef                           exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [PROGRAM] [--addr 127.0.0.1:8080] [--sessions N] [--memory-budget BYTES]",
@@ -73,7 +79,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			log := slog.New(handler)
 
 			path := argOr(args, 0)
-			m, err := openProgram(cmd.Context(), path, threads)
+			m, err := openProgram(cmd, path, threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -92,10 +98,12 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			if err != nil {
 				return err
 			}
-			tmpl, err := m.ChatTemplate("")
+			tmpl, err := serveTemplate(m, templateFile)
 			if err != nil {
-				log.Warn("no chat template: /v1/chat/completions will answer 400", "err", err)
-				tmpl = nil
+				return err
+			}
+			if tmpl == nil {
+				log.Warn("no chat template: /v1/chat/completions will answer 400 (--template-file FILE gives the program one)")
 			}
 			if memoryBudget < m.Runner.SessionBytes() {
 				return usagef("--memory-budget %d bytes is less than one session of this program (%d bytes)", memoryBudget, m.Runner.SessionBytes())
@@ -160,9 +168,32 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	f.StringVar(&modelID, "model-id", "", "model name in /v1/models (default: the program's file name)")
 	f.StringArrayVar(&aliases, "model-alias", nil, "another name requests may use for the model (repeatable); other names get 404 model_not_found")
+	f.StringVar(&templateFile, "template-file", "", "file with a Jinja chat template (Hugging Face's dialect) for /v1/chat/completions, instead of the program's")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
+	ef.register(f)
 	return cmd
+}
+
+// serveTemplate is the chat template serve renders conversations with: --template-file's,
+// else the program's; nil when there is none.
+func serveTemplate(m *loaded, templateFile string) (*chat.Template, error) {
+	if templateFile != "" {
+		src, err := os.ReadFile(templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("--template-file: %w", err)
+		}
+		t, err := chat.Parse(string(src))
+		if err != nil {
+			return nil, fmt.Errorf("--template-file %s: %w", templateFile, err)
+		}
+		return t, nil
+	}
+	t, err := m.ChatTemplate("")
+	if errors.Is(err, engine.ErrNoChatTemplate) {
+		return nil, nil
+	}
+	return t, err
 }
 
 // notLocked starts the log line of a program serve could not lock in memory.
@@ -172,6 +203,9 @@ const notLocked = "the program is not locked in memory"
 func defaultModelID(path string) string {
 	if path == "" {
 		return "stories260K"
+	}
+	if isModelName(path) {
+		return path // ORG/NAME[@REVISION], as vLLM names a model
 	}
 	base := filepath.Base(path)
 	return strings.TrimSuffix(base, filepath.Ext(base))
