@@ -1,6 +1,7 @@
 // Package server is hfstatic's OpenAI-compatible HTTP API: GET /v1/models,
 // POST /v1/completions and POST /v1/chat/completions (JSON or Server-Sent Events),
-// GET /health and GET /metrics (Prometheus text format).
+// GET /health and GET /metrics (Prometheus text format); with Options.UI, GET / and /ui/...
+// answer with that handler (hfstatic serve's chat page, package server/webui).
 //
 // It owns request validation (OpenAI-style error objects), admission (at most
 // MaxSessions generations at once, a bounded queue behind them, 429/503 with

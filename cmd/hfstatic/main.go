@@ -111,9 +111,11 @@ func newRoot() *cobra.Command {
 into one program file with fixed-shape decode and prefill methods (the hf_static v1 contract),
 and runs such programs on the CPU.
 
-Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted,
-and export a Hugging Face folder given in its place in memory first (hfstatic export saves the
-program, which then opens at once).`,
+Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted;
+given a model name (ORG/NAME[@REVISION]) they use its program in the program cache, exported once
+as run does (--weights, --context and --prefill choose the export); given a Hugging Face folder,
+they export it in memory first (hfstatic export saves a program, which then opens at once).
+Usage errors exit with 2, other failures with 1.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),

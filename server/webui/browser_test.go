@@ -654,7 +654,13 @@ func TestPageAtPhoneWidthAndWithTheKeyboard(t *testing.T) {
 		t.Errorf("at 390 px: %s", layout)
 	}
 	p.screenshot("phone")
-	// Tab from the top reaches every control, each with a visible focus.
+	// Every control has an accessible name (its label, aria-label or text).
+	if unnamed := eval[string](p, `Array.from(document.querySelectorAll("button, input, textarea, summary, [tabindex]"))
+		.filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.textContent.trim())
+		.map(e => e.outerHTML.slice(0, 80)).join("; ")`); unnamed != "" {
+		t.Errorf("controls without a name: %s", unnamed)
+	}
+	// Tab from the top reaches every control.
 	p.do(chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`))
 	seen := map[string]bool{}
 	for range 12 {
