@@ -534,6 +534,8 @@ func TestPageStopsTheReplyAndTheServer(t *testing.T) {
 		t.Fatal("the server still generates 10 s after Stop")
 	}
 	rec.mu.Lock()
+	t.Logf("after Stop the server had sent %d events of the 400 tokens asked for and returned %v after the click (request cancelled: %v)",
+		call.events, call.ended.Sub(clicked).Round(time.Millisecond), call.cancelled)
 	if !call.cancelled || call.events >= 100 || call.ended.Sub(clicked) > 3*time.Second {
 		t.Errorf("after Stop the server sent %d events (400 asked for), its request cancelled: %v, ending %v after the click",
 			call.events, call.cancelled, call.ended.Sub(clicked))
