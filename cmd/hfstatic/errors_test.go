@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/program/programtest"
 )
 
@@ -119,6 +120,27 @@ func TestVersionNamesGoAndTheKernels(t *testing.T) {
 		if !strings.HasPrefix(out, "hfstatic ") || !strings.Contains(out, "\ncommit ") || !strings.Contains(out, "go1.") || !strings.Contains(out, "kernels ") {
 			t.Errorf("hfstatic %s = %q, want module version, commit, Go version and kernels", args[0], out)
 		}
+	}
+}
+
+// HFSTATIC_KERNELS forces a route this CPU runs, and refuses one it cannot, naming the routes
+// it can.
+func TestKernelsRouteFromTheEnvironment(t *testing.T) {
+	defer kernels.UseRoute("")
+	routes := kernels.Routes()
+	if err := useKernels("generic"); err != nil || kernels.Route() != "generic" {
+		t.Fatalf("useKernels(generic) = %v, route %q", err, kernels.Route())
+	}
+	if v := version(); !strings.Contains(v, "kernels generic (this CPU runs: "+strings.Join(routes, ", ")) {
+		t.Errorf("version() = %q, want the forced route and the routes this CPU runs", v)
+	}
+	err := useKernels("sse9000")
+	var ue usageError
+	if !errors.As(err, &ue) || !errors.Is(ue.error, kernels.ErrRoute) || !strings.Contains(err.Error(), "this CPU runs: "+routes[0]) {
+		t.Errorf("useKernels(sse9000) = %v, want a usage error naming the routes", err)
+	}
+	if kernels.Route() != "generic" {
+		t.Errorf("a refused route changed the route to %q", kernels.Route())
 	}
 }
 

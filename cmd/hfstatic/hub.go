@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 // hubEnv turns huggingface_hub's environment variables into a cache and a client, as
 // huggingface_hub itself reads them: HF_HUB_CACHE, else HF_HOME/hub, else
 // $XDG_CACHE_HOME/huggingface/hub or ~/.cache/huggingface/hub; HF_TOKEN, else the file at
-// HF_TOKEN_PATH or HF_HOME/token; HF_ENDPOINT; HF_HUB_OFFLINE (1, ON, YES, TRUE).
+// HF_TOKEN_PATH or HF_HOME/token; HF_ENDPOINT; HF_HUB_OFFLINE (1, ON, YES, TRUE);
+// HF_HUB_DOWNLOAD_TIMEOUT (seconds: connect, response and stall timeouts of a transfer) and
+// HF_HUB_ETAG_TIMEOUT (seconds: a whole metadata request).
 func hubEnv(stderr io.Writer, quiet bool) *hub.Client {
 	home := os.Getenv("HF_HOME")
 	if home == "" {
@@ -55,10 +58,31 @@ func hubEnv(stderr io.Writer, quiet bool) *hub.Client {
 		Cache:    hub.Cache{Dir: dir},
 		Offline:  envTrue("HF_HUB_OFFLINE") || envTrue("TRANSFORMERS_OFFLINE"),
 	}
+	if d, ok := envSeconds(stderr, "HF_HUB_DOWNLOAD_TIMEOUT"); ok {
+		c.ConnectTimeout, c.HeaderTimeout, c.ReadTimeout = d, d, d
+	}
+	if d, ok := envSeconds(stderr, "HF_HUB_ETAG_TIMEOUT"); ok {
+		c.MetadataTimeout = d
+	}
 	if !quiet {
 		c.Progress = downloadProgress(stderr)
 	}
 	return c
+}
+
+// envSeconds reads a timeout in seconds; a value that is not a positive number is
+// reported and the default kept.
+func envSeconds(stderr io.Writer, name string) (time.Duration, bool) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, false
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || s <= 0 || s > 1e6 {
+		fmt.Fprintf(stderr, "hfstatic: ignoring %s=%q: want a number of seconds\n", name, v)
+		return 0, false
+	}
+	return time.Duration(s * float64(time.Second)), true
 }
 
 func envTrue(name string) bool {

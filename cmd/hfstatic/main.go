@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/internal/ort"
 )
 
@@ -39,6 +40,10 @@ func main() {
 		}
 	}()
 	go exitAfterSignal(ctx, func() { signal.Stop(sigs) })
+	if err := useKernels(os.Getenv("HFSTATIC_KERNELS")); err != nil {
+		fmt.Fprintln(os.Stderr, "hfstatic:", err)
+		os.Exit(2)
+	}
 	err := execute(ctx, newRoot(), os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hfstatic:", err)
@@ -48,6 +53,19 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// useKernels forces the kernel route HFSTATIC_KERNELS names (generic, avx2, avx512, ...;
+// "" keeps the best this CPU runs) before anything runs. A route this CPU cannot run is a
+// usage error: nothing runs on a route other than the one asked for.
+func useKernels(route string) error {
+	if route == "" {
+		return nil
+	}
+	if err := kernels.UseRoute(route); err != nil {
+		return usagef("HFSTATIC_KERNELS=%s: %w (this CPU runs: %s)", route, err, strings.Join(kernels.Routes(), ", "))
+	}
+	return nil
 }
 
 // stopBudget is how long a command may take to return after SIGINT or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,8 +41,8 @@ func version() string {
 			}
 		}
 	}
-	return fmt.Sprintf("hfstatic %s\ncommit %s\n%s %s/%s, %d CPUs, kernels %s",
-		mod, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), kernels.Route())
+	return fmt.Sprintf("hfstatic %s\ncommit %s\n%s %s/%s, %d CPUs, kernels %s (this CPU runs: %s; HFSTATIC_KERNELS chooses)",
+		mod, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), kernels.Route(), strings.Join(kernels.Routes(), ", "))
 }
 
 func newVersionCmd() *cobra.Command {
