@@ -87,6 +87,9 @@ reads it as text. MODEL is a program, a folder with a tokenizer.json, or ORG/NAM
 			if cmd.Flags().Changed("text") {
 				return encode(text)
 			}
+			if f, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(f) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "reading the text from standard input until Ctrl-D (--text TEXT gives it on the command line)")
+			}
 			in, err := io.ReadAll(cmd.InOrStdin())
 			if err != nil {
 				return fmt.Errorf("reading standard input: %w", err)
