@@ -57,8 +57,11 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 	switch executorName {
 	case engine.ExecutorGo:
 	case engine.ExecutorORT:
+		if !ort.Supported {
+			return nil, usagef("--executor ort: %w", &ort.LibraryError{Path: ortLib, NotBuilt: true})
+		}
 		if ortLib == "" {
-			return nil, usagef("--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@%s.0 ships it under node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1)", ort.Version)
+			return nil, usagef("--executor ort needs ONNX Runtime's library: %s", ort.LibraryHint())
 		}
 	default:
 		return nil, usagef("--executor %q: want go or ort", executorName)

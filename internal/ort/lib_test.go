@@ -1,3 +1,5 @@
+//go:build ort
+
 package ort
 
 import (
@@ -8,11 +10,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
@@ -75,17 +76,12 @@ func readOnly(t testing.TB, data []byte) []byte {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
+	f, err := mmap.OpenWith(path, mmap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	m, err := syscall.Mmap(int(f.Fd()), 0, len(data), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Munmap(m) })
-	return m
+	t.Cleanup(func() { f.Close() })
+	return f.Bytes()
 }
 
 func f32le(vals ...float32) []byte {
@@ -144,7 +140,7 @@ func TestSessionReadsMappedWeightsAndWritesBoundBuffers(t *testing.T) {
 	runtime.KeepAlive(strs)
 	args := []uintptr{sess, 0, binding}
 	run := func() {
-		st, _, _ := purego.SyscallN(l.fn[fnRunWithBinding], args...)
+		st := syscallN(l.fn[fnRunWithBinding], args...)
 		if err := l.status("run", st); err != nil {
 			t.Fatal(err)
 		}
