@@ -22,12 +22,16 @@ import (
 // it to stop a reply and stay at the prompt.
 var interrupts atomic.Pointer[chan struct{}]
 
+// ctrlCs counts the Ctrl-Cs delivered to a command that takes them (see consoleEOF).
+var ctrlCs atomic.Uint64
+
 // interrupt delivers a Ctrl-C to the command that takes them, reporting false when none does.
 func interrupt() bool {
 	p := interrupts.Load()
 	if p == nil {
 		return false
 	}
+	ctrlCs.Add(1)
 	select {
 	case *p <- struct{}{}:
 	default: // one is pending already
@@ -128,17 +132,25 @@ func (sh *chatShell) run(ctx context.Context, in io.Reader) error {
 	quit := make(chan struct{})
 	defer close(quit)
 	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-quit:
-				return
+		for {
+			sc := bufio.NewScanner(in)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			seen := ctrlCs.Load()
+			for sc.Scan() {
+				select {
+				case lines <- sc.Text():
+				case <-quit:
+					return
+				}
+				seen = ctrlCs.Load()
 			}
+			if sc.Err() == nil && ctrlCEndsRead(in) && ctrlCSince(seen) {
+				continue // a Ctrl-C, not the end of input: read on
+			}
+			readErr <- sc.Err()
+			close(lines)
+			return
 		}
-		readErr <- sc.Err()
-		close(lines)
 	}()
 
 	fmt.Fprintf(sh.errw, "chatting with %s: /help for commands, Ctrl-C stops a reply, /bye exits\n", sh.name)
