@@ -64,4 +64,7 @@ func TestDecodeRefusesWhatTheAddressSpaceCannotHold(t *testing.T) {
 	case need > AddressLimit && (!errors.As(err, &fe) || fe.Need != need || fe.Limit != AddressLimit):
 		t.Fatalf("Decode with AddressLimit %d: %v, want a *FitError for %d bytes", AddressLimit, err, need)
 	}
+	if err != nil {
+		t.Log(err) // the message, for -v
+	}
 }

@@ -132,7 +132,7 @@ func (m *Manifest) fit(fileSize, limit int64) error {
 		}
 	}
 	if n := m.footprint(fileSize); n > limit {
-		return &FitError{Item: "the program file and one session's buffers", Need: n, Limit: limit}
+		return &FitError{Item: "the program file with one session's buffers", Need: n, Limit: limit}
 	}
 	return nil
 }
