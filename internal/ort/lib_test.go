@@ -30,8 +30,15 @@ func testLib(t testing.TB) *Lib {
 
 func TestOpenRejectsMissingAndForeignLibraries(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	// a library that is not ONNX Runtime
 	libc := "/lib/x86_64-linux-gnu/libc.so.6"
-	if _, err := os.Stat(libc); err != nil {
+	switch runtime.GOOS {
+	case "windows":
+		libc = "kernel32.dll"
+	case "darwin":
+		libc = "/usr/lib/libSystem.B.dylib"
+	}
+	if _, err := os.Stat(libc); err != nil && runtime.GOOS != "windows" {
 		libc = ""
 	}
 	for _, c := range []struct{ name, path, want string }{
