@@ -91,7 +91,11 @@ const HowToBuild = "build hfstatic with the ort tag (`go build -tags ort ./cmd/h
 
 func (e *LibraryError) Error() string {
 	if e.NotBuilt {
-		return "this hfstatic was built without ONNX Runtime support (the default build is a static binary, which cannot load shared libraries): " + HowToBuild
+		switch runtime.GOOS {
+		case "linux", "darwin", "windows":
+			return "this hfstatic was built without ONNX Runtime support (the default build is a static binary, which cannot load shared libraries): " + HowToBuild
+		}
+		return "hfstatic has no ONNX Runtime support on " + runtime.GOOS + ": its loader is built for Linux, macOS and Windows only"
 	}
 	msg := fmt.Sprintf("onnxruntime library %s: %s", e.Path, e.Problem)
 	if e.Found != "" {
