@@ -301,7 +301,8 @@ func TestModelKindsRefuseTheOtherEndpoints(t *testing.T) {
 			t.Errorf("%s: status %d %s, want 400 %s", tc.path, code, body, tc.code)
 		}
 	}
-	if code, body := get(t, emb+"/v1/models"); code != http.StatusOK || !bytes.Contains(body, []byte(`"qwen3-embed"`)) {
+	if code, body := get(t, emb+"/v1/models"); code != http.StatusOK || !bytes.Contains(body, []byte(`"qwen3-embed"`)) ||
+		!bytes.Contains(body, []byte(`"max_model_len":`)) || bytes.Contains(body, []byte(`"max_model_len":0`)) {
 		t.Errorf("/v1/models of an embedding server: %d %s", code, body)
 	}
 	if code, body := get(t, emb+"/metrics"); code != http.StatusOK || !bytes.Contains(body, []byte(`path="/v1/rerank"`)) {

@@ -63,7 +63,10 @@ type benchReport struct {
 }
 
 func newBenchCmd() *cobra.Command {
-	var o benchOptions
+	var (
+		o  benchOptions
+		ef exportFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "bench [PROGRAM]",
 		Short: "Measure startup, prefill and decode speed of a program",
@@ -80,7 +83,7 @@ An embedding or reranking program instead embeds (or scores) --sentences sequenc
 --prompt-tokens pseudo-random ids per run and prints the median sentences per second.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := runBench(cmd.Context(), argOr(args, 0), o)
+			rep, err := runBench(cmd, argOr(args, 0), o, &ef)
 			if err != nil {
 				return err
 			}
@@ -103,10 +106,12 @@ An embedding or reranking program instead embeds (or scores) --sentences sequenc
 	f.IntVar(&o.sentences, "sentences", 32, "embedding and reranking programs: sentences of --prompt-tokens tokens per run")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured repeats to this file")
+	ef.register(f)
 	return cmd
 }
 
-func runBench(ctx context.Context, path string, o benchOptions) (benchReport, error) {
+func runBench(cmd *cobra.Command, path string, o benchOptions, ef *exportFlags) (benchReport, error) {
+	ctx := cmd.Context()
 	switch {
 	case o.promptTokens < 1:
 		return benchReport{}, usagef("--prompt-tokens %d must be ≥ 1", o.promptTokens)
@@ -120,7 +125,7 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		return benchReport{}, usagef("--batch %d must be ≥ 1", o.batch)
 	}
 	start := time.Now()
-	m, err := openAny(ctx, path, o.threads)
+	m, err := openAny(cmd, path, o.threads, ef)
 	if err != nil {
 		return benchReport{}, err
 	}

@@ -158,7 +158,7 @@ program takes are an error unless --truncate.`,
 					return usagef("no input: give --text, --tokens, or lines on standard input")
 				}
 			}
-			m, err := openAny(cmd.Context(), args[0], threads)
+			m, err := openAny(cmd, args[0], threads, nil)
 			if err != nil {
 				return err
 			}
@@ -233,7 +233,7 @@ one JSON object per line: {"index": I, "relevance_score": S, "document": TEXT}. 
 					return usagef("no documents: give --doc or lines on standard input")
 				}
 			}
-			m, err := openAny(cmd.Context(), args[0], threads)
+			m, err := openAny(cmd, args[0], threads, nil)
 			if err != nil {
 				return err
 			}
