@@ -209,8 +209,7 @@ func load(data []byte, name string, opts Options) (*Model, error) {
 	m := &Model{eng: eng, name: name}
 	m.tok, m.tokErr = eng.Tokenizer()
 	if eng.Encoder != nil {
-		tj, _ := eng.File.Asset(program.AssetTokenizer)
-		if m.enc, err = encode.New(eng.Encoder, m.tok, tj, m.tokErr); err != nil {
+		if m.enc, err = encode.New(eng.Encoder, m.tok, m.tokErr); err != nil {
 			eng.Close()
 			return nil, err
 		}

@@ -70,14 +70,15 @@ type Model struct {
 	md     program.Metadata
 	e      *program.Encoder
 	tok    *tokenizer.Tokenizer
-	tokErr error         // why tok is nil
-	pair   *pairTemplate // a PairTokenizer cross-encoder's template
+	tokErr error // why tok is nil
 }
 
-// New returns a Model for an Encoder and the program's tokenizer: tok and tokenizerJSON (its
-// tokenizer.json, for a cross-encoder's pair template), or tokErr, why there is none (the
-// Model then takes token ids only).
-func New(enc *runner.Encoder, tok *tokenizer.Tokenizer, tokenizerJSON []byte, tokErr error) (*Model, error) {
+// New returns a Model for an Encoder and the program's tokenizer tok, or tokErr, why there
+// is none (the Model then takes token ids only). Texts go through tok as Hugging Face's
+// tokenizers library encodes them for these models: EncodeSequence (the post-processor's
+// special tokens, truncation from the end) and, for a cross-encoder, EncodePair (its pair
+// template with token types, longest_first truncation).
+func New(enc *runner.Encoder, tok *tokenizer.Tokenizer, tokErr error) (*Model, error) {
 	if enc == nil {
 		return nil, errors.New("encode: nil Encoder")
 	}
@@ -85,13 +86,6 @@ func New(enc *runner.Encoder, tok *tokenizer.Tokenizer, tokenizerJSON []byte, to
 	m := &Model{enc: enc, md: md, e: md.Encoder, tok: tok, tokErr: tokErr}
 	if tok == nil && tokErr == nil {
 		m.tokErr = errors.New("the program carries no tokenizer")
-	}
-	if tok != nil && m.e.Pair != nil && m.e.Pair.Kind == program.PairTokenizer {
-		p, err := parsePairTemplate(tokenizerJSON)
-		if err != nil {
-			return nil, fmt.Errorf("encode: %w", err)
-		}
-		m.pair = p
 	}
 	return m, nil
 }
@@ -139,11 +133,11 @@ func (m *Model) Embed(ctx context.Context, texts []string, opts EmbedOptions) (*
 		if text == "" {
 			return nil, &InputError{Index: i, Err: ErrEmptyInput, Problem: "empty text"}
 		}
-		ids, err := m.single(i, prompt+text, opts.Truncate)
+		s, err := m.single(i, prompt+text, opts.Truncate)
 		if err != nil {
 			return nil, err
 		}
-		seqs[i] = runner.Sequence{IDs: ids}
+		seqs[i] = s
 	}
 	return m.embed(ctx, seqs, opts)
 }
@@ -262,46 +256,45 @@ func (m *Model) tokenizer() (*tokenizer.Tokenizer, error) {
 	return m.tok, nil
 }
 
-// single tokenizes one text with its special tokens. Longer than the program takes, it is
-// refused, or with truncate cut to its first tokens, the special tokens kept.
-func (m *Model) single(i int, text string, truncate bool) ([]int, error) {
+// single tokenizes one text with its special tokens and token types. Longer than the
+// program takes, it is refused, or with truncate cut to its first tokens, the special tokens
+// kept (the tokenizers library's truncation, as sentence-transformers asks for it).
+func (m *Model) single(i int, text string, truncate bool) (runner.Sequence, error) {
 	tok, err := m.tokenizer()
 	if err != nil {
-		return nil, err
-	}
-	ids, err := tok.Encode(text, true)
-	if err != nil {
-		return nil, &InputError{Index: i, Err: ErrTokenizer, Problem: err.Error()}
+		return runner.Sequence{}, err
 	}
 	S := m.md.MaxContext
-	if len(ids) <= S {
-		return ids, nil
-	}
-	if !truncate {
-		return nil, m.tooLong(i, len(ids))
-	}
-	plain, err := tok.Encode(text, false)
+	enc, err := tok.EncodeSequence(text, S)
 	if err != nil {
-		return nil, &InputError{Index: i, Err: ErrTokenizer, Problem: err.Error()}
+		return runner.Sequence{}, m.encodeError(i, err, S)
 	}
-	before := specialsBefore(ids, plain)
-	after := len(ids) - len(plain) - before
-	keep := S - before - after
-	if keep < 1 {
-		return nil, &InputError{Index: i, Err: ErrTooLong, Problem: fmt.Sprintf("the model's %d special tokens leave no room in %d", before+after, S)}
+	if enc.Truncated && !truncate {
+		full, err := tok.EncodeSequence(text, 0)
+		if err != nil {
+			return runner.Sequence{}, m.encodeError(i, err, S)
+		}
+		return runner.Sequence{}, m.tooLong(i, len(full.IDs))
 	}
-	out := append(slices.Clone(ids[:before]), plain[:keep]...)
-	return append(out, ids[len(ids)-after:]...), nil
+	return m.sequence(enc), nil
 }
 
-// specialsBefore is how many ids the post-processor put before plain in ids.
-func specialsBefore(ids, plain []int) int {
-	for k := 0; k+len(plain) <= len(ids); k++ {
-		if slices.Equal(ids[k:k+len(plain)], plain) {
-			return k
-		}
+// sequence is an encoding as the program takes it: token types only where the program
+// has them.
+func (m *Model) sequence(enc tokenizer.Encoding) runner.Sequence {
+	s := runner.Sequence{IDs: enc.IDs}
+	if m.e.TokenTypes > 0 {
+		s.Types = enc.TypeIDs
 	}
-	return 0
+	return s
+}
+
+// encodeError is the tokenizer's refusal of input i as an *InputError.
+func (m *Model) encodeError(i int, err error, S int) error {
+	if errors.Is(err, tokenizer.ErrTooShort) {
+		return &InputError{Index: i, Err: ErrTooLong, Problem: fmt.Sprintf("the model's special tokens leave no room in %d tokens", S)}
+	}
+	return &InputError{Index: i, Err: ErrTokenizer, Problem: err.Error()}
 }
 
 // RerankOptions configure Rerank.
@@ -432,39 +425,16 @@ func (m *Model) pairSequence(i int, query, doc string, opts RerankOptions) (runn
 		}
 		return runner.Sequence{IDs: append(append(pre, ids...), suf...)}, nil
 	}
-	q, err := encode(query, false)
+	enc, err := tok.EncodePair(query, doc, S)
 	if err != nil {
-		return runner.Sequence{}, err
+		return runner.Sequence{}, m.encodeError(i, err, S)
 	}
-	d, err := encode(doc, false)
-	if err != nil {
-		return runner.Sequence{}, err
-	}
-	room := S - m.pair.specials()
-	if len(q)+len(d) > room {
-		if !opts.Truncate || room < 2 {
-			return runner.Sequence{}, m.tooLong(i, len(q)+len(d)+m.pair.specials())
+	if enc.Truncated && !opts.Truncate {
+		full, err := tok.EncodePair(query, doc, 0)
+		if err != nil {
+			return runner.Sequence{}, m.encodeError(i, err, S)
 		}
-		nq, nd := longestFirst(len(q), len(d), room)
-		q, d = q[:nq], d[:nd]
+		return runner.Sequence{}, m.tooLong(i, len(full.IDs))
 	}
-	ids, types := m.pair.apply(q, d)
-	if m.e.TokenTypes == 0 {
-		types = nil
-	}
-	return runner.Sequence{IDs: ids, Types: types}, nil
-}
-
-// longestFirst is how many tokens of two sequences of a and b tokens the tokenizers
-// library's longest_first truncation keeps within room: one token at a time from the
-// longer (the second on a tie).
-func longestFirst(a, b, room int) (int, int) {
-	for a+b > room {
-		if a > b {
-			a--
-		} else {
-			b--
-		}
-	}
-	return a, b
+	return m.sequence(enc), nil
 }

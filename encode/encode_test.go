@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
-	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 	"github.com/hfstatic/hfstatic/tokenizer"
 )
@@ -64,19 +62,10 @@ func qwen3Tokenizer(t testing.TB) map[string][]byte {
 	}
 }
 
-// bertPairTokenizer is stories260K's BPE tokenizer with BERT's post-processor (ids 1 and 2
-// as [CLS] and [SEP]): a tokenizer hfstatic reads whose pairs follow BERT's template.
-func bertPairTokenizer(t testing.TB) map[string][]byte {
-	var tj map[string]any
-	if err := json.Unmarshal(gunzip(t, "../tokenizer/testdata/stories260K.tokenizer.json.gz"), &tj); err != nil {
-		t.Fatal(err)
-	}
-	tj["post_processor"] = map[string]any{"type": "BertProcessing", "cls": []any{"<s>", 1}, "sep": []any{"</s>", 2}}
-	b, err := json.Marshal(tj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string][]byte{"tokenizer.json": b}
+// hfTokenizer is one of tokenizer/testdata's tokenizers (their vectors came from Hugging
+// Face's tokenizers library).
+func hfTokenizer(t testing.TB, name string) map[string][]byte {
+	return map[string][]byte{"tokenizer.json": gunzip(t, "../tokenizer/testdata/"+name+".tokenizer.json.gz")}
 }
 
 // programs caches the exported test programs (a Qwen3 fixture takes seconds).
@@ -100,8 +89,7 @@ func open(t testing.TB, name string, files map[string][]byte, opts export.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	tj, _ := eng.File.Asset(program.AssetTokenizer)
-	m, err := New(eng.Encoder, tok, tj, nil)
+	m, err := New(eng.Encoder, tok, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,24 +251,18 @@ func TestRerankWithQwen3RerankersTemplate(t *testing.T) {
 	}
 }
 
+// A cross-encoder takes [CLS] query [SEP] document [SEP] with token types 0 then 1, cut
+// longest_first when asked, exactly as the tokenizers library encodes the pair.
 func TestRerankWithBertsPairTemplate(t *testing.T) {
-	m, tok := open(t, "bert-rerank", bertPairTokenizer(t), export.Options{Context: 24})
+	m, _ := open(t, "bert-rerank", hfTokenizer(t, "bert-uncased"), export.Options{Context: 16})
 	ctx := context.Background()
-	query, doc := "Once upon a time", "there was a little girl named Lily who loved to play outside in the park"
+	query, doc := "what is the capital of france", "Paris is the capital and most populous city of France."
+	// tokenizer/testdata/bert-uncased.jsonl.gz: this pair truncated to 16 by the library.
+	ids := []int{101, 2054, 2003, 1996, 3007, 1997, 2605, 102, 3000, 2003, 1996, 3007, 1998, 2087, 20151, 102}
+	types := []int{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}
 	r, err := m.Rerank(ctx, query, []string{doc, "Tom"}, RerankOptions{Truncate: true})
 	if err != nil {
 		t.Fatal(err)
-	}
-	q, _ := tok.Encode(query, false)
-	d, _ := tok.Encode(doc, false)
-	if len(q)+len(d)+3 <= 24 {
-		t.Fatalf("the pair has %d tokens: make it longer than 24", len(q)+len(d)+3)
-	}
-	nq, nd := longestFirst(len(q), len(d), 21)
-	ids := append(append(append(append([]int{1}, q[:nq]...), 2), d[:nd]...), 2)
-	types := make([]int, len(ids))
-	for i := nq + 2; i < len(ids); i++ {
-		types[i] = 1
 	}
 	rows, err := m.enc.Encode(ctx, []runner.Sequence{{IDs: ids, Types: types}})
 	if err != nil {
@@ -288,53 +270,13 @@ func TestRerankWithBertsPairTemplate(t *testing.T) {
 	}
 	for _, res := range r.Results {
 		if res.Index == 0 && res.Score != rows[0][0] {
-			t.Errorf("truncated pair scores %g, [CLS] q [SEP] d [SEP] with types 0/1 scores %g", res.Score, rows[0][0])
+			t.Errorf("truncated pair scores %g, the library's [CLS] q [SEP] d [SEP] with types 0/1 scores %g", res.Score, rows[0][0])
 		}
+	}
+	if r.Tokens != 16+10 {
+		t.Errorf("%d tokens, want 16 + 10 ([CLS], the query's 6, [SEP] tom [SEP])", r.Tokens)
 	}
 	if _, err := m.Rerank(ctx, query, []string{doc}, RerankOptions{}); !errors.Is(err, ErrTooLong) {
 		t.Errorf("a long pair without truncation: %v, want ErrTooLong", err)
-	}
-}
-
-func TestLongestFirstRemovesFromTheLonger(t *testing.T) {
-	for _, tc := range []struct{ a, b, room, wa, wb int }{
-		{10, 10, 15, 8, 7}, {3, 20, 10, 3, 7}, {20, 3, 10, 7, 3}, {5, 5, 10, 5, 5}, {6, 1, 4, 3, 1},
-	} {
-		if a, b := longestFirst(tc.a, tc.b, tc.room); a != tc.wa || b != tc.wb {
-			t.Errorf("longestFirst(%d, %d, %d) = %d, %d; want %d, %d", tc.a, tc.b, tc.room, a, b, tc.wa, tc.wb)
-		}
-	}
-}
-
-func TestPairTemplates(t *testing.T) {
-	for _, tc := range []struct {
-		name, post string
-		ids, types []int
-		specials   int
-	}{
-		{"bert", `{"type":"BertProcessing","sep":["[SEP]",102],"cls":["[CLS]",101]}`,
-			[]int{101, 7, 8, 102, 9, 102}, []int{0, 0, 0, 0, 1, 1}, 3},
-		{"roberta", `{"type":"RobertaProcessing","sep":["</s>",2],"cls":["<s>",0],"trim_offsets":true,"add_prefix_space":true}`,
-			[]int{0, 7, 8, 2, 2, 9, 2}, []int{0, 0, 0, 0, 0, 0, 0}, 4},
-		{"template in a sequence", `{"type":"Sequence","processors":[{"type":"ByteLevel"},{"type":"TemplateProcessing",
-			"single":[{"SpecialToken":{"id":"[CLS]","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],
-			"pair":[{"SpecialToken":{"id":"[CLS]","type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"[SEP]","type_id":0}},{"Sequence":{"id":"B","type_id":1}},{"SpecialToken":{"id":"[SEP]","type_id":1}}],
-			"special_tokens":{"[CLS]":{"id":"[CLS]","ids":[101],"tokens":["[CLS]"]},"[SEP]":{"id":"[SEP]","ids":[102],"tokens":["[SEP]"]}}}]}`,
-			[]int{101, 7, 8, 102, 9, 102}, []int{0, 0, 0, 0, 1, 1}, 3},
-		{"none", `null`, []int{7, 8, 9}, []int{0, 0, 1}, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := parsePairTemplate([]byte(`{"post_processor":` + tc.post + `}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids, types := p.apply([]int{7, 8}, []int{9})
-			if !slices.Equal(ids, tc.ids) || !slices.Equal(types, tc.types) || p.specials() != tc.specials {
-				t.Errorf("ids %v types %v specials %d, want %v %v %d", ids, types, p.specials(), tc.ids, tc.types, tc.specials)
-			}
-		})
-	}
-	if _, err := parsePairTemplate([]byte(`{"post_processor":{"type":"TemplateProcessing","pair":[{"Sequence":{"id":"A","type_id":0}}]}}`)); err == nil {
-		t.Error("a pair template without B was accepted")
 	}
 }

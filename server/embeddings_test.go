@@ -28,7 +28,6 @@ import (
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/exporttest"
 	"github.com/hfstatic/hfstatic/internal/testckpt"
-	"github.com/hfstatic/hfstatic/program"
 )
 
 // encodeModels are the embedding and reranking test models (random Qwen3-Embedding and
@@ -81,8 +80,7 @@ func encodeModel(t testing.TB, fixture string) *encode.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tj, _ := eng.File.Asset(program.AssetTokenizer)
-	m, err := encode.New(eng.Encoder, tok, tj, nil)
+	m, err := encode.New(eng.Encoder, tok, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,11 @@ import (
 // encodeFixtureDir writes fixture name (an embedding or reranking checkpoint) with Qwen3's
 // tokenizer into a temporary folder.
 func encodeFixtureDir(t *testing.T, name string) string {
+	return encodeFixtureDirWith(t, name, "qwen3")
+}
+
+// encodeFixtureDirWith writes fixture name with tokenizer/testdata's tokenizer tok.
+func encodeFixtureDirWith(t *testing.T, name, tok string) string {
 	t.Helper()
 	fsys, err := testckpt.Random(name)
 	if err != nil {
@@ -35,7 +40,10 @@ func encodeFixtureDir(t *testing.T, name string) string {
 		}
 	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		gz, err := os.ReadFile("../../tokenizer/testdata/qwen3." + f + ".gz")
+		gz, err := os.ReadFile("../../tokenizer/testdata/" + tok + "." + f + ".gz")
+		if errors.Is(err, os.ErrNotExist) && f == "tokenizer_config.json" && tok != "qwen3" {
+			continue // the encoders' test tokenizers have none
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,5 +172,64 @@ func TestExportEmbedRerankInspectBench(t *testing.T) {
 	}
 	if _, _, err := run(t, "", "embed", rr, "--text", "x"); err == nil {
 		t.Error("embed of a reranking program succeeded")
+	}
+}
+
+// A BERT embedding model and a BERT cross-encoder take text through their WordPiece
+// tokenizer: embed, rerank and run print what encode/testdata's float64 reference computed
+// on the tokens Hugging Face's tokenizers library gave the same texts.
+func TestEmbedAndRerankBERTText(t *testing.T) {
+	var ref, rref struct {
+		Inputs []struct {
+			Text string `json:"text"`
+			B    string `json:"b"`
+		} `json:"inputs"`
+		Outputs [][]float64 `json:"outputs"`
+	}
+	for p, r := range map[string]any{"bert": &ref, "bert-rerank": &rref} {
+		raw, err := os.ReadFile("../../encode/testdata/" + p + ".text64.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HFSTATIC_HOME", t.TempDir())
+	dir := t.TempDir()
+	bert := encodeFixtureDirWith(t, "bert", "bert-uncased")
+	emb := filepath.Join(dir, "bert.hfs")
+	mustRun(t, "export", bert, "-o", emb, "--context", "48", "-q")
+	near := func(what string, got []float32, want []float64) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+		}
+		for j := range want {
+			if math.Abs(float64(got[j])-want[j]) > 1e-4 {
+				t.Fatalf("%s: value %d is %g, the reference %g", what, j, got[j], want[j])
+			}
+		}
+	}
+	for _, i := range []int{0, 3, 7} {
+		lines := embedLines(t, mustRun(t, "embed", emb, "--text", ref.Inputs[i].Text, "--threads", "2"))
+		near("embed "+ref.Inputs[i].Text, lines[0].Embedding, ref.Outputs[i])
+	}
+	// run on the folder exports it once and embeds the prompt.
+	lines := embedLines(t, mustRun(t, "run", bert, "--prompt", ref.Inputs[3].Text, "-q", "--weights", "f32"))
+	near("run --prompt", lines[0].Embedding, ref.Outputs[3])
+
+	rr := filepath.Join(dir, "bert-rerank.hfs")
+	mustRun(t, "export", encodeFixtureDirWith(t, "bert-rerank", "bert-uncased"), "-o", rr, "--context", "33", "-q")
+	in := rref.Inputs[1]
+	out := mustRun(t, "rerank", rr, "--query", in.Text, "--doc", in.B)
+	var r struct {
+		Relevance float64 `json:"relevance_score"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 / (1 + math.Exp(-rref.Outputs[1][0])); math.Abs(r.Relevance-want) > 1e-4 {
+		t.Errorf("rerank: relevance %g, the reference's sigmoid(logit) %g", r.Relevance, want)
 	}
 }

@@ -154,7 +154,7 @@ func TestEncodeExportReadsBaseModelNamesAndKeepsUnreadTokenizers(t *testing.T) {
 			t.Fatal(err)
 		}
 		f["model.safetensors"] = &fstest.MapFile{Data: buf.Bytes()}
-		f["tokenizer.json"] = &fstest.MapFile{Data: []byte(`{"model": {"type": "Unigram", "vocab": [["<unk>", 0.0]]}}`)}
+		f["tokenizer.json"] = &fstest.MapFile{Data: []byte(`{"model": {"type": "WordLevel", "vocab": {"<unk>": 0}}}`)}
 	})
 	if _, ok := ckpt.Tensor("embed_tokens.weight"); !ok {
 		t.Fatal("the rewritten checkpoint has no embed_tokens.weight")

@@ -3,7 +3,7 @@
 programs), written from transformers' modeling code and sentence-transformers' modules with
 NumPy only, for internal/testckpt/testdata/*/reference64.encode.json (see README.md here).
 
-  python3 encode64.py HF_DIR OUT_JSON [--max-tokens S] [--seed N] [--yes ID --no ID]
+  python3 encode64.py HF_DIR OUT_JSON [--max-tokens S] [--seed N] [--yes ID --no ID] [--inputs FILE]
 
 Models: BertModel and BertForSequenceClassification (modeling_bert.py), XLMRobertaModel and
 XLMRobertaForSequenceClassification (modeling_xlm_roberta.py: positions counted from
@@ -16,7 +16,9 @@ computes them. Every sequence runs alone, unpadded (padding changes nothing in t
 The inputs are drawn with NumPy's seeded generator: lengths 1, 2, 7, 19, S and a few more,
 ids in [3, vocab) (never a pad or special id), and for cross-encoders a pair layout (BERT:
 token type 1 on the second part). Weights are read as stored (f32, or bf16 widened exactly)
-and every operation runs in float64. Writes:
+and every operation runs in float64. --inputs FILE takes the inputs from FILE instead (a JSON
+list of {"ids": [...], "types": [...], ...}, other fields copied to the output as they are: the
+texts whose tokens they are, for tools/refs/encode_texts.py). Writes:
 
   {"reference": ..., "model": ..., "task": "embed"|"rerank",
    "inputs": [{"ids": [...], "types": [...]}],
@@ -213,18 +215,23 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("out")
-    ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--max-tokens", type=int)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--yes", type=int)
     ap.add_argument("--no", type=int)
+    ap.add_argument("--inputs")
     a = ap.parse_args()
     cfg = json.load(open(os.path.join(a.folder, "config.json")))
     w = load_safetensors(os.path.join(a.folder, "model.safetensors"))
     arch, V, S = cfg["architectures"][0], cfg["vocab_size"], a.max_tokens
     rng = np.random.default_rng(a.seed)
-    lengths = [1, 2, 7, 19, S, 3, 12, S - 1]
+    lengths = [1, 2, 7, 19, S, 3, 12, S - 1] if S else []
     rerank = arch.endswith("ForSequenceClassification") or a.yes is not None
     inputs = []
+    if a.inputs:
+        inputs, lengths = json.load(open(a.inputs)), []
+        for inp in inputs:
+            inp.setdefault("types", [0] * len(inp["ids"]))
     for n in lengths:
         ids = [int(i) for i in rng.integers(3, V, n)]
         types = [0] * n
