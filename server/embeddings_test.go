@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -52,8 +53,17 @@ func encodeModel(t testing.TB, fixture string) *encode.Model {
 	for k, v := range fsys {
 		folder[k] = v
 	}
+	tokName := "qwen3" // BERT and XLM-RoBERTa fixtures take tokenizer/testdata's encoder tokenizers
+	if strings.HasPrefix(fixture, "bert") {
+		tokName = "bert-uncased"
+	} else if strings.HasPrefix(fixture, "xlmr") {
+		tokName = "xlmr"
+	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		gz, err := os.ReadFile("../tokenizer/testdata/qwen3." + f + ".gz")
+		gz, err := os.ReadFile("../tokenizer/testdata/" + tokName + "." + f + ".gz")
+		if errors.Is(err, os.ErrNotExist) && tokName != "qwen3" && f == "tokenizer_config.json" {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +80,8 @@ func encodeModel(t testing.TB, fixture string) *encode.Model {
 	opts := export.Options{Context: 64, Batch: 4, Matryoshka: true}
 	if fixture == "qwen3-rerank" {
 		opts = export.Options{Context: 256, Batch: 4} // Qwen3-Reranker's prompt takes 70 tokens
+	} else if strings.HasSuffix(fixture, "-rerank") {
+		opts = export.Options{Context: 64, Batch: 4}
 	}
 	data := exporttest.Program(t, folder, opts)
 	eng, err := engine.Load(data, engine.Options{Threads: 2})
@@ -159,6 +171,78 @@ func TestOpenAIClientEmbeddings(t *testing.T) {
 	}
 	if float32(resp.Data[0].Embedding[5]) != ids.Vectors[0][5] || resp.Usage.PromptTokens != 3 {
 		t.Errorf("token array: %v, usage %+v", resp.Data[0].Embedding[:6], resp.Usage)
+	}
+}
+
+// The official client's embeddings.create and a rerank request with texts, on a BERT
+// embedding model and a BERT cross-encoder: the vectors and scores of encode/testdata's
+// float64 reference, computed on the ids Hugging Face's tokenizers gave the same texts.
+func TestBERTTextsOverHTTPMatchTheReference(t *testing.T) {
+	type reference struct {
+		Inputs []struct {
+			Text     string `json:"text"`
+			B        string `json:"b"`
+			Truncate bool   `json:"truncate"`
+		} `json:"inputs"`
+		Outputs [][]float64 `json:"outputs"`
+	}
+	read := func(name string) reference {
+		var r reference
+		raw, err := os.ReadFile("../encode/testdata/" + name + ".text64.json")
+		if err == nil {
+			err = json.Unmarshal(raw, &r)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	ctx := context.Background()
+	ref := read("bert")
+	_, base := startEncodeServer(t, "bert", nil)
+	var texts []string
+	var want [][]float64
+	for i, in := range ref.Inputs {
+		if !in.Truncate {
+			texts, want = append(texts, in.Text), append(want, ref.Outputs[i])
+		}
+	}
+	client := newClient(base)
+	resp, err := client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "bert",
+		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Data) != len(texts) {
+		t.Fatalf("%d embeddings for %d texts", len(resp.Data), len(texts))
+	}
+	for i, d := range resp.Data {
+		for j, v := range d.Embedding {
+			if math.Abs(v-want[i][j]) > 1e-4 {
+				t.Fatalf("text %q value %d: %g, the reference %g", texts[i], j, v, want[i][j])
+			}
+		}
+	}
+
+	rref := read("bert-rerank")
+	_, rbase := startEncodeServer(t, "bert-rerank", nil)
+	for i, in := range rref.Inputs {
+		if in.Truncate {
+			continue
+		}
+		body, _ := json.Marshal(map[string]any{"query": in.Text, "documents": []string{in.B}})
+		code, _, out := post(t, rbase+"/v1/rerank", string(body))
+		var r struct {
+			Results []struct {
+				Relevance float64 `json:"relevance_score"`
+			} `json:"results"`
+		}
+		if code != http.StatusOK || json.Unmarshal(out, &r) != nil || len(r.Results) != 1 {
+			t.Fatalf("rerank %q: %d %s", in.Text, code, out)
+		}
+		if want := 1 / (1 + math.Exp(-rref.Outputs[i][0])); math.Abs(r.Results[0].Relevance-want) > 1e-4 {
+			t.Errorf("rerank %q: relevance %g, the reference's %g", in.Text, r.Results[0].Relevance, want)
+		}
 	}
 }
 
