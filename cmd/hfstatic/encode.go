@@ -123,6 +123,7 @@ func newEmbedCmd() *cobra.Command {
 		prompt, promptName  string
 		truncate            bool
 		dimensions, threads int
+		ef                  exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "embed PROGRAM (--text TEXT... | --tokens IDS... | texts on standard input, one per line)",
@@ -132,7 +133,8 @@ XLM-RoBERTa encoder, or Qwen3-Embedding) and prints one JSON object per input, i
 {"index": I, "embedding": [...]}. Inputs are the --text flags, the --tokens flags (comma-separated
 token ids, taken as they are), or else the lines of standard input. --prompt-name applies one of the
 model's prompts (Qwen3-Embedding: "query" for queries; documents take none). Inputs longer than the
-program takes are an error unless --truncate.`,
+program takes are an error unless --truncate. PROGRAM is a program file, a Hugging Face folder or a
+model name (ORG/NAME[@REVISION], exported once as run does).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(texts) > 0 && len(tokens) > 0 {
@@ -158,7 +160,7 @@ program takes are an error unless --truncate.`,
 					return usagef("no input: give --text, --tokens, or lines on standard input")
 				}
 			}
-			m, err := openAny(cmd, args[0], threads, nil)
+			m, err := openAny(cmd, args[0], threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -197,6 +199,7 @@ program takes are an error unless --truncate.`,
 	f.StringVar(&prompt, "prompt", "", "text put before every input text")
 	f.StringVar(&promptName, "prompt-name", "", "one of the model's prompts to put before every input text (e.g. query)")
 	f.BoolVar(&truncate, "truncate", false, "cut inputs longer than the program takes instead of failing")
+	ef.register(f)
 	f.IntVar(&dimensions, "dimensions", 0, "keep the first N values of each embedding, renormalized (Matryoshka models only; 0: all)")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	return cmd
@@ -208,6 +211,7 @@ func newRerankCmd() *cobra.Command {
 		docs               []string
 		topN, threads      int
 		truncate           bool
+		ef                 exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "rerank PROGRAM --query TEXT (--doc TEXT... | documents on standard input, one per line)",
@@ -215,7 +219,8 @@ func newRerankCmd() *cobra.Command {
 		Long: `rerank runs a reranking program (a cross-encoder such as ms-marco-MiniLM or bge-reranker-v2-m3,
 or Qwen3-Reranker) on the query and each document, and prints the documents most relevant first,
 one JSON object per line: {"index": I, "relevance_score": S, "document": TEXT}. Documents are the
---doc flags, or else the lines of standard input.`,
+--doc flags, or else the lines of standard input. PROGRAM is a program file, a Hugging Face folder or a
+model name (ORG/NAME[@REVISION], exported once as run does).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if query == "" {
@@ -233,7 +238,7 @@ one JSON object per line: {"index": I, "relevance_score": S, "document": TEXT}. 
 					return usagef("no documents: give --doc or lines on standard input")
 				}
 			}
-			m, err := openAny(cmd, args[0], threads, nil)
+			m, err := openAny(cmd, args[0], threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -266,6 +271,7 @@ one JSON object per line: {"index": I, "relevance_score": S, "document": TEXT}. 
 	f.StringArrayVar(&docs, "doc", nil, "a document to rank (repeatable)")
 	f.IntVar(&topN, "top-n", 0, "print only the N most relevant documents (0: all)")
 	f.BoolVar(&truncate, "truncate", false, "cut query-document pairs longer than the program takes instead of failing")
+	ef.register(f)
 	f.StringVar(&instruction, "instruction", "", "the task instruction of rerankers that take one (Qwen3-Reranker; default: web search)")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	return cmd

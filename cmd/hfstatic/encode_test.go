@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -220,16 +221,32 @@ func TestEmbedAndRerankBERTText(t *testing.T) {
 	near("run --prompt", lines[0].Embedding, ref.Outputs[3])
 
 	rr := filepath.Join(dir, "bert-rerank.hfs")
-	mustRun(t, "export", encodeFixtureDirWith(t, "bert-rerank", "bert-uncased"), "-o", rr, "--context", "33", "-q")
+	reranker := encodeFixtureDirWith(t, "bert-rerank", "bert-uncased")
+	mustRun(t, "export", reranker, "-o", rr, "--context", "33", "-q")
 	in := rref.Inputs[1]
-	out := mustRun(t, "rerank", rr, "--query", in.Text, "--doc", in.B)
-	var r struct {
-		Relevance float64 `json:"relevance_score"`
+	want := 1 / (1 + math.Exp(-rref.Outputs[1][0]))
+	relevance := func(out string) float64 {
+		t.Helper()
+		var r struct {
+			Relevance float64 `json:"relevance_score"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Relevance
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
-		t.Fatal(err)
+	if got := relevance(mustRun(t, "rerank", rr, "--query", in.Text, "--doc", in.B)); math.Abs(got-want) > 1e-4 {
+		t.Errorf("rerank: relevance %g, the reference's sigmoid(logit) %g", got, want)
 	}
-	if want := 1 / (1 + math.Exp(-rref.Outputs[1][0])); math.Abs(r.Relevance-want) > 1e-4 {
-		t.Errorf("rerank: relevance %g, the reference's sigmoid(logit) %g", r.Relevance, want)
+
+	// By model name, from the Hugging Face cache, exported once into the program cache.
+	fakeHFCache(t, map[string]fs.FS{"sentence-transformers/mini-bert": os.DirFS(bert), "cross-encoder/mini-bert": os.DirFS(reranker)})
+	lines = embedLines(t, mustRun(t, "embed", "sentence-transformers/mini-bert", "--weights", "f32", "--text", ref.Inputs[3].Text))
+	near("embed NAME", lines[0].Embedding, ref.Outputs[3])
+	if got := relevance(mustRun(t, "rerank", "cross-encoder/mini-bert", "--weights", "f32", "--query", in.Text, "--doc", in.B)); math.Abs(got-want) > 1e-4 {
+		t.Errorf("rerank NAME: relevance %g, the reference's sigmoid(logit) %g", got, want)
+	}
+	if _, _, err := run(t, "", "embed", emb, "--weights", "f32", "--text", "x"); err == nil || !strings.Contains(err.Error(), "--weights") {
+		t.Errorf("embed PROGRAM --weights: %v, want a usage error naming --weights", err)
 	}
 }
