@@ -86,6 +86,7 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if t.preTokenizer, t.byteLevel, err = parsePreTokenizerChain(f.PreTokenizer); err != nil {
 		return nil, err
 	}
+	t.keepsBytes = keepsBytes(t.preTokenizer)
 	if t.decoder, err = parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}

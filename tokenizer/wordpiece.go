@@ -89,6 +89,9 @@ func (m *wordPiece) id(tok string) (int, bool) {
 	return id, ok
 }
 
+// minTokens: a word longer than the longest match is one [UNK].
+func (m *wordPiece) minTokens(w string) int { return min(len(w), 1) }
+
 func (m *wordPiece) getScratch() *mergeScratch { return nil }
 func (m *wordPiece) putScratch(*mergeScratch)  {}
 

@@ -1,0 +1,81 @@
+package tokenizer
+
+import (
+	"errors"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLongWordsAreRefusedCheaply is the regression test for prompts made of one long word:
+// 8 MiB of "a" took 37 s and 1 GB to encode with Qwen3's tokenizer (a word is merged as a
+// whole), before the server could see that it does not fit a 4,096-token context, and the
+// buffers of that word stayed held by the tokenizer afterwards. EncodeLimit refuses such a
+// word (and a segment whose pre-tokenizer drops nothing) from its length, since no token
+// stands for more than so many of its bytes; 8 MiB of short words ("a1 a1 …") allocated
+// 540 MB of pieces before. Encode no longer keeps a long word's buffers.
+func TestLongWordsAreRefusedCheaply(t *testing.T) {
+	const size = 8 << 20
+	for _, name := range fixtureNames {
+		tok := fixtureTokenizer(t, name)
+		for _, text := range []string{strings.Repeat("a", size), strings.Repeat(" ", size), strings.Repeat("\n", size), strings.Repeat("a1 ", size/3)} {
+			var err error
+			spent := allocatedBy(func() { _, err = tok.EncodeLimit(text, true, 4096) })
+			if !errors.Is(err, ErrTooLong) {
+				t.Errorf("%s: EncodeLimit of %d bytes of %q: %v; want ErrTooLong", name, len(text), text[:3], err)
+			}
+			// The normalizer sees the whole text (the Replace of SentencePiece-style
+			// tokenizers writes ▁ for each space), the rest stops early.
+			if max := uint64(8 * len(text)); spent > max {
+				t.Errorf("%s: EncodeLimit of %d bytes of %q allocated %d MB, more than %d MB", name, len(text), text[:3], spent>>20, max>>20)
+			}
+			t.Logf("%s %q: %d MB", name, text[:3], spent>>20)
+		}
+	}
+	// A long word encoded in full leaves no large buffers behind.
+	tok := fixtureTokenizer(t, "qwen3")
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := tok.Encode(strings.Repeat("a", 1<<20), false); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 16<<20 {
+		t.Errorf("after encoding a 1 MiB word the heap holds %d MB more", grew>>20)
+	}
+}
+
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestEncodeLimitAgreesWithEncode: on the encoder tokenizers too (whose pre-tokenizers drop
+// whitespace, so that only words bound the tokens), EncodeLimit gives Encode's ids when they
+// fit and ErrTooLong when one fewer is allowed. FuzzEncode checks the same on the others.
+func TestEncodeLimitAgreesWithEncode(t *testing.T) {
+	for _, name := range encoderFixtures {
+		tok, err := Load(readTestdata(t, name+".tokenizer.json.gz"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"Hello, world!", "  spaced   out  ", strings.Repeat("long", 50), "日本語のテキスト", "a1 b2 c3"} {
+			ids, err := tok.Encode(text, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := tok.EncodeLimit(text, true, len(ids)); err != nil || !slices.Equal(got, ids) {
+				t.Errorf("%s: EncodeLimit(%q, %d) = %v, %v; Encode gave %v", name, text, len(ids), got, err, ids)
+			}
+			if _, err := tok.EncodeLimit(text, true, len(ids)-1); !errors.Is(err, ErrTooLong) {
+				t.Errorf("%s: EncodeLimit(%q, %d): %v; want ErrTooLong", name, text, len(ids)-1, err)
+			}
+		}
+	}
+}
