@@ -74,6 +74,9 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		}
 		n = max(n, id+1)
 	}
+	if err := checkIDSpace(n, len(m.vocab)); err != nil {
+		return nil, err
+	}
 	m.idToToken = make([]string, n)
 	m.hasID = make([]bool, n)
 	for tok := range m.vocab {

@@ -79,3 +79,29 @@ func TestEncodeLimitAgreesWithEncode(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseIDsAreRefused is the regression test for a tokenizer.json of a few tokens with
+// one id near maxTokenID: the id tables are as long as the largest id, so a 65-byte file
+// made Load allocate 560 MB (and a server's grammar vocabulary as much again). Ids may now
+// reach twice the tokens plus 65,536, and every real vocabulary loads.
+func TestSparseIDsAreRefused(t *testing.T) {
+	for _, src := range []string{
+		`{"model":{"type":"BPE","vocab":{"a":0,"b":16777216},"merges":[]}}`,
+		`{"model":{"type":"BPE","vocab":{"a":0,"b":16777215},"merges":[]}}`,
+		`{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]},"added_tokens":[{"id":16777215,"content":"x","special":true}]}`,
+		`{"model":{"type":"WordPiece","vocab":{"a":0,"b":9000000},"unk_token":"a"}}`,
+	} {
+		var err error
+		spent := allocatedBy(func() { _, err = Load([]byte(src), nil) })
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("Load(%s): %v; want ErrInvalid", src, err)
+		}
+		if spent > 16<<20 {
+			t.Errorf("Load(%s) allocated %d MB", src, spent>>20)
+		}
+	}
+	// Within the bound: a few tokens and ids up to 65,536.
+	if _, err := Load([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]},"added_tokens":[{"id":65536,"content":"x","special":true}]}`), nil); err != nil {
+		t.Errorf("ids within the bound: %v", err)
+	}
+}

@@ -72,6 +72,9 @@ func vocabTable(vocab map[string]int) (idToToken []string, hasID []bool, err err
 		}
 		n = max(n, id+1)
 	}
+	if err := checkIDSpace(n, len(vocab)); err != nil {
+		return nil, nil, err
+	}
 	idToToken, hasID = make([]string, n), make([]bool, n)
 	for tok, id := range vocab {
 		if hasID[id] {
