@@ -105,3 +105,40 @@ func TestSparseIDsAreRefused(t *testing.T) {
 		t.Errorf("ids within the bound: %v", err)
 	}
 }
+
+// TestBacktrackingRegexesStop is the regression test for a tokenizer.json whose Split,
+// Replace or decoder regex backtracks exponentially ((a|aa)+b: 12 s on 32 a's, hours on
+// 40), which no caller could cancel: each match now stops after regexTimeout with an error
+// wrapping ErrRegexTimeout, from Encode, Decode and Load alike.
+func TestBacktrackingRegexesStop(t *testing.T) {
+	const evil = `(a|aa)+b`
+	a40 := strings.Repeat("a", 40)
+	split, err := Load([]byte(`{"pre_tokenizer":{"type":"Split","pattern":{"Regex":"`+evil+`"},"behavior":"Isolated","invert":false},
+		"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := split.Encode(a40, false); !errors.Is(err, ErrRegexTimeout) {
+		t.Errorf("Encode with a backtracking Split: %v", err)
+	}
+	if ids, err := split.Encode("aab", false); err != nil || len(ids) != 3 {
+		t.Errorf("the same tokenizer on a short text: %v, %v", ids, err)
+	}
+	decoder, err := Load([]byte(`{"decoder":{"type":"Replace","pattern":{"Regex":"`+evil+`"},"content":"x"},
+		"model":{"type":"BPE","vocab":{"a":0,"`+a40+`":1},"merges":[]}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decoder.Decode([]int{1}, false); !errors.Is(err, ErrRegexTimeout) {
+		t.Errorf("Decode with a backtracking Replace decoder: %v", err)
+	}
+	if _, err := decoder.NewStream(false).Add(1); !errors.Is(err, ErrRegexTimeout) {
+		t.Errorf("Stream.Add with a backtracking Replace decoder: %v", err)
+	}
+	_, err = Load([]byte(`{"normalizer":{"type":"Replace","pattern":{"Regex":"`+evil+`"},"content":"x"},
+		"added_tokens":[{"id":1,"content":"`+a40+`","normalized":true}],
+		"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`), nil)
+	if !errors.Is(err, ErrRegexTimeout) {
+		t.Errorf("Load normalizing an added token with a backtracking Replace: %v", err)
+	}
+}

@@ -70,7 +70,8 @@ func isNull(raw json.RawMessage) bool {
 // BOS/EOS token strings and, for Llama and Gemma tokenizer classes, the
 // add_bos_token/add_eos_token flags that transformers applies on top of the
 // post-processor.
-func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
+func Load(tokenizerJSON, tokenizerConfigJSON []byte) (_ *Tokenizer, err error) {
+	defer catchRegex(&err) // added tokens are normalized
 	f, mj, err := parseFile(tokenizerJSON)
 	if err != nil {
 		return nil, err

@@ -112,7 +112,8 @@ func (t *Tokenizer) EncodeLimit(text string, addSpecial bool, max int) ([]int, e
 }
 
 // encode is Encode with at most max ids (max < 0: no limit).
-func (t *Tokenizer) encode(text string, addSpecial bool, max int) ([]int, error) {
+func (t *Tokenizer) encode(text string, addSpecial bool, max int) (_ []int, err error) {
+	defer catchRegex(&err)
 	if !utf8.ValidString(text) {
 		text = lossyUTF8([]byte(text))
 	}
@@ -130,7 +131,6 @@ func (t *Tokenizer) encode(text string, addSpecial bool, max int) ([]int, error)
 	ids := make([]int, 0, capacity)
 	sc := t.model.getScratch()
 	defer t.model.putScratch(sc)
-	var err error
 	for _, seg := range t.added.split(text, nil) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
