@@ -265,16 +265,13 @@ func (m *Model) single(i int, text string, truncate bool) (runner.Sequence, erro
 		return runner.Sequence{}, err
 	}
 	S := m.md.MaxContext
-	enc, err := tok.EncodeSequence(text, S)
+	encode := tok.EncodeSequence
+	if !truncate {
+		encode = tok.EncodeSequenceLimit // a long text is refused before all of it is encoded
+	}
+	enc, err := encode(text, S)
 	if err != nil {
 		return runner.Sequence{}, m.encodeError(i, err, S)
-	}
-	if enc.Truncated && !truncate {
-		full, err := tok.EncodeSequence(text, 0)
-		if err != nil {
-			return runner.Sequence{}, m.encodeError(i, err, S)
-		}
-		return runner.Sequence{}, m.tooLong(i, len(full.IDs))
 	}
 	return m.sequence(enc), nil
 }
@@ -291,6 +288,9 @@ func (m *Model) sequence(enc tokenizer.Encoding) runner.Sequence {
 
 // encodeError is the tokenizer's refusal of input i as an *InputError.
 func (m *Model) encodeError(i int, err error, S int) error {
+	if errors.Is(err, tokenizer.ErrTooLong) {
+		return &InputError{Index: i, Err: ErrTooLong, Problem: fmt.Sprintf("more than %d tokens, the most the model takes (truncate to cut longer inputs)", S)}
+	}
 	if errors.Is(err, tokenizer.ErrTooShort) {
 		return &InputError{Index: i, Err: ErrTooLong, Problem: fmt.Sprintf("the model's special tokens leave no room in %d tokens", S)}
 	}
@@ -412,7 +412,13 @@ func (m *Model) pairSequence(i int, query, doc string, opts RerankOptions) (runn
 		if err != nil {
 			return runner.Sequence{}, err
 		}
-		ids, err := encode(body, true)
+		var ids []int
+		if opts.Truncate {
+			ids, err = encode(body, true)
+		} else if ids, err = tok.EncodeLimit(body, true, max(S-len(pre)-len(suf), 0)); err != nil {
+			// A long pair is refused before all of it is encoded.
+			return runner.Sequence{}, m.encodeError(i, err, S)
+		}
 		if err != nil {
 			return runner.Sequence{}, err
 		}
@@ -425,16 +431,13 @@ func (m *Model) pairSequence(i int, query, doc string, opts RerankOptions) (runn
 		}
 		return runner.Sequence{IDs: append(append(pre, ids...), suf...)}, nil
 	}
-	enc, err := tok.EncodePair(query, doc, S)
+	encodePair := tok.EncodePair
+	if !opts.Truncate {
+		encodePair = tok.EncodePairLimit // a long pair is refused before all of it is encoded
+	}
+	enc, err := encodePair(query, doc, S)
 	if err != nil {
 		return runner.Sequence{}, m.encodeError(i, err, S)
-	}
-	if enc.Truncated && !opts.Truncate {
-		full, err := tok.EncodePair(query, doc, 0)
-		if err != nil {
-			return runner.Sequence{}, m.encodeError(i, err, S)
-		}
-		return runner.Sequence{}, m.tooLong(i, len(full.IDs))
 	}
 	return m.sequence(enc), nil
 }

@@ -10,8 +10,10 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/export"
@@ -278,5 +280,38 @@ func TestRerankWithBertsPairTemplate(t *testing.T) {
 	}
 	if _, err := m.Rerank(ctx, query, []string{doc}, RerankOptions{}); !errors.Is(err, ErrTooLong) {
 		t.Errorf("a long pair without truncation: %v, want ErrTooLong", err)
+	}
+}
+
+// A text or pair far longer than the program takes is refused, unless truncation is
+// asked, without being encoded whole where the tokenizer can stop early (BPE: Qwen3's
+// 5 MB of words refused in milliseconds where encoding them takes a few hundred; WordPiece
+// and Unigram still normalize and split the whole text first, docs/limits.md).
+func TestLongInputsAreRefusedEarly(t *testing.T) {
+	ctx := context.Background()
+	huge := strings.Repeat("word ", 1<<20) // a million tokens
+	var ie *InputError
+	m, _ := open(t, "bert", hfTokenizer(t, "bert-uncased"), export.Options{Context: 48})
+	if _, err := m.Embed(ctx, []string{"a", huge}, EmbedOptions{}); !errors.Is(err, ErrTooLong) || !errors.As(err, &ie) || ie.Index != 1 {
+		t.Errorf("a text of a million tokens: %v, want ErrTooLong for input 1", err)
+	}
+	r, _ := open(t, "bert-rerank", hfTokenizer(t, "bert-uncased"), export.Options{Context: 33})
+	if _, err := r.Rerank(ctx, "query", []string{"doc", huge}, RerankOptions{}); !errors.Is(err, ErrTooLong) || !errors.As(err, &ie) || ie.Index != 1 {
+		t.Errorf("a document of a million tokens: %v, want ErrTooLong for document 1", err)
+	}
+	q, _ := open(t, "qwen3-embed", qwen3Tokenizer(t), export.Options{Context: 16})
+	start := time.Now()
+	if _, err := q.Embed(ctx, []string{huge}, EmbedOptions{}); !errors.Is(err, ErrTooLong) {
+		t.Errorf("Qwen3: a text of a million tokens: %v, want ErrTooLong", err)
+	}
+	refused := time.Since(start)
+	start = time.Now()
+	if _, err := q.Embed(ctx, []string{huge}, EmbedOptions{Truncate: true}); err != nil {
+		t.Fatal(err)
+	}
+	whole := time.Since(start)
+	t.Logf("Qwen3: refused in %v; truncating (which encodes it whole, as the tokenizers library does) took %v", refused, whole)
+	if refused > whole/5 {
+		t.Errorf("refusing took %v, more than a fifth of encoding the whole text (%v)", refused, whole)
 	}
 }
