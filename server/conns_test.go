@@ -103,11 +103,13 @@ func TestIdleConnectionsDoNotLockOutNewClients(t *testing.T) {
 		}
 	}
 	// The oldest idle connection made room (each new client leaves after its answer);
-	// the others are untouched.
+	// the newer ones are untouched. A new client that arrives before the server has seen
+	// the previous one leave makes room again, so on a loaded host the next-oldest few
+	// may go as well: at most one per new client.
 	if !idle[0].closedWithin(5 * time.Second) {
 		t.Error("the oldest idle connection is still open")
 	}
-	for _, i := range []int{1, 128, 255} {
+	for _, i := range []int{5, 128, 255} {
 		if idle[i].closedWithin(100 * time.Millisecond) {
 			t.Errorf("idle connection %d was closed too", i)
 		}
