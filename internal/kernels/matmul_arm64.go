@@ -1,0 +1,207 @@
+//go:build arm64 && !purego
+
+package kernels
+
+// The matrix product on arm64 (the neon+dotprod route).
+//
+// q8 and q4 weights multiply activations quantized per block of 32 to int8
+// with a float32 scale (quantizeXNEON, quantizeXTNEON), with SDOT: one
+// activation row (decode) streams the weight rows through qStream<q>_<t>;
+// two or more (batched decode, prefill) go in groups of 4 rows, transposed,
+// through qTile<q>_<t>, over panels of weight rows small enough to stay in
+// L1 while every group passes. Both do the same float arithmetic per output
+// (neongen's qstream.go), so a row's result does not depend on m.
+
+// qRecBytes is the size of one block record of transposed activations
+// (quantizeXTNEON): 4 rows' scales, 4 offsets, 4 × 32 quants.
+const qRecBytes = 16 + 16 + 4*BlockSize
+
+// qPanelBytes bounds the weight rows one panel of qTileRows covers (they
+// stay in L1 while every group of activation rows passes over them).
+const qPanelBytes = 16 << 10
+
+// The kernels by tail: a row of nb blocks is nb/4 groups of 4 and a tail of
+// nb%4 blocks, and entry nb%4 of each table is the variant for it.
+var (
+	qStreamQ8 = [4]func(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int){qStreamQ8_0, qStreamQ8_1, qStreamQ8_2, qStreamQ8_3}
+	qStreamQ4 = [4]func(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int){qStreamQ4_0, qStreamQ4_1, qStreamQ4_2, qStreamQ4_3}
+	qTileQ8   = [4]qTileFunc{qTileQ8_0, qTileQ8_1, qTileQ8_2, qTileQ8_3}
+	qTileQ4   = [4]qTileFunc{qTileQ4_0, qTileQ4_1, qTileQ4_2, qTileQ4_3}
+)
+
+type qTileFunc func(xt *byte, w *byte, ng int, y0, y1, y2, y3 *float32, n int)
+
+// gemmScratch is the packing memory of amd64's float matrix product; arm64
+// has none.
+type gemmScratch struct{}
+
+// prepare quantizes the activations of a q8/q4 product once for all
+// threads: the plain layout for one row, transposed groups of 4 rows for
+// more.
+func (p *Pool) prepare(j *matmulJob) {
+	if !useNEON || p.exact || (j.w.Type != Q8 && j.w.Type != Q4) {
+		return
+	}
+	nb := (j.w.Cols + BlockSize - 1) / BlockSize
+	if j.m == 1 {
+		p.prepareStream(j, nb)
+		return
+	}
+	p.prepareTiles(j, nb)
+}
+
+// prepareStream quantizes the single activation row for qStream<q>:
+// quants, scales and offsets, the last two padded with zeros to whole
+// groups of 4 blocks.
+func (p *Pool) prepareStream(j *matmulJob, nb int) {
+	nbg := (nb + 3) &^ 3
+	x := p.paddedRow(j, 0, nb)
+	if cap(p.xq8) < nb*BlockSize {
+		p.xq8 = make([]byte, nb*BlockSize)
+	}
+	p.dx = growFloats(p.dx, nbg)
+	if cap(p.xs8) < nbg {
+		p.xs8 = make([]int32, nbg)
+	}
+	j.xq8, j.dx, j.xs8, j.nbp = p.xq8[:nb*BlockSize], p.dx[:nbg], p.xs8[:nbg], nb
+	quantizeXNEON(&x[0], nb, &j.xq8[0], &j.dx[0], &j.xs8[0])
+	clear(j.dx[nb:])
+	clear(j.xs8[nb:])
+}
+
+// paddedRow returns activation row i of the job, copied into row i of
+// p.xpad with zeros to whole blocks when its length is not a multiple of
+// BlockSize (p.xpad must then hold m such rows).
+func (p *Pool) paddedRow(j *matmulJob, i, nb int) []float32 {
+	cols := j.w.Cols
+	x := j.x[i*cols : (i+1)*cols]
+	if cols == nb*BlockSize {
+		return x
+	}
+	if i == 0 {
+		p.xpad = growFloats(p.xpad, j.m*nb*BlockSize)
+	}
+	row := p.xpad[i*nb*BlockSize : (i+1)*nb*BlockSize]
+	copy(row, x)
+	clear(row[cols:])
+	return row
+}
+
+// prepareTiles quantizes the activation rows for qTile<q>, transposed in
+// groups of 4 rows (the rows past m of the last group are zero).
+func (p *Pool) prepareTiles(j *matmulJob, nb int) {
+	groups := (j.m + 3) / 4
+	size := groups * nb * qRecBytes
+	if cap(p.xq8t) < size {
+		p.xq8t = make([]byte, size)
+	}
+	j.xq8, j.nbp = p.xq8t[:size], nb
+	if j.m%4 != 0 {
+		clear(j.xq8[(groups-1)*nb*qRecBytes:])
+	}
+	if j.w.Cols != nb*BlockSize {
+		p.xpad = growFloats(p.xpad, j.m*nb*BlockSize)
+	}
+	if p.prepRow == nil {
+		p.prepRow = p.prepareRowNEON
+	}
+	if j.m >= 8 && p.threads > 1 && !p.closed.Load() {
+		// A prefill's rows are independent: prepare them on every thread.
+		p.runFor(j.m, (j.m+2*p.threads-1)/(2*p.threads), p.prepRow)
+		return
+	}
+	for i := range j.m {
+		p.prepareRowNEON(0, i)
+	}
+}
+
+// prepareRowNEON quantizes activation row i of the current job (p.job)
+// into lane i%4 of its group's records.
+func (p *Pool) prepareRowNEON(_, i int) {
+	j := &p.job
+	nb := j.nbp
+	cols := j.w.Cols
+	x := j.x[i*cols : (i+1)*cols]
+	if cols != nb*BlockSize {
+		row := p.xpad[i*nb*BlockSize : (i+1)*nb*BlockSize]
+		copy(row, x)
+		clear(row[cols:])
+		x = row
+	}
+	quantizeXTNEON(&x[0], nb, &j.xq8[(i/4)*nb*qRecBytes], i%4)
+}
+
+func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
+	switch {
+	case !useNEON || j.nbp == 0:
+		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
+	case j.m == 1:
+		qStreamRows(j, lo, hi)
+	default:
+		qTileRows(p, id, j, lo, hi)
+	}
+}
+
+// qStreamRows is the q8/q4 matrix-vector product of weight rows [lo, hi).
+func qStreamRows(j *matmulJob, lo, hi int) {
+	w := j.w
+	rb := w.Type.RowBytes(w.Cols)
+	table := &qStreamQ8
+	if w.Type == Q4 {
+		table = &qStreamQ4
+	}
+	nb := j.nbp
+	table[nb%4](&j.xq8[0], &j.dx[0], &j.xs8[0], &w.Data[lo*rb], nb/4, &j.y[lo], hi-lo)
+	addBias(j, lo, hi)
+}
+
+// qTileRows is the q8/q4 product of m >= 2 activation rows with weight
+// rows [lo, hi): per panel of weight rows, every group of 4 activation
+// rows (lanes past m write to the thread's scratch).
+func qTileRows(p *Pool, id int, j *matmulJob, lo, hi int) {
+	w := j.w
+	rb := w.Type.RowBytes(w.Cols)
+	table := &qTileQ8
+	if w.Type == Q4 {
+		table = &qTileQ4
+	}
+	nb := j.nbp
+	tile := table[nb%4]
+	panel := max(2, qPanelBytes/rb&^1)
+	spare := p.grow(id, min(panel, hi-lo))
+	for r := lo; r < hi; r += panel {
+		n := min(panel, hi-r)
+		for g := 0; g*4 < j.m; g++ {
+			var y [4]*float32
+			for l := range y {
+				if i := 4*g + l; i < j.m {
+					y[l] = &j.y[i*w.Rows+r]
+				} else {
+					y[l] = &spare[0]
+				}
+			}
+			tile(&j.xq8[g*nb*qRecBytes], &w.Data[r*rb], nb/4, y[0], y[1], y[2], y[3], n)
+		}
+	}
+	addBias(j, lo, hi)
+}
+
+// addBias adds the bias to outputs [lo, hi) of every row.
+func addBias(j *matmulJob, lo, hi int) {
+	if j.bias == nil {
+		return
+	}
+	for i := range j.m {
+		y := j.y[i*j.w.Rows+lo : i*j.w.Rows+hi]
+		for k := range y {
+			y[k] += j.bias[lo+k]
+		}
+	}
+}
+
+func growFloats(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
