@@ -184,6 +184,2028 @@ block:
 	BNE     block
 	RET
 
+// func rowStreamF32NEON(x *float32, w *byte, ldw int, k8 int, y *float32, n int)
+TEXT ·rowStreamF32NEON(SB), NOSPLIT|NOFRAME, $0-48
+	MOVD    x+0(FP), R0
+	MOVD    w+8(FP), R1
+	MOVD    ldw+16(FP), R2
+	MOVD    k8+24(FP), R3
+	MOVD    y+32(FP), R4
+	MOVD    n+40(FP), R5
+	LSL     $2, R2, R12
+four:
+	CMP     $4, R5
+	BLT     one
+	MOVD    R0, R6
+	MOVD    R1, R7
+	ADD     R2, R7, R8
+	ADD     R2, R8, R9
+	ADD     R2, R9, R10
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $4, R3, R11
+	CBZ     R11, q8
+q16:
+	VLD1.P  64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	VLD1.P  64(R8), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VFMLA   V2.S4, V10.S4, V22.S4
+	VFMLA   V3.S4, V11.S4, V23.S4
+	VLD1.P  64(R9), [V12.S4, V13.S4, V14.S4, V15.S4]
+	VFMLA   V0.S4, V12.S4, V24.S4
+	VFMLA   V1.S4, V13.S4, V25.S4
+	VFMLA   V2.S4, V14.S4, V24.S4
+	VFMLA   V3.S4, V15.S4, V25.S4
+	VLD1.P  64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VFMLA   V0.S4, V16.S4, V26.S4
+	VFMLA   V1.S4, V17.S4, V27.S4
+	VFMLA   V2.S4, V18.S4, V26.S4
+	VFMLA   V3.S4, V19.S4, V27.S4
+	SUBS    $1, R11
+	BNE     q16
+q8:
+	TBZ     $3, R3, qend
+	VLD1.P  32(R6), [V0.S4, V1.S4]
+	VLD1.P  32(R7), [V4.S4, V5.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VLD1.P  32(R8), [V8.S4, V9.S4]
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VLD1.P  32(R9), [V12.S4, V13.S4]
+	VFMLA   V0.S4, V12.S4, V24.S4
+	VFMLA   V1.S4, V13.S4, V25.S4
+	VLD1.P  32(R10), [V16.S4, V17.S4]
+	VFMLA   V0.S4, V16.S4, V26.S4
+	VFMLA   V1.S4, V17.S4, V27.S4
+qend:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R4), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R4)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R4), F23
+	FADDS   F22, F23, F22
+	FMOVS.P F22, 4(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS   (R4), F25
+	FADDS   F24, F25, F24
+	FMOVS.P F24, 4(R4)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad75a // faddp v26.4s, v26.4s, v26.4s
+	WORD    $0x7e30db5a // faddp s26, v26.2s
+	FMOVS   (R4), F27
+	FADDS   F26, F27, F26
+	FMOVS.P F26, 4(R4)
+	ADD     R12, R1, R1
+	SUB     $4, R5
+	B       four
+one:
+	CBZ     R5, done
+	MOVD    R0, R6
+	MOVD    R1, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	LSR     $4, R3, R11
+	CBZ     R11, s8
+s16:
+	VLD1.P  64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	SUBS    $1, R11
+	BNE     s16
+s8:
+	TBZ     $3, R3, send
+	VLD1.P  32(R6), [V0.S4, V1.S4]
+	VLD1.P  32(R7), [V4.S4, V5.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+send:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R4), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R4)
+	ADD     R2, R1, R1
+	SUB     $1, R5
+	B       one
+done:
+	RET
+
+// func tileF32NEON_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_1x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	RET
+
+// func tileF32NEON_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_1x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VLD1.P  32(R5), [V10.S4, V11.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	RET
+
+// func tileF32NEON_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_2x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	RET
+
+// func tileF32NEON_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_2x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VLD1.P  32(R5), [V10.S4, V11.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	RET
+
+// func tileF32NEON_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_3x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	VFMLA   V4.S4, V8.S4, V16.S4
+	VFMLA   V5.S4, V9.S4, V17.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS   F16, (R11)
+	RET
+
+// func tileF32NEON_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_3x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VLD1.P  32(R5), [V10.S4, V11.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	VFMLA   V4.S4, V8.S4, V20.S4
+	VFMLA   V5.S4, V9.S4, V21.S4
+	VFMLA   V4.S4, V10.S4, V22.S4
+	VFMLA   V5.S4, V11.S4, V23.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R11), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R11)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R11), F23
+	FADDS   F22, F23, F22
+	FMOVS   F22, (R11)
+	RET
+
+// func tileF32NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_4x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R8, R2, R3
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R3), [V6.S4, V7.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	VFMLA   V4.S4, V8.S4, V16.S4
+	VFMLA   V5.S4, V9.S4, V17.S4
+	VFMLA   V6.S4, V8.S4, V18.S4
+	VFMLA   V7.S4, V9.S4, V19.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS   F16, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	RET
+
+// func tileF32NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF32NEON_4x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R8, R2, R3
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R3), [V6.S4, V7.S4]
+	VLD1.P  32(R4), [V8.S4, V9.S4]
+	VLD1.P  32(R5), [V10.S4, V11.S4]
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	VFMLA   V4.S4, V8.S4, V20.S4
+	VFMLA   V5.S4, V9.S4, V21.S4
+	VFMLA   V4.S4, V10.S4, V22.S4
+	VFMLA   V5.S4, V11.S4, V23.S4
+	VFMLA   V6.S4, V8.S4, V24.S4
+	VFMLA   V7.S4, V9.S4, V25.S4
+	VFMLA   V6.S4, V10.S4, V26.S4
+	VFMLA   V7.S4, V11.S4, V27.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R11), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R11)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R11), F23
+	FADDS   F22, F23, F22
+	FMOVS   F22, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS   (R11), F25
+	FADDS   F24, F25, F24
+	FMOVS.P F24, 4(R11)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad75a // faddp v26.4s, v26.4s, v26.4s
+	WORD    $0x7e30db5a // faddp s26, v26.2s
+	FMOVS   (R11), F27
+	FADDS   F26, F27, F26
+	FMOVS   F26, (R11)
+	RET
+
+// func rowStreamF16NEON(x *float32, w *byte, ldw int, k8 int, y *float32, n int)
+TEXT ·rowStreamF16NEON(SB), NOSPLIT|NOFRAME, $0-48
+	MOVD    x+0(FP), R0
+	MOVD    w+8(FP), R1
+	MOVD    ldw+16(FP), R2
+	MOVD    k8+24(FP), R3
+	MOVD    y+32(FP), R4
+	MOVD    n+40(FP), R5
+	LSL     $2, R2, R12
+four:
+	CMP     $4, R5
+	BLT     one
+	MOVD    R0, R6
+	MOVD    R1, R7
+	ADD     R2, R7, R8
+	ADD     R2, R8, R9
+	ADD     R2, R9, R10
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $4, R3, R11
+	CBZ     R11, q8
+q16:
+	VLD1.P  64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  32(R7), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	VLD1.P  32(R8), [V10.H8, V11.H8]
+	WORD    $0x0e217948 // fcvtl v8.4s, v10.4h
+	WORD    $0x4e217949 // fcvtl2 v9.4s, v10.8h
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VFMLA   V2.S4, V10.S4, V22.S4
+	VFMLA   V3.S4, V11.S4, V23.S4
+	VLD1.P  32(R9), [V14.H8, V15.H8]
+	WORD    $0x0e2179cc // fcvtl v12.4s, v14.4h
+	WORD    $0x4e2179cd // fcvtl2 v13.4s, v14.8h
+	WORD    $0x0e2179ee // fcvtl v14.4s, v15.4h
+	WORD    $0x4e2179ef // fcvtl2 v15.4s, v15.8h
+	VFMLA   V0.S4, V12.S4, V24.S4
+	VFMLA   V1.S4, V13.S4, V25.S4
+	VFMLA   V2.S4, V14.S4, V24.S4
+	VFMLA   V3.S4, V15.S4, V25.S4
+	VLD1.P  32(R10), [V18.H8, V19.H8]
+	WORD    $0x0e217a50 // fcvtl v16.4s, v18.4h
+	WORD    $0x4e217a51 // fcvtl2 v17.4s, v18.8h
+	WORD    $0x0e217a72 // fcvtl v18.4s, v19.4h
+	WORD    $0x4e217a73 // fcvtl2 v19.4s, v19.8h
+	VFMLA   V0.S4, V16.S4, V26.S4
+	VFMLA   V1.S4, V17.S4, V27.S4
+	VFMLA   V2.S4, V18.S4, V26.S4
+	VFMLA   V3.S4, V19.S4, V27.S4
+	SUBS    $1, R11
+	BNE     q16
+q8:
+	TBZ     $3, R3, qend
+	VLD1.P  32(R6), [V0.S4, V1.S4]
+	VLD1.P  16(R7), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VLD1.P  16(R8), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VLD1.P  16(R9), [V13.H8]
+	WORD    $0x0e2179ac // fcvtl v12.4s, v13.4h
+	WORD    $0x4e2179ad // fcvtl2 v13.4s, v13.8h
+	VFMLA   V0.S4, V12.S4, V24.S4
+	VFMLA   V1.S4, V13.S4, V25.S4
+	VLD1.P  16(R10), [V17.H8]
+	WORD    $0x0e217a30 // fcvtl v16.4s, v17.4h
+	WORD    $0x4e217a31 // fcvtl2 v17.4s, v17.8h
+	VFMLA   V0.S4, V16.S4, V26.S4
+	VFMLA   V1.S4, V17.S4, V27.S4
+qend:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R4), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R4)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R4), F23
+	FADDS   F22, F23, F22
+	FMOVS.P F22, 4(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS   (R4), F25
+	FADDS   F24, F25, F24
+	FMOVS.P F24, 4(R4)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad75a // faddp v26.4s, v26.4s, v26.4s
+	WORD    $0x7e30db5a // faddp s26, v26.2s
+	FMOVS   (R4), F27
+	FADDS   F26, F27, F26
+	FMOVS.P F26, 4(R4)
+	ADD     R12, R1, R1
+	SUB     $4, R5
+	B       four
+one:
+	CBZ     R5, done
+	MOVD    R0, R6
+	MOVD    R1, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	LSR     $4, R3, R11
+	CBZ     R11, s8
+s16:
+	VLD1.P  64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  32(R7), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	SUBS    $1, R11
+	BNE     s16
+s8:
+	TBZ     $3, R3, send
+	VLD1.P  32(R6), [V0.S4, V1.S4]
+	VLD1.P  16(R7), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+send:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R4), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R4)
+	ADD     R2, R1, R1
+	SUB     $1, R5
+	B       one
+done:
+	RET
+
+// func tileF16NEON_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_1x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	RET
+
+// func tileF16NEON_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_1x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	RET
+
+// func tileF16NEON_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_2x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	RET
+
+// func tileF16NEON_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_2x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	RET
+
+// func tileF16NEON_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_3x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	VFMLA   V4.S4, V8.S4, V16.S4
+	VFMLA   V5.S4, V9.S4, V17.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS   F16, (R11)
+	RET
+
+// func tileF16NEON_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_3x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	VFMLA   V4.S4, V8.S4, V20.S4
+	VFMLA   V5.S4, V9.S4, V21.S4
+	VFMLA   V4.S4, V10.S4, V22.S4
+	VFMLA   V5.S4, V11.S4, V23.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R11), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R11)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R11), F23
+	FADDS   F22, F23, F22
+	FMOVS   F22, (R11)
+	RET
+
+// func tileF16NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_4x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R8, R2, R3
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R3), [V6.S4, V7.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	VFMLA   V4.S4, V8.S4, V16.S4
+	VFMLA   V5.S4, V9.S4, V17.S4
+	VFMLA   V6.S4, V8.S4, V18.S4
+	VFMLA   V7.S4, V9.S4, V19.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS   F16, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	RET
+
+// func tileF16NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileF16NEON_4x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R8, R2, R3
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R3), [V6.S4, V7.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	VFMLA   V4.S4, V8.S4, V20.S4
+	VFMLA   V5.S4, V9.S4, V21.S4
+	VFMLA   V4.S4, V10.S4, V22.S4
+	VFMLA   V5.S4, V11.S4, V23.S4
+	VFMLA   V6.S4, V8.S4, V24.S4
+	VFMLA   V7.S4, V9.S4, V25.S4
+	VFMLA   V6.S4, V10.S4, V26.S4
+	VFMLA   V7.S4, V11.S4, V27.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R11), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R11)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R11), F23
+	FADDS   F22, F23, F22
+	FMOVS   F22, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS   (R11), F25
+	FADDS   F24, F25, F24
+	FMOVS.P F24, 4(R11)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad75a // faddp v26.4s, v26.4s, v26.4s
+	WORD    $0x7e30db5a // faddp s26, v26.2s
+	FMOVS   (R11), F27
+	FADDS   F26, F27, F26
+	FMOVS   F26, (R11)
+	RET
+
+// func rowStreamBF16NEON(x *float32, w *byte, ldw int, k8 int, y *float32, n int)
+TEXT ·rowStreamBF16NEON(SB), NOSPLIT|NOFRAME, $0-48
+	MOVD    x+0(FP), R0
+	MOVD    w+8(FP), R1
+	MOVD    ldw+16(FP), R2
+	MOVD    k8+24(FP), R3
+	MOVD    y+32(FP), R4
+	MOVD    n+40(FP), R5
+	LSL     $2, R2, R12
+four:
+	CMP     $4, R5
+	BLT     one
+	MOVD    R0, R6
+	MOVD    R1, R7
+	ADD     R2, R7, R8
+	ADD     R2, R8, R9
+	ADD     R2, R9, R10
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $4, R3, R11
+	CBZ     R11, q8
+q16:
+	VLD1.P  64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  32(R7), [V6.H8, V7.H8]
+	WORD    $0x2e6138c4 // shll v4.4s, v6.4h, #16
+	WORD    $0x6e6138c5 // shll2 v5.4s, v6.8h, #16
+	WORD    $0x2e6138e6 // shll v6.4s, v7.4h, #16
+	WORD    $0x6e6138e7 // shll2 v7.4s, v7.8h, #16
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	VLD1.P  32(R8), [V10.H8, V11.H8]
+	WORD    $0x2e613948 // shll v8.4s, v10.4h, #16
+	WORD    $0x6e613949 // shll2 v9.4s, v10.8h, #16
+	WORD    $0x2e61396a // shll v10.4s, v11.4h, #16
+	WORD    $0x6e61396b // shll2 v11.4s, v11.8h, #16
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VFMLA   V2.S4, V10.S4, V22.S4
+	VFMLA   V3.S4, V11.S4, V23.S4
+	VLD1.P  32(R9), [V14.H8, V15.H8]
+	WORD    $0x2e6139cc // shll v12.4s, v14.4h, #16
+	WORD    $0x6e6139cd // shll2 v13.4s, v14.8h, #16
+	WORD    $0x2e6139ee // shll v14.4s, v15.4h, #16
+	WORD    $0x6e6139ef // shll2 v15.4s, v15.8h, #16
+	VFMLA   V0.S4, V12.S4, V24.S4
+	VFMLA   V1.S4, V13.S4, V25.S4
+	VFMLA   V2.S4, V14.S4, V24.S4
+	VFMLA   V3.S4, V15.S4, V25.S4
+	VLD1.P  32(R10), [V18.H8, V19.H8]
+	WORD    $0x2e613a50 // shll v16.4s, v18.4h, #16
+	WORD    $0x6e613a51 // shll2 v17.4s, v18.8h, #16
+	WORD    $0x2e613a72 // shll v18.4s, v19.4h, #16
+	WORD    $0x6e613a73 // shll2 v19.4s, v19.8h, #16
+	VFMLA   V0.S4, V16.S4, V26.S4
+	VFMLA   V1.S4, V17.S4, V27.S4
+	VFMLA   V2.S4, V18.S4, V26.S4
+	VFMLA   V3.S4, V19.S4, V27.S4
+	SUBS    $1, R11
+	BNE     q16
+q8:
+	TBZ     $3, R3, qend
+	VLD1.P  32(R6), [V0.S4, V1.S4]
+	VLD1.P  16(R7), [V5.H8]
+	WORD    $0x2e6138a4 // shll v4.4s, v5.4h, #16
+	WORD    $0x6e6138a5 // shll2 v5.4s, v5.8h, #16
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VLD1.P  16(R8), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VLD1.P  16(R9), [V13.H8]
+	WORD    $0x2e6139ac // shll v12.4s, v13.4h, #16
+	WORD    $0x6e6139ad // shll2 v13.4s, v13.8h, #16
+	VFMLA   V0.S4, V12.S4, V24.S4
+	VFMLA   V1.S4, V13.S4, V25.S4
+	VLD1.P  16(R10), [V17.H8]
+	WORD    $0x2e613a30 // shll v16.4s, v17.4h, #16
+	WORD    $0x6e613a31 // shll2 v17.4s, v17.8h, #16
+	VFMLA   V0.S4, V16.S4, V26.S4
+	VFMLA   V1.S4, V17.S4, V27.S4
+qend:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R4), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R4)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R4), F23
+	FADDS   F22, F23, F22
+	FMOVS.P F22, 4(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS   (R4), F25
+	FADDS   F24, F25, F24
+	FMOVS.P F24, 4(R4)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad75a // faddp v26.4s, v26.4s, v26.4s
+	WORD    $0x7e30db5a // faddp s26, v26.2s
+	FMOVS   (R4), F27
+	FADDS   F26, F27, F26
+	FMOVS.P F26, 4(R4)
+	ADD     R12, R1, R1
+	SUB     $4, R5
+	B       four
+one:
+	CBZ     R5, done
+	MOVD    R0, R6
+	MOVD    R1, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	LSR     $4, R3, R11
+	CBZ     R11, s8
+s16:
+	VLD1.P  64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  32(R7), [V6.H8, V7.H8]
+	WORD    $0x2e6138c4 // shll v4.4s, v6.4h, #16
+	WORD    $0x6e6138c5 // shll2 v5.4s, v6.8h, #16
+	WORD    $0x2e6138e6 // shll v6.4s, v7.4h, #16
+	WORD    $0x6e6138e7 // shll2 v7.4s, v7.8h, #16
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	SUBS    $1, R11
+	BNE     s16
+s8:
+	TBZ     $3, R3, send
+	VLD1.P  32(R6), [V0.S4, V1.S4]
+	VLD1.P  16(R7), [V5.H8]
+	WORD    $0x2e6138a4 // shll v4.4s, v5.4h, #16
+	WORD    $0x6e6138a5 // shll2 v5.4s, v5.8h, #16
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+send:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R4), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R4)
+	ADD     R2, R1, R1
+	SUB     $1, R5
+	B       one
+done:
+	RET
+
+// func tileBF16NEON_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_1x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	RET
+
+// func tileBF16NEON_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_1x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x2e61396a // shll v10.4s, v11.4h, #16
+	WORD    $0x6e61396b // shll2 v11.4s, v11.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	RET
+
+// func tileBF16NEON_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_2x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	RET
+
+// func tileBF16NEON_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_2x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x2e61396a // shll v10.4s, v11.4h, #16
+	WORD    $0x6e61396b // shll2 v11.4s, v11.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	RET
+
+// func tileBF16NEON_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_3x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	VFMLA   V4.S4, V8.S4, V16.S4
+	VFMLA   V5.S4, V9.S4, V17.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS   F16, (R11)
+	RET
+
+// func tileBF16NEON_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_3x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x2e61396a // shll v10.4s, v11.4h, #16
+	WORD    $0x6e61396b // shll2 v11.4s, v11.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	VFMLA   V4.S4, V8.S4, V20.S4
+	VFMLA   V5.S4, V9.S4, V21.S4
+	VFMLA   V4.S4, V10.S4, V22.S4
+	VFMLA   V5.S4, V11.S4, V23.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R11), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R11)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R11), F23
+	FADDS   F22, F23, F22
+	FMOVS   F22, (R11)
+	RET
+
+// func tileBF16NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_4x1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R8, R2, R3
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R3), [V6.S4, V7.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V2.S4, V8.S4, V14.S4
+	VFMLA   V3.S4, V9.S4, V15.S4
+	VFMLA   V4.S4, V8.S4, V16.S4
+	VFMLA   V5.S4, V9.S4, V17.S4
+	VFMLA   V6.S4, V8.S4, V18.S4
+	VFMLA   V7.S4, V9.S4, V19.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS   F12, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS   F16, (R11)
+	SUB     $0, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	RET
+
+// func tileBF16NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+TEXT ·tileBF16NEON_4x2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVD    x+0(FP), R0
+	MOVD    ldx+8(FP), R8
+	MOVD    w+16(FP), R4
+	MOVD    ldw+24(FP), R9
+	MOVD    k8+32(FP), R10
+	MOVD    y+40(FP), R11
+	MOVD    ldy+48(FP), R12
+	LSL     $2, R8, R8
+	LSL     $2, R12, R12
+	ADD     R8, R0, R1
+	ADD     R8, R1, R2
+	ADD     R8, R2, R3
+	ADD     R9, R4, R5
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $3, R10, R13
+loop:
+	VLD1.P  32(R0), [V0.S4, V1.S4]
+	VLD1.P  32(R1), [V2.S4, V3.S4]
+	VLD1.P  32(R2), [V4.S4, V5.S4]
+	VLD1.P  32(R3), [V6.S4, V7.S4]
+	VLD1.P  16(R4), [V9.H8]
+	WORD    $0x2e613928 // shll v8.4s, v9.4h, #16
+	WORD    $0x6e613929 // shll2 v9.4s, v9.8h, #16
+	VLD1.P  16(R5), [V11.H8]
+	WORD    $0x2e61396a // shll v10.4s, v11.4h, #16
+	WORD    $0x6e61396b // shll2 v11.4s, v11.8h, #16
+	VFMLA   V0.S4, V8.S4, V12.S4
+	VFMLA   V1.S4, V9.S4, V13.S4
+	VFMLA   V0.S4, V10.S4, V14.S4
+	VFMLA   V1.S4, V11.S4, V15.S4
+	VFMLA   V2.S4, V8.S4, V16.S4
+	VFMLA   V3.S4, V9.S4, V17.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	VFMLA   V4.S4, V8.S4, V20.S4
+	VFMLA   V5.S4, V9.S4, V21.S4
+	VFMLA   V4.S4, V10.S4, V22.S4
+	VFMLA   V5.S4, V11.S4, V23.S4
+	VFMLA   V6.S4, V8.S4, V24.S4
+	VFMLA   V7.S4, V9.S4, V25.S4
+	VFMLA   V6.S4, V10.S4, V26.S4
+	VFMLA   V7.S4, V11.S4, V27.S4
+	SUBS    $1, R13
+	BNE     loop
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS   (R11), F13
+	FADDS   F12, F13, F12
+	FMOVS.P F12, 4(R11)
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed5ce // faddp v14.4s, v14.4s, v14.4s
+	WORD    $0x7e30d9ce // faddp s14, v14.2s
+	FMOVS   (R11), F15
+	FADDS   F14, F15, F14
+	FMOVS   F14, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS   (R11), F17
+	FADDS   F16, F17, F16
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d652 // faddp v18.4s, v18.4s, v18.4s
+	WORD    $0x7e30da52 // faddp s18, v18.2s
+	FMOVS   (R11), F19
+	FADDS   F18, F19, F18
+	FMOVS   F18, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS   (R11), F21
+	FADDS   F20, F21, F20
+	FMOVS.P F20, 4(R11)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS   (R11), F23
+	FADDS   F22, F23, F22
+	FMOVS   F22, (R11)
+	SUB     $4, R11
+	ADD     R12, R11, R11
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS   (R11), F25
+	FADDS   F24, F25, F24
+	FMOVS.P F24, 4(R11)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad75a // faddp v26.4s, v26.4s, v26.4s
+	WORD    $0x7e30db5a // faddp s26, v26.2s
+	FMOVS   (R11), F27
+	FADDS   F26, F27, F26
+	FMOVS   F26, (R11)
+	RET
+
 // func qStreamQ8_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    xq+0(FP), R0

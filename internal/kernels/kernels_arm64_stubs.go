@@ -16,6 +16,141 @@ func quantizeXNEON(x *float32, nb int, q *byte, dx *float32, off *int32)
 //go:noescape
 func quantizeXTNEON(x *float32, nb int, rec *byte, r int)
 
+// rowStreamF32NEON is the F32 matrix-vector product of n rows (see rowstream.go in neongen).
+//
+//go:noescape
+func rowStreamF32NEON(x *float32, w *byte, ldw int, k8 int, y *float32, n int)
+
+// tileF32NEON_1x1 is a 1×1 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_1x2 is a 1×2 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_2x1 is a 2×1 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_2x2 is a 2×2 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_3x1 is a 3×1 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_3x2 is a 3×2 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_4x1 is a 4×1 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32NEON_4x2 is a 4×2 register tile of the F32 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF32NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// rowStreamF16NEON is the F16 matrix-vector product of n rows (see rowstream.go in neongen).
+//
+//go:noescape
+func rowStreamF16NEON(x *float32, w *byte, ldw int, k8 int, y *float32, n int)
+
+// tileF16NEON_1x1 is a 1×1 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_1x2 is a 1×2 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_2x1 is a 2×1 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_2x2 is a 2×2 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_3x1 is a 3×1 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_3x2 is a 3×2 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_4x1 is a 4×1 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16NEON_4x2 is a 4×2 register tile of the F16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileF16NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// rowStreamBF16NEON is the BF16 matrix-vector product of n rows (see rowstream.go in neongen).
+//
+//go:noescape
+func rowStreamBF16NEON(x *float32, w *byte, ldw int, k8 int, y *float32, n int)
+
+// tileBF16NEON_1x1 is a 1×1 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_1x2 is a 1×2 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_2x1 is a 2×1 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_2x2 is a 2×2 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_3x1 is a 3×1 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_3x2 is a 3×2 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_4x1 is a 4×1 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16NEON_4x2 is a 4×2 register tile of the BF16 matrix product (see tile.go in neongen).
+//
+//go:noescape
+func tileBF16NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
 // qStreamQ8_0 is the Q8 matrix-vector product of n rows of 4 blocks per 4 plus 0
 // (see qstream.go in neongen).
 //

@@ -2,6 +2,11 @@
 
 package kernels
 
+import (
+	"encoding/binary"
+	"math"
+)
+
 // The matrix product on arm64 (the neon+dotprod route).
 //
 // q8 and q4 weights multiply activations quantized per block of 32 to int8
@@ -132,9 +137,14 @@ func (p *Pool) prepareRowNEON(_, i int) {
 }
 
 func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
+	w := j.w
 	switch {
-	case !useNEON || j.nbp == 0:
-		matmulRowsGeneric(p, id, j.y, j.x, j.m, j.w, j.bias, lo, hi)
+	case !useNEON || (j.nbp == 0 && (w.Type == Q8 || w.Type == Q4)):
+		matmulRowsGeneric(p, id, j.y, j.x, j.m, w, j.bias, lo, hi)
+	case j.nbp == 0:
+		initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
+		rb := w.Type.RowBytes(w.Cols)
+		floatTiles(w.Type, j.y[lo:], w.Rows, j.x, j.m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 	case j.m == 1:
 		qStreamRows(j, lo, hi)
 	default:
@@ -184,6 +194,103 @@ func qTileRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		}
 	}
 	addBias(j, lo, hi)
+}
+
+// Float matrix products: register tiles of up to tileM input rows × tileN
+// weight rows (tileF32NEON_<m>x<n> ...), over panels of panelRows weight
+// rows whose tails are dotted while in cache; a single input row streams
+// the weight rows (rowStream<wt>NEON). Both do the same arithmetic per
+// output (neongen's rowstream.go), so prefill rows equal the decode
+// product bit for bit.
+const (
+	panelRows = 40
+	tileM     = 4
+	tileN     = 2
+)
+
+type tileFunc func(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+var (
+	tiles = [3][tileM][tileN]tileFunc{
+		{{tileF32NEON_1x1, tileF32NEON_1x2}, {tileF32NEON_2x1, tileF32NEON_2x2}, {tileF32NEON_3x1, tileF32NEON_3x2}, {tileF32NEON_4x1, tileF32NEON_4x2}},
+		{{tileF16NEON_1x1, tileF16NEON_1x2}, {tileF16NEON_2x1, tileF16NEON_2x2}, {tileF16NEON_3x1, tileF16NEON_3x2}, {tileF16NEON_4x1, tileF16NEON_4x2}},
+		{{tileBF16NEON_1x1, tileBF16NEON_1x2}, {tileBF16NEON_2x1, tileBF16NEON_2x2}, {tileBF16NEON_3x1, tileBF16NEON_3x2}, {tileBF16NEON_4x1, tileBF16NEON_4x2}},
+	}
+	rowStreams = [3]func(x *float32, w *byte, ldw int, k8 int, y *float32, n int){rowStreamF32NEON, rowStreamF16NEON, rowStreamBF16NEON}
+)
+
+// useRowStream selects the row streams for matrix-vector products (tests
+// turn it off to compare them with the tiles).
+var useRowStream = true
+
+// floatTiles accumulates y[i*ldy+r] += x_i · W_r for the n rows stored in w
+// (ldw bytes apart, type t in {F32, F16, BF16}) and m input rows.
+func floatTiles(t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+	ti, esize := 0, 4
+	switch t {
+	case F16:
+		ti, esize = 1, 2
+	case BF16:
+		ti, esize = 2, 2
+	}
+	k8 := cols &^ 7
+	if m == 1 && useRowStream && k8 > 0 && n > 0 {
+		rowStreams[ti](&x[0], &w[0], ldw, k8, &y[0], n)
+		if k8 < cols {
+			for r := range n {
+				y[r] += tailDot(t, x[k8:cols], w[r*ldw+k8*esize:])
+			}
+		}
+		return
+	}
+	for jb := 0; jb < n; jb += panelRows {
+		jn := min(panelRows, n-jb)
+		if k8 > 0 {
+			for i := 0; i < m; i += tileM {
+				mr := min(tileM, m-i)
+				for jj := 0; jj < jn; jj += tileN {
+					nr := min(tileN, jn-jj)
+					tiles[ti][mr-1][nr-1](&x[i*cols], cols, &w[(jb+jj)*ldw], ldw, k8, &y[i*ldy+jb+jj], ldy)
+				}
+			}
+		}
+		if k8 < cols {
+			for i := range m {
+				xt := x[i*cols+k8 : (i+1)*cols]
+				for r := jb; r < jb+jn; r++ {
+					y[i*ldy+r] += tailDot(t, xt, w[r*ldw+k8*esize:])
+				}
+			}
+		}
+	}
+}
+
+// tailDot returns x · w over len(x) values of w stored as t.
+func tailDot(t WeightType, x []float32, w []byte) float32 {
+	var s float32
+	for c, v := range x {
+		switch t {
+		case F32:
+			s += v * math.Float32frombits(binary.LittleEndian.Uint32(w[4*c:]))
+		case F16:
+			s += v * f16ToF32(binary.LittleEndian.Uint16(w[2*c:]))
+		case BF16:
+			s += v * bf16ToF32(binary.LittleEndian.Uint16(w[2*c:]))
+		}
+	}
+	return s
+}
+
+// initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
+func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
+	for i := range m {
+		out := y[i*rows+lo : i*rows+hi]
+		if bias != nil {
+			copy(out, bias[lo:hi])
+		} else {
+			clear(out)
+		}
+	}
 }
 
 // addBias adds the bias to outputs [lo, hi) of every row.

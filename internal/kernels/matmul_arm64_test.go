@@ -155,16 +155,17 @@ func TestQProductsMatchTheirExactArithmetic(t *testing.T) {
 	}
 }
 
-// Every row of a q8/q4 product of m rows (the tiles: batched decode and
-// prefill) equals the matrix-vector product of that row alone (the
-// stream), bit for bit, on 1 and 2 threads, whole and partial panels.
-func TestQProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
+// Every row of a product of m rows (the tiles: batched decode and prefill)
+// equals the matrix-vector product of that row alone (the streams), bit for
+// bit, for every weight type, on 1 and 2 threads, whole and partial panels,
+// row widths with and without a tail.
+func TestProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 	withRoute(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, threads := range []int{1, 2} {
 		p := NewPool(threads)
-		for _, typ := range []WeightType{Q8, Q4} {
-			for _, cols := range []int{1, 32, 33, 64, 96, 128, 160, 545, 576, 1536} {
+		for _, typ := range allTypes {
+			for _, cols := range []int{1, 8, 32, 33, 64, 96, 128, 160, 545, 576, 1536} {
 				for _, m := range []int{2, 3, 4, 5, 8, 9, 13, 17} {
 					rows := 1 + rng.IntN(40)
 					if cols <= 64 && rng.IntN(2) == 0 {

@@ -66,6 +66,14 @@ func emit() *asm {
 	a := &asm{}
 	qTailMaskTable(a)
 	genQuantize(a)
+	for _, wt := range floatTypes {
+		genRowStream(a, wt)
+		for mr := 1; mr <= tileM; mr++ {
+			for nr := 1; nr <= tileN; nr++ {
+				genTile(a, wt, mr, nr)
+			}
+		}
+	}
 	for _, q := range []string{"Q8", "Q4"} {
 		for t := range group {
 			genQStream(a, q, t)
