@@ -22,6 +22,20 @@ DATA qTailMask<>+56(SB)/4, $0xffffffff
 DATA qTailMask<>+60(SB)/4, $0x00000000
 GLOBL qTailMask<>(SB), RODATA|NOPTR, $64
 
+DATA expConsts<>+0(SB)/4, $0xc2b00000
+DATA expConsts<>+4(SB)/4, $0x42b00000
+DATA expConsts<>+8(SB)/4, $0x3fb8aa3b
+DATA expConsts<>+12(SB)/4, $0x3f318000
+DATA expConsts<>+16(SB)/4, $0xb95e8083
+DATA expConsts<>+20(SB)/4, $0x3ab60b61
+DATA expConsts<>+24(SB)/4, $0x3c088889
+DATA expConsts<>+28(SB)/4, $0x3d2aaaab
+DATA expConsts<>+32(SB)/4, $0x3e2aaaab
+DATA expConsts<>+36(SB)/4, $0x3f000000
+DATA expConsts<>+40(SB)/4, $0x3f800000
+DATA expConsts<>+44(SB)/4, $0x0000007f
+GLOBL expConsts<>(SB), RODATA|NOPTR, $48
+
 
 // func quantizeXNEON(x *float32, nb int, q *byte, dx *float32, off *int32)
 TEXT ·quantizeXNEON(SB), NOSPLIT|NOFRAME, $0-40
@@ -94,6 +108,88 @@ block:
 	VST1.P  [V0.B16, V1.B16], 32(R2)
 	FMOVS.P F16, 4(R3)
 	FMOVS.P F9, 4(R4)
+	SUBS    $1, R1
+	BNE     block
+	RET
+
+// func quantizeXQ4NEON(x *float32, nb int, q *byte, dx *float32, off *int32)
+TEXT ·quantizeXQ4NEON(SB), NOSPLIT|NOFRAME, $0-40
+	MOVD    x+0(FP), R0
+	MOVD    nb+8(FP), R1
+	MOVD    q+16(FP), R2
+	MOVD    dx+24(FP), R3
+	MOVD    off+32(FP), R4
+	MOVW    $0x42fe0000, R5
+	FMOVS   R5, F30
+	MOVW    $0x01010101, R5
+	VDUP    R5, V29.S4
+	VEOR    V31.B16, V31.B16, V31.B16
+	MOVD    ZR, R6
+block:
+	VLD1.P  64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4ea0f808 // fabs v8.4s, v0.4s
+	WORD    $0x4ea0f829 // fabs v9.4s, v1.4s
+	WORD    $0x4ea0f84a // fabs v10.4s, v2.4s
+	WORD    $0x4ea0f86b // fabs v11.4s, v3.4s
+	WORD    $0x4ea0f88c // fabs v12.4s, v4.4s
+	WORD    $0x4ea0f8ad // fabs v13.4s, v5.4s
+	WORD    $0x4ea0f8ce // fabs v14.4s, v6.4s
+	WORD    $0x4ea0f8ef // fabs v15.4s, v7.4s
+	WORD    $0x4e29f508 // fmax v8.4s, v8.4s, v9.4s
+	WORD    $0x4e2bf54a // fmax v10.4s, v10.4s, v11.4s
+	WORD    $0x4e2df58c // fmax v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2ff5ce // fmax v14.4s, v14.4s, v15.4s
+	WORD    $0x4e2af508 // fmax v8.4s, v8.4s, v10.4s
+	WORD    $0x4e2ef58c // fmax v12.4s, v12.4s, v14.4s
+	WORD    $0x4e2cf508 // fmax v8.4s, v8.4s, v12.4s
+	WORD    $0x6e30f908 // fmaxv s8, v8.4s
+	FDIVS   F30, F8, F16
+	FDIVS   F8, F30, F17
+	WORD    $0x4f919000 // fmul v0.4s, v0.4s, v17.s[0]
+	WORD    $0x4f919021 // fmul v1.4s, v1.4s, v17.s[0]
+	WORD    $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD    $0x4f919063 // fmul v3.4s, v3.4s, v17.s[0]
+	WORD    $0x4f919084 // fmul v4.4s, v4.4s, v17.s[0]
+	WORD    $0x4f9190a5 // fmul v5.4s, v5.4s, v17.s[0]
+	WORD    $0x4f9190c6 // fmul v6.4s, v6.4s, v17.s[0]
+	WORD    $0x4f9190e7 // fmul v7.4s, v7.4s, v17.s[0]
+	WORD    $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD    $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD    $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD    $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD    $0x4e21a884 // fcvtns v4.4s, v4.4s
+	WORD    $0x4e21a8a5 // fcvtns v5.4s, v5.4s
+	WORD    $0x4e21a8c6 // fcvtns v6.4s, v6.4s
+	WORD    $0x4e21a8e7 // fcvtns v7.4s, v7.4s
+	WORD    $0x0e614800 // sqxtn v0.4h, v0.4s
+	WORD    $0x4e614820 // sqxtn2 v0.8h, v1.4s
+	WORD    $0x0e614842 // sqxtn v2.4h, v2.4s
+	WORD    $0x4e614862 // sqxtn2 v2.8h, v3.4s
+	WORD    $0x0e614884 // sqxtn v4.4h, v4.4s
+	WORD    $0x4e6148a4 // sqxtn2 v4.8h, v5.4s
+	WORD    $0x0e6148c6 // sqxtn v6.4h, v6.4s
+	WORD    $0x4e6148e6 // sqxtn2 v6.8h, v7.4s
+	WORD    $0x0e214800 // sqxtn v0.8b, v0.8h
+	WORD    $0x4e214840 // sqxtn2 v0.16b, v2.8h
+	WORD    $0x0e214881 // sqxtn v1.8b, v4.8h
+	WORD    $0x4e2148c1 // sqxtn2 v1.16b, v6.8h
+	// offset: -8 times the sum of the quants
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e9d9409 // sdot v9.4s, v0.16b, v29.16b
+	WORD    $0x4e9d9429 // sdot v9.4s, v1.16b, v29.16b
+	WORD    $0x4eb1b929 // addv s9, v9.4s
+	VSHL    $3, V9.S4, V9.S4
+	VSUB    V9.S4, V31.S4, V9.S4
+	FMOVQ   F1, 64(R2)
+	FMOVQ.P F0, 16(R2)
+	FMOVS.P F16, 4(R3)
+	FMOVS.P F9, 4(R4)
+	ADD     $1, R6
+	TST     $3, R6
+	BNE     next
+	ADD     $64, R2
+next:
 	SUBS    $1, R1
 	BNE     block
 	RET
@@ -2206,6 +2302,887 @@ loop:
 	FMOVS   F26, (R11)
 	RET
 
+// func dotsNEON_1(out *float32, ldo int, q *float32, ldq int, k *float32, ld int, n16 int, rows int)
+TEXT ·dotsNEON_1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    out+0(FP), R0
+	MOVD    ldo+8(FP), R1
+	MOVD    q+16(FP), R2
+	MOVD    ldq+24(FP), R3
+	MOVD    k+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+	MOVD    R0, R10
+row:
+	MOVD    R4, R8
+	MOVD    R2, R14
+	VEOR    V4.B16, V4.B16, V4.B16
+	VEOR    V5.B16, V5.B16, V5.B16
+	VEOR    V6.B16, V6.B16, V6.B16
+	VEOR    V7.B16, V7.B16, V7.B16
+	MOVD    R6, R9
+chunk:
+	VLD1.P  64(R8), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V1.S4, V21.S4, V5.S4
+	VFMLA   V2.S4, V22.S4, V6.S4
+	VFMLA   V3.S4, V23.S4, V7.S4
+	SUBS    $16, R9
+	BNE     chunk
+	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
+	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
+	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
+	WORD    $0x7e30d884 // faddp s4, v4.2s
+	FMOVS.P F4, 4(R10)
+	ADD     R5, R4, R4
+	SUBS    $1, R7
+	BNE     row
+done:
+	RET
+
+// func axpysNEON_1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+TEXT ·axpysNEON_1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    y+0(FP), R0
+	MOVD    ldy+8(FP), R1
+	MOVD    p+16(FP), R2
+	MOVD    ldp+24(FP), R3
+	MOVD    v+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+chunk:
+	MOVD    R0, R10
+	MOVD    R2, R14
+	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
+	MOVD    R4, R8
+	MOVD    R7, R9
+row:
+	MOVD    R8, R21
+	VLD1.P  64(R21), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1R.P 4(R14), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V0.S4, V21.S4, V5.S4
+	VFMLA   V0.S4, V22.S4, V6.S4
+	VFMLA   V0.S4, V23.S4, V7.S4
+	ADD     R5, R8, R8
+	SUBS    $1, R9
+	BNE     row
+	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
+	ADD     $64, R0
+	ADD     $64, R4
+	SUBS    $16, R6
+	BNE     chunk
+done:
+	RET
+
+// func dotsF16NEON_1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+TEXT ·dotsF16NEON_1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    out+0(FP), R0
+	MOVD    ldo+8(FP), R1
+	MOVD    q+16(FP), R2
+	MOVD    ldq+24(FP), R3
+	MOVD    k+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+	MOVD    R0, R10
+row:
+	MOVD    R4, R8
+	MOVD    R2, R14
+	VEOR    V4.B16, V4.B16, V4.B16
+	VEOR    V5.B16, V5.B16, V5.B16
+	VEOR    V6.B16, V6.B16, V6.B16
+	VEOR    V7.B16, V7.B16, V7.B16
+	MOVD    R6, R9
+chunk:
+	VLD1.P  32(R8), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V1.S4, V21.S4, V5.S4
+	VFMLA   V2.S4, V22.S4, V6.S4
+	VFMLA   V3.S4, V23.S4, V7.S4
+	SUBS    $16, R9
+	BNE     chunk
+	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
+	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
+	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
+	WORD    $0x7e30d884 // faddp s4, v4.2s
+	FMOVS.P F4, 4(R10)
+	ADD     R5, R4, R4
+	SUBS    $1, R7
+	BNE     row
+done:
+	RET
+
+// func axpysF16NEON_1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+TEXT ·axpysF16NEON_1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    y+0(FP), R0
+	MOVD    ldy+8(FP), R1
+	MOVD    p+16(FP), R2
+	MOVD    ldp+24(FP), R3
+	MOVD    v+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+chunk:
+	MOVD    R0, R10
+	MOVD    R2, R14
+	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
+	MOVD    R4, R8
+	MOVD    R7, R9
+row:
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1R.P 4(R14), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V0.S4, V21.S4, V5.S4
+	VFMLA   V0.S4, V22.S4, V6.S4
+	VFMLA   V0.S4, V23.S4, V7.S4
+	ADD     R5, R8, R8
+	SUBS    $1, R9
+	BNE     row
+	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
+	ADD     $64, R0
+	ADD     $32, R4
+	SUBS    $16, R6
+	BNE     chunk
+done:
+	RET
+
+// func dotsF16NEON_2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+TEXT ·dotsF16NEON_2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    out+0(FP), R0
+	MOVD    ldo+8(FP), R1
+	MOVD    q+16(FP), R2
+	MOVD    ldq+24(FP), R3
+	MOVD    k+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+	MOVD    R0, R10
+	ADD     R1, R10, R11
+row:
+	MOVD    R4, R8
+	MOVD    R2, R14
+	ADD     R3, R14, R15
+	VEOR    V4.B16, V4.B16, V4.B16
+	VEOR    V5.B16, V5.B16, V5.B16
+	VEOR    V6.B16, V6.B16, V6.B16
+	VEOR    V7.B16, V7.B16, V7.B16
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V10.B16, V10.B16, V10.B16
+	VEOR    V11.B16, V11.B16, V11.B16
+	MOVD    R6, R9
+chunk:
+	VLD1.P  32(R8), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V1.S4, V21.S4, V5.S4
+	VFMLA   V2.S4, V22.S4, V6.S4
+	VFMLA   V3.S4, V23.S4, V7.S4
+	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V8.S4
+	VFMLA   V1.S4, V21.S4, V9.S4
+	VFMLA   V2.S4, V22.S4, V10.S4
+	VFMLA   V3.S4, V23.S4, V11.S4
+	SUBS    $16, R9
+	BNE     chunk
+	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
+	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
+	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
+	WORD    $0x7e30d884 // faddp s4, v4.2s
+	FMOVS.P F4, 4(R10)
+	WORD    $0x4e29d508 // fadd v8.4s, v8.4s, v9.4s
+	WORD    $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	WORD    $0x4e2ad508 // fadd v8.4s, v8.4s, v10.4s
+	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
+	WORD    $0x7e30d908 // faddp s8, v8.2s
+	FMOVS.P F8, 4(R11)
+	ADD     R5, R4, R4
+	SUBS    $1, R7
+	BNE     row
+done:
+	RET
+
+// func axpysF16NEON_2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+TEXT ·axpysF16NEON_2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    y+0(FP), R0
+	MOVD    ldy+8(FP), R1
+	MOVD    p+16(FP), R2
+	MOVD    ldp+24(FP), R3
+	MOVD    v+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+chunk:
+	MOVD    R0, R10
+	MOVD    R2, R14
+	ADD     R1, R10, R11
+	ADD     R3, R14, R15
+	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1    (R11), [V8.S4, V9.S4, V10.S4, V11.S4]
+	MOVD    R4, R8
+	MOVD    R7, R9
+row:
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1R.P 4(R14), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V0.S4, V21.S4, V5.S4
+	VFMLA   V0.S4, V22.S4, V6.S4
+	VFMLA   V0.S4, V23.S4, V7.S4
+	VLD1R.P 4(R15), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V8.S4
+	VFMLA   V0.S4, V21.S4, V9.S4
+	VFMLA   V0.S4, V22.S4, V10.S4
+	VFMLA   V0.S4, V23.S4, V11.S4
+	ADD     R5, R8, R8
+	SUBS    $1, R9
+	BNE     row
+	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
+	VST1    [V8.S4, V9.S4, V10.S4, V11.S4], (R11)
+	ADD     $64, R0
+	ADD     $32, R4
+	SUBS    $16, R6
+	BNE     chunk
+done:
+	RET
+
+// func dotsF16NEON_3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+TEXT ·dotsF16NEON_3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    out+0(FP), R0
+	MOVD    ldo+8(FP), R1
+	MOVD    q+16(FP), R2
+	MOVD    ldq+24(FP), R3
+	MOVD    k+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+	MOVD    R0, R10
+	ADD     R1, R10, R11
+	ADD     R1, R11, R12
+row:
+	MOVD    R4, R8
+	MOVD    R2, R14
+	ADD     R3, R14, R15
+	ADD     R3, R15, R19
+	VEOR    V4.B16, V4.B16, V4.B16
+	VEOR    V5.B16, V5.B16, V5.B16
+	VEOR    V6.B16, V6.B16, V6.B16
+	VEOR    V7.B16, V7.B16, V7.B16
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V10.B16, V10.B16, V10.B16
+	VEOR    V11.B16, V11.B16, V11.B16
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	MOVD    R6, R9
+chunk:
+	VLD1.P  32(R8), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V1.S4, V21.S4, V5.S4
+	VFMLA   V2.S4, V22.S4, V6.S4
+	VFMLA   V3.S4, V23.S4, V7.S4
+	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V8.S4
+	VFMLA   V1.S4, V21.S4, V9.S4
+	VFMLA   V2.S4, V22.S4, V10.S4
+	VFMLA   V3.S4, V23.S4, V11.S4
+	VLD1.P  64(R19), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V12.S4
+	VFMLA   V1.S4, V21.S4, V13.S4
+	VFMLA   V2.S4, V22.S4, V14.S4
+	VFMLA   V3.S4, V23.S4, V15.S4
+	SUBS    $16, R9
+	BNE     chunk
+	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
+	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
+	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
+	WORD    $0x7e30d884 // faddp s4, v4.2s
+	FMOVS.P F4, 4(R10)
+	WORD    $0x4e29d508 // fadd v8.4s, v8.4s, v9.4s
+	WORD    $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	WORD    $0x4e2ad508 // fadd v8.4s, v8.4s, v10.4s
+	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
+	WORD    $0x7e30d908 // faddp s8, v8.2s
+	FMOVS.P F8, 4(R11)
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x4e2ed58c // fadd v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS.P F12, 4(R12)
+	ADD     R5, R4, R4
+	SUBS    $1, R7
+	BNE     row
+done:
+	RET
+
+// func axpysF16NEON_3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+TEXT ·axpysF16NEON_3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    y+0(FP), R0
+	MOVD    ldy+8(FP), R1
+	MOVD    p+16(FP), R2
+	MOVD    ldp+24(FP), R3
+	MOVD    v+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+chunk:
+	MOVD    R0, R10
+	MOVD    R2, R14
+	ADD     R1, R10, R11
+	ADD     R3, R14, R15
+	ADD     R1, R11, R12
+	ADD     R3, R15, R19
+	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1    (R11), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1    (R12), [V12.S4, V13.S4, V14.S4, V15.S4]
+	MOVD    R4, R8
+	MOVD    R7, R9
+row:
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1R.P 4(R14), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V0.S4, V21.S4, V5.S4
+	VFMLA   V0.S4, V22.S4, V6.S4
+	VFMLA   V0.S4, V23.S4, V7.S4
+	VLD1R.P 4(R15), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V8.S4
+	VFMLA   V0.S4, V21.S4, V9.S4
+	VFMLA   V0.S4, V22.S4, V10.S4
+	VFMLA   V0.S4, V23.S4, V11.S4
+	VLD1R.P 4(R19), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V12.S4
+	VFMLA   V0.S4, V21.S4, V13.S4
+	VFMLA   V0.S4, V22.S4, V14.S4
+	VFMLA   V0.S4, V23.S4, V15.S4
+	ADD     R5, R8, R8
+	SUBS    $1, R9
+	BNE     row
+	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
+	VST1    [V8.S4, V9.S4, V10.S4, V11.S4], (R11)
+	VST1    [V12.S4, V13.S4, V14.S4, V15.S4], (R12)
+	ADD     $64, R0
+	ADD     $32, R4
+	SUBS    $16, R6
+	BNE     chunk
+done:
+	RET
+
+// func dotsF16NEON_4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+TEXT ·dotsF16NEON_4(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    out+0(FP), R0
+	MOVD    ldo+8(FP), R1
+	MOVD    q+16(FP), R2
+	MOVD    ldq+24(FP), R3
+	MOVD    k+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+	MOVD    R0, R10
+	ADD     R1, R10, R11
+	ADD     R1, R11, R12
+	ADD     R1, R12, R13
+row:
+	MOVD    R4, R8
+	MOVD    R2, R14
+	ADD     R3, R14, R15
+	ADD     R3, R15, R19
+	ADD     R3, R19, R20
+	VEOR    V4.B16, V4.B16, V4.B16
+	VEOR    V5.B16, V5.B16, V5.B16
+	VEOR    V6.B16, V6.B16, V6.B16
+	VEOR    V7.B16, V7.B16, V7.B16
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V10.B16, V10.B16, V10.B16
+	VEOR    V11.B16, V11.B16, V11.B16
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	MOVD    R6, R9
+chunk:
+	VLD1.P  32(R8), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V1.S4, V21.S4, V5.S4
+	VFMLA   V2.S4, V22.S4, V6.S4
+	VFMLA   V3.S4, V23.S4, V7.S4
+	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V8.S4
+	VFMLA   V1.S4, V21.S4, V9.S4
+	VFMLA   V2.S4, V22.S4, V10.S4
+	VFMLA   V3.S4, V23.S4, V11.S4
+	VLD1.P  64(R19), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V12.S4
+	VFMLA   V1.S4, V21.S4, V13.S4
+	VFMLA   V2.S4, V22.S4, V14.S4
+	VFMLA   V3.S4, V23.S4, V15.S4
+	VLD1.P  64(R20), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V20.S4, V16.S4
+	VFMLA   V1.S4, V21.S4, V17.S4
+	VFMLA   V2.S4, V22.S4, V18.S4
+	VFMLA   V3.S4, V23.S4, V19.S4
+	SUBS    $16, R9
+	BNE     chunk
+	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
+	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
+	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
+	WORD    $0x7e30d884 // faddp s4, v4.2s
+	FMOVS.P F4, 4(R10)
+	WORD    $0x4e29d508 // fadd v8.4s, v8.4s, v9.4s
+	WORD    $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
+	WORD    $0x4e2ad508 // fadd v8.4s, v8.4s, v10.4s
+	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
+	WORD    $0x7e30d908 // faddp s8, v8.2s
+	FMOVS.P F8, 4(R11)
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x4e2ed58c // fadd v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS.P F12, 4(R12)
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS.P F16, 4(R13)
+	ADD     R5, R4, R4
+	SUBS    $1, R7
+	BNE     row
+done:
+	RET
+
+// func axpysF16NEON_4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+TEXT ·axpysF16NEON_4(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    y+0(FP), R0
+	MOVD    ldy+8(FP), R1
+	MOVD    p+16(FP), R2
+	MOVD    ldp+24(FP), R3
+	MOVD    v+32(FP), R4
+	MOVD    ld+40(FP), R5
+	MOVD    n16+48(FP), R6
+	MOVD    rows+56(FP), R7
+	CBZ     R7, done
+chunk:
+	MOVD    R0, R10
+	MOVD    R2, R14
+	ADD     R1, R10, R11
+	ADD     R3, R14, R15
+	ADD     R1, R11, R12
+	ADD     R3, R15, R19
+	ADD     R1, R12, R13
+	ADD     R3, R19, R20
+	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1    (R11), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1    (R12), [V12.S4, V13.S4, V14.S4, V15.S4]
+	VLD1    (R13), [V16.S4, V17.S4, V18.S4, V19.S4]
+	MOVD    R4, R8
+	MOVD    R7, R9
+row:
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VLD1R.P 4(R14), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V4.S4
+	VFMLA   V0.S4, V21.S4, V5.S4
+	VFMLA   V0.S4, V22.S4, V6.S4
+	VFMLA   V0.S4, V23.S4, V7.S4
+	VLD1R.P 4(R15), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V8.S4
+	VFMLA   V0.S4, V21.S4, V9.S4
+	VFMLA   V0.S4, V22.S4, V10.S4
+	VFMLA   V0.S4, V23.S4, V11.S4
+	VLD1R.P 4(R19), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V12.S4
+	VFMLA   V0.S4, V21.S4, V13.S4
+	VFMLA   V0.S4, V22.S4, V14.S4
+	VFMLA   V0.S4, V23.S4, V15.S4
+	VLD1R.P 4(R20), [V0.S4]
+	VFMLA   V0.S4, V20.S4, V16.S4
+	VFMLA   V0.S4, V21.S4, V17.S4
+	VFMLA   V0.S4, V22.S4, V18.S4
+	VFMLA   V0.S4, V23.S4, V19.S4
+	ADD     R5, R8, R8
+	SUBS    $1, R9
+	BNE     row
+	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
+	VST1    [V8.S4, V9.S4, V10.S4, V11.S4], (R11)
+	VST1    [V12.S4, V13.S4, V14.S4, V15.S4], (R12)
+	VST1    [V16.S4, V17.S4, V18.S4, V19.S4], (R13)
+	ADD     $64, R0
+	ADD     $32, R4
+	SUBS    $16, R6
+	BNE     chunk
+done:
+	RET
+
+// func f32ToF16NEON(dst *uint16, src *float32, n4 int)
+TEXT ·f32ToF16NEON(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD    dst+0(FP), R0
+	MOVD    src+8(FP), R1
+	MOVD    n4+16(FP), R8
+	CBZ     R8, done
+loop:
+	VLD1.P  16(R1), [V0.S4]
+	WORD    $0x0e216800 // fcvtn v0.4h, v0.4s
+	FMOVD.P F0, 8(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func f16ToF32NEON(dst *float32, src *uint16, n4 int)
+TEXT ·f16ToF32NEON(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD    dst+0(FP), R0
+	MOVD    src+8(FP), R1
+	MOVD    n4+16(FP), R8
+	CBZ     R8, done
+loop:
+	FMOVD.P 8(R1), F0
+	WORD    $0x0e217800 // fcvtl v0.4s, v0.4h
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func bf16ToF32NEON(dst *float32, src *uint16, n4 int)
+TEXT ·bf16ToF32NEON(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD    dst+0(FP), R0
+	MOVD    src+8(FP), R1
+	MOVD    n4+16(FP), R8
+	CBZ     R8, done
+loop:
+	FMOVD.P 8(R1), F0
+	WORD    $0x2e613800 // shll v0.4s, v0.4h, #16
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func siluMulNEON(dst *float32, gate *float32, up *float32, n4 int)
+TEXT ·siluMulNEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    dst+0(FP), R0
+	MOVD    gate+8(FP), R1
+	MOVD    up+16(FP), R2
+	MOVD    n4+24(FP), R8
+	MOVD    $expConsts<>(SB), R9
+	VLD1R.P 4(R9), [V20.S4]
+	VLD1R.P 4(R9), [V21.S4]
+	VLD1R.P 4(R9), [V22.S4]
+	VLD1R.P 4(R9), [V23.S4]
+	VLD1R.P 4(R9), [V24.S4]
+	VLD1R.P 4(R9), [V25.S4]
+	VLD1R.P 4(R9), [V26.S4]
+	VLD1R.P 4(R9), [V27.S4]
+	VLD1R.P 4(R9), [V28.S4]
+	VLD1R.P 4(R9), [V29.S4]
+	VLD1R.P 4(R9), [V30.S4]
+	VLD1R.P 4(R9), [V31.S4]
+	CBZ     R8, done
+loop:
+	VLD1.P  16(R1), [V0.S4]
+	WORD    $0x6ea0f803 // fneg v3.4s, v0.4s
+	WORD    $0x4e34f463 // fmax v3.4s, v3.4s, v20.4s
+	WORD    $0x4eb5f463 // fmin v3.4s, v3.4s, v21.4s
+	WORD    $0x6e36dc64 // fmul v4.4s, v3.4s, v22.4s
+	WORD    $0x4e218884 // frintn v4.4s, v4.4s
+	VFMLS   V23.S4, V4.S4, V3.S4
+	VFMLS   V24.S4, V4.S4, V3.S4
+	VORR    V26.B16, V26.B16, V5.B16
+	VFMLA   V3.S4, V25.S4, V5.S4
+	VORR    V27.B16, V27.B16, V6.B16
+	VFMLA   V3.S4, V5.S4, V6.S4
+	VORR    V28.B16, V28.B16, V5.B16
+	VFMLA   V3.S4, V6.S4, V5.S4
+	VORR    V29.B16, V29.B16, V6.B16
+	VFMLA   V3.S4, V5.S4, V6.S4
+	VORR    V30.B16, V30.B16, V5.B16
+	VFMLA   V3.S4, V6.S4, V5.S4
+	VORR    V30.B16, V30.B16, V6.B16
+	VFMLA   V3.S4, V5.S4, V6.S4
+	WORD    $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	VADD    V31.S4, V4.S4, V4.S4
+	VSHL    $23, V4.S4, V4.S4
+	WORD    $0x6e24dcc3 // fmul v3.4s, v6.4s, v4.4s
+	WORD    $0x4e3ed463 // fadd v3.4s, v3.4s, v30.4s
+	WORD    $0x6e23fc00 // fdiv v0.4s, v0.4s, v3.4s
+	VLD1.P  16(R2), [V1.S4]
+	WORD    $0x6e21dc00 // fmul v0.4s, v0.4s, v1.4s
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func geluTanhMulNEON(dst *float32, gate *float32, up *float32, n4 int)
+TEXT ·geluTanhMulNEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    dst+0(FP), R0
+	MOVD    gate+8(FP), R1
+	MOVD    up+16(FP), R2
+	MOVD    n4+24(FP), R8
+	MOVD    $expConsts<>(SB), R9
+	VLD1R.P 4(R9), [V20.S4]
+	VLD1R.P 4(R9), [V21.S4]
+	VLD1R.P 4(R9), [V22.S4]
+	VLD1R.P 4(R9), [V23.S4]
+	VLD1R.P 4(R9), [V24.S4]
+	VLD1R.P 4(R9), [V25.S4]
+	VLD1R.P 4(R9), [V26.S4]
+	VLD1R.P 4(R9), [V27.S4]
+	VLD1R.P 4(R9), [V28.S4]
+	VLD1R.P 4(R9), [V29.S4]
+	VLD1R.P 4(R9), [V30.S4]
+	VLD1R.P 4(R9), [V31.S4]
+	MOVW    $0x3d372713, R9
+	VDUP    R9, V18.S4
+	MOVW    $0x3fcc422a, R9
+	VDUP    R9, V19.S4
+	CBZ     R8, done
+loop:
+	VLD1.P  16(R1), [V0.S4]
+	WORD    $0x6e20dc01 // fmul v1.4s, v0.4s, v0.4s
+	WORD    $0x6e32dc21 // fmul v1.4s, v1.4s, v18.4s
+	VORR    V0.B16, V0.B16, V2.B16
+	VFMLA   V0.S4, V1.S4, V2.S4
+	WORD    $0x6e33dc42 // fmul v2.4s, v2.4s, v19.4s
+	WORD    $0x6ea0f843 // fneg v3.4s, v2.4s
+	WORD    $0x4e34f463 // fmax v3.4s, v3.4s, v20.4s
+	WORD    $0x4eb5f463 // fmin v3.4s, v3.4s, v21.4s
+	WORD    $0x6e36dc64 // fmul v4.4s, v3.4s, v22.4s
+	WORD    $0x4e218884 // frintn v4.4s, v4.4s
+	VFMLS   V23.S4, V4.S4, V3.S4
+	VFMLS   V24.S4, V4.S4, V3.S4
+	VORR    V26.B16, V26.B16, V5.B16
+	VFMLA   V3.S4, V25.S4, V5.S4
+	VORR    V27.B16, V27.B16, V6.B16
+	VFMLA   V3.S4, V5.S4, V6.S4
+	VORR    V28.B16, V28.B16, V5.B16
+	VFMLA   V3.S4, V6.S4, V5.S4
+	VORR    V29.B16, V29.B16, V6.B16
+	VFMLA   V3.S4, V5.S4, V6.S4
+	VORR    V30.B16, V30.B16, V5.B16
+	VFMLA   V3.S4, V6.S4, V5.S4
+	VORR    V30.B16, V30.B16, V6.B16
+	VFMLA   V3.S4, V5.S4, V6.S4
+	WORD    $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	VADD    V31.S4, V4.S4, V4.S4
+	VSHL    $23, V4.S4, V4.S4
+	WORD    $0x6e24dcc3 // fmul v3.4s, v6.4s, v4.4s
+	WORD    $0x4e3ed463 // fadd v3.4s, v3.4s, v30.4s
+	WORD    $0x6e23fc00 // fdiv v0.4s, v0.4s, v3.4s
+	VLD1.P  16(R2), [V1.S4]
+	WORD    $0x6e21dc00 // fmul v0.4s, v0.4s, v1.4s
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func maxNEON(x *float32, n4 int) float32
+TEXT ·maxNEON(SB), NOSPLIT|NOFRAME, $0-20
+	MOVD    x+0(FP), R0
+	MOVD    n4+8(FP), R8
+	VLD1    (R0), [V0.S4]
+loop:
+	VLD1.P  16(R0), [V1.S4]
+	WORD    $0x4e21f400 // fmax v0.4s, v0.4s, v1.4s
+	SUBS    $4, R8
+	BNE     loop
+	WORD    $0x6e20f400 // fmaxp v0.4s, v0.4s, v0.4s
+	WORD    $0x6e20f400 // fmaxp v0.4s, v0.4s, v0.4s
+	FMOVS   F0, ret+16(FP)
+	RET
+
+// func expSumNEON(x *float32, n4 int, sub float32) float32
+TEXT ·expSumNEON(SB), NOSPLIT|NOFRAME, $0-28
+	MOVD    x+0(FP), R0
+	MOVD    n4+8(FP), R8
+	FMOVS   sub+16(FP), F7
+	VDUP    V7.S[0], V7.S4
+	MOVD    $expConsts<>(SB), R9
+	VLD1R.P 4(R9), [V20.S4]
+	VLD1R.P 4(R9), [V21.S4]
+	VLD1R.P 4(R9), [V22.S4]
+	VLD1R.P 4(R9), [V23.S4]
+	VLD1R.P 4(R9), [V24.S4]
+	VLD1R.P 4(R9), [V25.S4]
+	VLD1R.P 4(R9), [V26.S4]
+	VLD1R.P 4(R9), [V27.S4]
+	VLD1R.P 4(R9), [V28.S4]
+	VLD1R.P 4(R9), [V29.S4]
+	VLD1R.P 4(R9), [V30.S4]
+	VLD1R.P 4(R9), [V31.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	CBZ     R8, done
+loop:
+	VLD1    (R0), [V0.S4]
+	WORD    $0x4ea7d400 // fsub v0.4s, v0.4s, v7.4s
+	WORD    $0x4e34f400 // fmax v0.4s, v0.4s, v20.4s
+	WORD    $0x4eb5f400 // fmin v0.4s, v0.4s, v21.4s
+	WORD    $0x6e36dc04 // fmul v4.4s, v0.4s, v22.4s
+	WORD    $0x4e218884 // frintn v4.4s, v4.4s
+	VFMLS   V23.S4, V4.S4, V0.S4
+	VFMLS   V24.S4, V4.S4, V0.S4
+	VORR    V26.B16, V26.B16, V5.B16
+	VFMLA   V0.S4, V25.S4, V5.S4
+	VORR    V27.B16, V27.B16, V6.B16
+	VFMLA   V0.S4, V5.S4, V6.S4
+	VORR    V28.B16, V28.B16, V5.B16
+	VFMLA   V0.S4, V6.S4, V5.S4
+	VORR    V29.B16, V29.B16, V6.B16
+	VFMLA   V0.S4, V5.S4, V6.S4
+	VORR    V30.B16, V30.B16, V5.B16
+	VFMLA   V0.S4, V6.S4, V5.S4
+	VORR    V30.B16, V30.B16, V6.B16
+	VFMLA   V0.S4, V5.S4, V6.S4
+	WORD    $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	VADD    V31.S4, V4.S4, V4.S4
+	VSHL    $23, V4.S4, V4.S4
+	WORD    $0x6e24dcc0 // fmul v0.4s, v6.4s, v4.4s
+	VST1.P  [V0.S4], 16(R0)
+	WORD    $0x4e20d508 // fadd v8.4s, v8.4s, v0.4s
+	SUBS    $4, R8
+	BNE     loop
+done:
+	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
+	WORD    $0x7e30d908 // faddp s8, v8.2s
+	FMOVS   F8, ret+24(FP)
+	RET
+
+// func mulScaleNEON(dst *float32, x *float32, w *float32, n4 int, s float32)
+TEXT ·mulScaleNEON(SB), NOSPLIT|NOFRAME, $0-36
+	MOVD    dst+0(FP), R0
+	MOVD    x+8(FP), R1
+	MOVD    w+16(FP), R2
+	MOVD    n4+24(FP), R8
+	FMOVS   s+32(FP), F7
+	CBZ     R2, noweight
+	CBZ     R8, wdone
+wloop:
+	VLD1.P  16(R1), [V0.S4]
+	VLD1.P  16(R2), [V1.S4]
+	WORD    $0x4f879000 // fmul v0.4s, v0.4s, v7.s[0]
+	WORD    $0x6e21dc00 // fmul v0.4s, v0.4s, v1.4s
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     wloop
+wdone:
+	RET
+noweight:
+	CBZ     R8, done
+loop:
+	VLD1.P  16(R1), [V0.S4]
+	WORD    $0x4f879000 // fmul v0.4s, v0.4s, v7.s[0]
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func addNEON(dst *float32, a *float32, b *float32, n4 int)
+TEXT ·addNEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    dst+0(FP), R0
+	MOVD    a+8(FP), R1
+	MOVD    b+16(FP), R2
+	MOVD    n4+24(FP), R8
+	CBZ     R8, done
+loop:
+	VLD1.P  16(R1), [V0.S4]
+	VLD1.P  16(R2), [V1.S4]
+	WORD    $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VST1.P  [V0.S4], 16(R0)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
+// func ropeNEON(x1 *float32, x2 *float32, cos *float32, sin *float32, n4 int)
+TEXT ·ropeNEON(SB), NOSPLIT|NOFRAME, $0-40
+	MOVD    x1+0(FP), R0
+	MOVD    x2+8(FP), R1
+	MOVD    cos+16(FP), R2
+	MOVD    sin+24(FP), R3
+	MOVD    n4+32(FP), R8
+	CBZ     R8, done
+loop:
+	VLD1    (R0), [V0.S4]
+	VLD1    (R1), [V1.S4]
+	VLD1.P  16(R2), [V2.S4]
+	VLD1.P  16(R3), [V3.S4]
+	WORD    $0x6e22dc04 // fmul v4.4s, v0.4s, v2.4s
+	WORD    $0x6e23dc25 // fmul v5.4s, v1.4s, v3.4s
+	WORD    $0x4ea5d484 // fsub v4.4s, v4.4s, v5.4s
+	WORD    $0x6e22dc26 // fmul v6.4s, v1.4s, v2.4s
+	WORD    $0x6e23dc07 // fmul v7.4s, v0.4s, v3.4s
+	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	VST1.P  [V4.S4], 16(R0)
+	VST1.P  [V6.S4], 16(R1)
+	SUBS    $4, R8
+	BNE     loop
+done:
+	RET
+
 // func qStreamQ8_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    xq+0(FP), R0
@@ -2215,53 +3192,111 @@ TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
+	LSL     $2, R4, R19
+	LSL     $1, R19, R12
+	MOVD    $34, R13
+	MUL     R19, R13, R13
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-row:
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
+	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
+	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
+	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	WORD    $0x4e80948a // sdot v10.4s, v4.16b, v0.16b
-	WORD    $0x4e8194aa // sdot v10.4s, v5.16b, v1.16b
-	WORD    $0x4e8294cb // sdot v11.4s, v6.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
 	FMOVD.P 8(R3), F17
-	VLD1.P  16(R9), [V18.S4]
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
+	BNE     sgroup
+stail:
 	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -2537,62 +3572,155 @@ TEXT ·qStreamQ8_1(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
-	ADD     $2, R12, R12
+	LSL     $2, R4, R19
+	ADD     $1, R19, R19
 	MOVD    $qTailMask<>+16(SB), R13
 	VLD1    (R13), [V21.B16]
+	LSL     $1, R19, R12
+	MOVD    $34, R13
+	MUL     R19, R13, R13
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-row:
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
+	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
+	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
+	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
+	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	WORD    $0x4e80948a // sdot v10.4s, v4.16b, v0.16b
-	WORD    $0x4e8194aa // sdot v10.4s, v5.16b, v1.16b
-	WORD    $0x4e8294cb // sdot v11.4s, v6.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
 	FMOVD.P 8(R3), F17
-	VLD1.P  16(R9), [V18.S4]
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
-	VLD1.P  32(R7), [V4.B16, V5.B16]
-	VLD1.P  32(R8), [V0.B16, V1.B16]
+	BNE     sgroup
+stail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD   (R3), F17
-	VLD1    (R9), [V18.S4]
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	VAND    V21.B16, V17.B16, V17.B16
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
@@ -2601,8 +3729,6 @@ tail:
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -2930,64 +4056,152 @@ TEXT ·qStreamQ8_2(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
-	ADD     $4, R12, R12
+	LSL     $2, R4, R19
+	ADD     $2, R19, R19
 	MOVD    $qTailMask<>+32(SB), R13
 	VLD1    (R13), [V21.B16]
+	LSL     $1, R19, R12
+	MOVD    $34, R13
+	MUL     R19, R13, R13
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-row:
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
+	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
+	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
+	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	WORD    $0x4e80948a // sdot v10.4s, v4.16b, v0.16b
-	WORD    $0x4e8194aa // sdot v10.4s, v5.16b, v1.16b
-	WORD    $0x4e8294cb // sdot v11.4s, v6.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
 	FMOVD.P 8(R3), F17
-	VLD1.P  16(R9), [V18.S4]
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	BNE     sgroup
+stail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
-	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
-	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD   (R3), F17
-	VLD1    (R9), [V18.S4]
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	VAND    V21.B16, V17.B16, V17.B16
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
@@ -2996,8 +4210,6 @@ tail:
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -3370,68 +4582,172 @@ TEXT ·qStreamQ8_3(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
-	ADD     $6, R12, R12
+	LSL     $2, R4, R19
+	ADD     $3, R19, R19
 	MOVD    $qTailMask<>+48(SB), R13
 	VLD1    (R13), [V21.B16]
+	LSL     $1, R19, R12
+	MOVD    $34, R13
+	MUL     R19, R13, R13
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-row:
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
+	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
+	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
+	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
+	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
+	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
+	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
+	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	VADDP   V15.S4, V14.S4, V16.S4
+	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	WORD    $0x4e80948a // sdot v10.4s, v4.16b, v0.16b
-	WORD    $0x4e8194aa // sdot v10.4s, v5.16b, v1.16b
-	WORD    $0x4e8294cb // sdot v11.4s, v6.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
 	FMOVD.P 8(R3), F17
-	VLD1.P  16(R9), [V18.S4]
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	BNE     sgroup
+stail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  32(R7), [V4.B16, V5.B16]
-	VLD1.P  32(R8), [V0.B16, V1.B16]
-	WORD    $0x4e80948a // sdot v10.4s, v4.16b, v0.16b
-	WORD    $0x4e8194aa // sdot v10.4s, v5.16b, v1.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
+	VLD1.P  16(R9), [V18.S4]
+	VADDP   V9.S4, V8.S4, V16.S4
 	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD   (R3), F17
-	VLD1    (R9), [V18.S4]
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	VAND    V21.B16, V17.B16, V17.B16
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
@@ -3440,8 +4756,6 @@ tail:
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -3859,65 +5173,132 @@ TEXT ·qStreamQ4_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
+	LSL     $2, R4, R19
+	LSL     $1, R19, R12
+	MOVD    $18, R13
+	MUL     R19, R13, R13
+	MOVW    $0x0f0f0f0f, R19
+	VDUP    R19, V28.S4
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
 	CBZ     R6, done
-	LSL     $3, R4, R12
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-	MOVW    $0x0f0f0f0f, R13
-	VDUP    R13, V28.S4
-row:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VAND    V28.B16, V5.B16, V22.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	VUSHR   $4, V5.B16, V5.B16
-	WORD    $0x4e8296c9 // sdot v9.4s, v22.16b, v2.16b
-	WORD    $0x4e8394a9 // sdot v9.4s, v5.16b, v3.16b
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V6.B16, V22.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	VUSHR   $4, V6.B16, V6.B16
-	WORD    $0x4e8096ca // sdot v10.4s, v22.16b, v0.16b
-	WORD    $0x4e8194ca // sdot v10.4s, v6.16b, v1.16b
-	VAND    V28.B16, V7.B16, V22.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
-	WORD    $0x4e8296cb // sdot v11.4s, v22.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1.P  16(R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
+	BNE     sgroup
+stail:
 	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -4219,78 +5600,207 @@ TEXT ·qStreamQ4_1(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
-	ADD     $2, R12, R12
+	LSL     $2, R4, R19
+	ADD     $1, R19, R19
 	MOVD    $qTailMask<>+16(SB), R13
 	VLD1    (R13), [V21.B16]
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-	MOVW    $0x0f0f0f0f, R13
-	VDUP    R13, V28.S4
-row:
+	LSL     $1, R19, R12
+	MOVD    $18, R13
+	MUL     R19, R13, R13
+	MOVW    $0x0f0f0f0f, R19
+	VDUP    R19, V28.S4
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VAND    V28.B16, V5.B16, V22.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	VUSHR   $4, V5.B16, V5.B16
-	WORD    $0x4e8296c9 // sdot v9.4s, v22.16b, v2.16b
-	WORD    $0x4e8394a9 // sdot v9.4s, v5.16b, v3.16b
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V6.B16, V22.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	VUSHR   $4, V6.B16, V6.B16
-	WORD    $0x4e8096ca // sdot v10.4s, v22.16b, v0.16b
-	WORD    $0x4e8194ca // sdot v10.4s, v6.16b, v1.16b
-	VAND    V28.B16, V7.B16, V22.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
-	WORD    $0x4e8296cb // sdot v11.4s, v22.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1.P  16(R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
-	VLD1.P  16(R7), [V4.B16]
-	VLD1.P  32(R8), [V0.B16, V1.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	BNE     sgroup
+stail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1    (R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD   (R3), F17
-	VLD1    (R9), [V18.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	VAND    V21.B16, V17.B16, V17.B16
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
@@ -4299,8 +5809,6 @@ tail:
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -4660,82 +6168,210 @@ TEXT ·qStreamQ4_2(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
-	ADD     $4, R12, R12
+	LSL     $2, R4, R19
+	ADD     $2, R19, R19
 	MOVD    $qTailMask<>+32(SB), R13
 	VLD1    (R13), [V21.B16]
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-	MOVW    $0x0f0f0f0f, R13
-	VDUP    R13, V28.S4
-row:
+	LSL     $1, R19, R12
+	MOVD    $18, R13
+	MUL     R19, R13, R13
+	MOVW    $0x0f0f0f0f, R19
+	VDUP    R19, V28.S4
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
+	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VAND    V28.B16, V5.B16, V22.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	VUSHR   $4, V5.B16, V5.B16
-	WORD    $0x4e8296c9 // sdot v9.4s, v22.16b, v2.16b
-	WORD    $0x4e8394a9 // sdot v9.4s, v5.16b, v3.16b
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V6.B16, V22.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	VUSHR   $4, V6.B16, V6.B16
-	WORD    $0x4e8096ca // sdot v10.4s, v22.16b, v0.16b
-	WORD    $0x4e8194ca // sdot v10.4s, v6.16b, v1.16b
-	VAND    V28.B16, V7.B16, V22.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
-	WORD    $0x4e8296cb // sdot v11.4s, v22.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1.P  16(R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
-	VLD1.P  32(R7), [V4.B16, V5.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	BNE     sgroup
+stail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VAND    V28.B16, V5.B16, V22.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	VUSHR   $4, V5.B16, V5.B16
-	WORD    $0x4e8296c9 // sdot v9.4s, v22.16b, v2.16b
-	WORD    $0x4e8394a9 // sdot v9.4s, v5.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1    (R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD   (R3), F17
-	VLD1    (R9), [V18.S4]
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	VAND    V21.B16, V17.B16, V17.B16
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
@@ -4744,8 +6380,6 @@ tail:
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 
@@ -5156,87 +6790,213 @@ TEXT ·qStreamQ4_3(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	CBZ     R6, done
-	LSL     $3, R4, R12
-	ADD     $6, R12, R12
+	LSL     $2, R4, R19
+	ADD     $3, R19, R19
 	MOVD    $qTailMask<>+48(SB), R13
 	VLD1    (R13), [V21.B16]
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	VEOR    V12.B16, V12.B16, V12.B16
-	MOVW    $0x0f0f0f0f, R13
-	VDUP    R13, V28.S4
-row:
+	LSL     $1, R19, R12
+	MOVD    $18, R13
+	MUL     R19, R13, R13
+	MOVW    $0x0f0f0f0f, R19
+	VDUP    R19, V28.S4
+pair:
+	CMP     $2, R6
+	BLT     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V20.B16, V20.B16, V20.B16
+	ADD     R12, R14, R15
+	VEOR    V22.B16, V22.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	SUBS    $1, R11
+	BNE     pgroup
+ptail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	WORD    $0x4dffa0e4 // ld4 {v4.s-v7.s}[2], [x7], #16
+	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
+	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
+	WORD    $0x4dffa1ea // ld4 {v10.s-v13.s}[2], [x15], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V14.S4]
+	VAND    V28.B16, V10.B16, V15.B16
+	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
+	VAND    V28.B16, V11.B16, V15.B16
+	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
+	VAND    V28.B16, V12.B16, V15.B16
+	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
+	VAND    V28.B16, V13.B16, V15.B16
+	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V10.B16, V10.B16
+	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V20.S4
+	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
+	FMOVD.P 8(R14), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VAND    V21.B16, V17.B16, V17.B16
+	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
+	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R5)
+	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
+	WORD    $0x7e30dad6 // faddp s22, v22.2s
+	FMOVS.P F22, 4(R5)
+	MOVD    R15, R3
+	SUB     $2, R6
+	B       pair
+single:
+	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	MOVD    R4, R11
 	VEOR    V20.B16, V20.B16, V20.B16
-	CBZ     R11, tail
-group:
-	VLD1.P  64(R7), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	MOVD    R4, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VAND    V28.B16, V5.B16, V22.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	VUSHR   $4, V5.B16, V5.B16
-	WORD    $0x4e8296c9 // sdot v9.4s, v22.16b, v2.16b
-	WORD    $0x4e8394a9 // sdot v9.4s, v5.16b, v3.16b
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V6.B16, V22.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	VUSHR   $4, V6.B16, V6.B16
-	WORD    $0x4e8096ca // sdot v10.4s, v22.16b, v0.16b
-	WORD    $0x4e8194ca // sdot v10.4s, v6.16b, v1.16b
-	VAND    V28.B16, V7.B16, V22.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
-	WORD    $0x4e8296cb // sdot v11.4s, v22.16b, v2.16b
-	WORD    $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1.P  16(R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
 	VFMLA   V19.S4, V16.S4, V20.S4
 	SUBS    $1, R11
-	BNE     group
-tail:
-	VLD1.P  48(R7), [V4.B16, V5.B16, V6.B16]
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VAND    V28.B16, V4.B16, V22.B16
+	BNE     sgroup
+stail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	WORD    $0x4dffa0e4 // ld4 {v4.s-v7.s}[2], [x7], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V28.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V28.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V28.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V28.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
-	WORD    $0x4e8096c8 // sdot v8.4s, v22.16b, v0.16b
-	WORD    $0x4e819488 // sdot v8.4s, v4.16b, v1.16b
-	VAND    V28.B16, V5.B16, V22.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	VUSHR   $4, V5.B16, V5.B16
-	WORD    $0x4e8296c9 // sdot v9.4s, v22.16b, v2.16b
-	WORD    $0x4e8394a9 // sdot v9.4s, v5.16b, v3.16b
-	VLD1.P  32(R8), [V0.B16, V1.B16]
-	VAND    V28.B16, V6.B16, V22.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	VUSHR   $4, V6.B16, V6.B16
-	WORD    $0x4e8096ca // sdot v10.4s, v22.16b, v0.16b
-	WORD    $0x4e8194ca // sdot v10.4s, v6.16b, v1.16b
-	VADDP   V9.S4, V8.S4, V14.S4
-	VADDP   V11.S4, V10.S4, V15.S4
-	VADDP   V15.S4, V14.S4, V13.S4
-	VSUB    V12.S4, V13.S4, V16.S4
-	VORR    V13.B16, V13.B16, V12.B16
-	VLD1    (R10), [V23.S4]
-	VADD    V23.S4, V16.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD   (R3), F17
-	VLD1    (R9), [V18.S4]
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V18.S4]
+	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
+	FMOVD.P 8(R3), F17
 	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
 	VAND    V21.B16, V17.B16, V17.B16
 	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
@@ -5245,8 +7005,6 @@ tail:
 	WORD    $0x7e30da94 // faddp s20, v20.2s
 	FMOVS.P F20, 4(R5)
 	MOVD    R7, R3
-	SUBS    $1, R6
-	BNE     row
 done:
 	RET
 

@@ -10,6 +10,12 @@ package kernels
 //go:noescape
 func quantizeXNEON(x *float32, nb int, q *byte, dx *float32, off *int32)
 
+// quantizeXQ4NEON is quantizeXNEON with the quants in the order of the q4 matrix-vector
+// kernels: per group of 4 blocks, their values 0-15, then their values 16-31.
+//
+//go:noescape
+func quantizeXQ4NEON(x *float32, nb int, q *byte, dx *float32, off *int32)
+
 // quantizeXTNEON quantizes nb blocks of 32 values at x to int8 per block (see
 // quantize.go in neongen) into lane r (0-3) of the nb transposed block records at rec.
 //
@@ -151,7 +157,118 @@ func tileBF16NEON_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32,
 //go:noescape
 func tileBF16NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
-// qStreamQ8_0 is the Q8 matrix-vector product of n rows of 4 blocks per 4 plus 0
+// dotsNEON_1 sets out[i*ldo+r] = q_i · k_r for 1 queries and rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func dotsNEON_1(out *float32, ldo int, q *float32, ldq int, k *float32, ld int, n16 int, rows int)
+
+// axpysNEON_1 adds sum_r p_i[r]*v_r to y_i for 1 outputs over rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func axpysNEON_1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+
+// dotsF16NEON_1 sets out[i*ldo+r] = q_i · k_r for 1 queries and rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func dotsF16NEON_1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16NEON_1 adds sum_r p_i[r]*v_r to y_i for 1 outputs over rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func axpysF16NEON_1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16NEON_2 sets out[i*ldo+r] = q_i · k_r for 2 queries and rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func dotsF16NEON_2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16NEON_2 adds sum_r p_i[r]*v_r to y_i for 2 outputs over rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func axpysF16NEON_2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16NEON_3 sets out[i*ldo+r] = q_i · k_r for 3 queries and rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func dotsF16NEON_3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16NEON_3 adds sum_r p_i[r]*v_r to y_i for 3 outputs over rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func axpysF16NEON_3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16NEON_4 sets out[i*ldo+r] = q_i · k_r for 4 queries and rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func dotsF16NEON_4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16NEON_4 adds sum_r p_i[r]*v_r to y_i for 4 outputs over rows rows (strides in bytes;
+// see attention.go in neongen).
+//
+//go:noescape
+func axpysF16NEON_4(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// f32ToF16NEON converts n4 values to binary16, rounding to nearest even (FCVTN).
+//
+//go:noescape
+func f32ToF16NEON(dst *uint16, src *float32, n4 int)
+
+// f16ToF32NEON converts n4 binary16 values to float32 (exact).
+//
+//go:noescape
+func f16ToF32NEON(dst *float32, src *uint16, n4 int)
+
+// bf16ToF32NEON converts n4 bfloat16 values to float32 (exact).
+//
+//go:noescape
+func bf16ToF32NEON(dst *float32, src *uint16, n4 int)
+
+// siluMulNEON computes dst = gate*sigmoid(gate)*up over n4 values.
+//
+//go:noescape
+func siluMulNEON(dst *float32, gate *float32, up *float32, n4 int)
+
+// geluTanhMulNEON computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up over n4 values.
+//
+//go:noescape
+func geluTanhMulNEON(dst *float32, gate *float32, up *float32, n4 int)
+
+// maxNEON returns the largest of n4 values (n4 >= 4, a multiple of 4; NaN if any is NaN).
+//
+//go:noescape
+func maxNEON(x *float32, n4 int) float32
+
+// expSumNEON replaces x[i] with exp(x[i]-sub) over n4 values and returns their sum.
+//
+//go:noescape
+func expSumNEON(x *float32, n4 int, sub float32) float32
+
+// mulScaleNEON computes dst = x*s*w over n4 values (w may be nil: dst = x*s).
+//
+//go:noescape
+func mulScaleNEON(dst *float32, x *float32, w *float32, n4 int, s float32)
+
+// addNEON computes dst = a + b over n4 values.
+//
+//go:noescape
+func addNEON(dst *float32, a *float32, b *float32, n4 int)
+
+// ropeNEON rotates n4 pairs (x1[i], x2[i]) to (x1*cos - x2*sin, x2*cos + x1*sin), each product
+// rounded before the sum, as ropeGeneric computes them.
+//
+//go:noescape
+func ropeNEON(x1 *float32, x2 *float32, cos *float32, sin *float32, n4 int)
+
+// qStreamQ8_0 is the Q8 matrix-vector product of n rows of 4*ng+0 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -163,7 +280,7 @@ func qStreamQ8_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ8_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ8_1 is the Q8 matrix-vector product of n rows of 4 blocks per 4 plus 1
+// qStreamQ8_1 is the Q8 matrix-vector product of n rows of 4*ng+1 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -175,7 +292,7 @@ func qStreamQ8_1(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ8_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ8_2 is the Q8 matrix-vector product of n rows of 4 blocks per 4 plus 2
+// qStreamQ8_2 is the Q8 matrix-vector product of n rows of 4*ng+2 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -187,7 +304,7 @@ func qStreamQ8_2(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ8_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ8_3 is the Q8 matrix-vector product of n rows of 4 blocks per 4 plus 3
+// qStreamQ8_3 is the Q8 matrix-vector product of n rows of 4*ng+3 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -199,7 +316,7 @@ func qStreamQ8_3(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ8_3(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ4_0 is the Q4 matrix-vector product of n rows of 4 blocks per 4 plus 0
+// qStreamQ4_0 is the Q4 matrix-vector product of n rows of 4*ng+0 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -211,7 +328,7 @@ func qStreamQ4_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ4_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ4_1 is the Q4 matrix-vector product of n rows of 4 blocks per 4 plus 1
+// qStreamQ4_1 is the Q4 matrix-vector product of n rows of 4*ng+1 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -223,7 +340,7 @@ func qStreamQ4_1(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ4_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ4_2 is the Q4 matrix-vector product of n rows of 4 blocks per 4 plus 2
+// qStreamQ4_2 is the Q4 matrix-vector product of n rows of 4*ng+2 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape
@@ -235,7 +352,7 @@ func qStreamQ4_2(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ4_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
-// qStreamQ4_3 is the Q4 matrix-vector product of n rows of 4 blocks per 4 plus 3
+// qStreamQ4_3 is the Q4 matrix-vector product of n rows of 4*ng+3 blocks
 // (see qstream.go in neongen).
 //
 //go:noescape

@@ -56,20 +56,26 @@ func (p *Pool) prepare(j *matmulJob) {
 }
 
 // prepareStream quantizes the single activation row for qStream<q>:
-// quants, scales and offsets, the last two padded with zeros to whole
-// groups of 4 blocks.
+// quants, scales and offsets, padded with zeros to whole groups of 4 blocks
+// (q4's quants in the order of its kernel).
 func (p *Pool) prepareStream(j *matmulJob, nb int) {
 	nbg := (nb + 3) &^ 3
 	x := p.paddedRow(j, 0, nb)
-	if cap(p.xq8) < nb*BlockSize {
-		p.xq8 = make([]byte, nb*BlockSize)
+	if cap(p.xq8) < nbg*BlockSize {
+		p.xq8 = make([]byte, nbg*BlockSize)
 	}
 	p.dx = growFloats(p.dx, nbg)
 	if cap(p.xs8) < nbg {
 		p.xs8 = make([]int32, nbg)
 	}
-	j.xq8, j.dx, j.xs8, j.nbp = p.xq8[:nb*BlockSize], p.dx[:nbg], p.xs8[:nbg], nb
-	quantizeXNEON(&x[0], nb, &j.xq8[0], &j.dx[0], &j.xs8[0])
+	j.xq8, j.dx, j.xs8, j.nbp = p.xq8[:nbg*BlockSize], p.dx[:nbg], p.xs8[:nbg], nb
+	if j.w.Type == Q4 {
+		clear(j.xq8[(nbg-4)*BlockSize:]) // the last group's padding
+		quantizeXQ4NEON(&x[0], nb, &j.xq8[0], &j.dx[0], &j.xs8[0])
+	} else {
+		quantizeXNEON(&x[0], nb, &j.xq8[0], &j.dx[0], &j.xs8[0])
+		clear(j.xq8[nb*BlockSize:])
+	}
 	clear(j.dx[nb:])
 	clear(j.xs8[nb:])
 }

@@ -197,3 +197,63 @@ func TestProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 		p.Close()
 	}
 }
+
+// ropeNEON rounds like ropeGeneric: bit-identical rotations, tails included.
+func TestRoPENEONEqualsGenericBitForBit(t *testing.T) {
+	withRoute(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, h := range []int{4, 16, 32, 34, 64, 100} {
+		x1, x2, c, s := randVec(rng, h), randVec(rng, h), randVec(rng, h), randVec(rng, h)
+		a1, a2 := slices.Clone(x1), slices.Clone(x2)
+		rope(x1, x2, c, s)
+		ropeGeneric(a1, a2, c, s)
+		for i := range h {
+			if math.Float32bits(x1[i]) != math.Float32bits(a1[i]) || math.Float32bits(x2[i]) != math.Float32bits(a2[i]) {
+				t.Fatalf("h %d [%d]: (%g, %g), generic (%g, %g)", h, i, x1[i], x2[i], a1[i], a2[i])
+			}
+		}
+	}
+}
+
+// The float row streams compute a matrix-vector product with the arithmetic
+// of the 1×n tiles: bit-identical outputs, for every float type, widths with
+// and without a tail, and any number of rows.
+func TestRowStreamEqualsTilesBitForBit(t *testing.T) {
+	withRoute(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []WeightType{F32, F16, BF16} {
+		for _, s := range []struct{ rows, cols int }{{1, 8}, {7, 48}, {13, 64}, {5, 70}, {41, 1024}, {3, 257}, {9, 16}, {6, 24}} {
+			w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
+			x := randVec(rng, s.cols)
+			rb := typ.RowBytes(s.cols)
+			run := func(stream bool) []float32 {
+				defer func(old bool) { useRowStream = old }(useRowStream)
+				useRowStream = stream
+				y := randVec(rand.New(rand.NewPCG(7, 8)), s.rows) // accumulates into y
+				floatTiles(typ, y, s.rows, x, 1, s.cols, w.Data, rb, s.rows)
+				return y
+			}
+			got, want := run(true), run(false)
+			for r := range want {
+				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("%v %dx%d row %d: stream %g, tiles %g", typ, s.rows, s.cols, r, got[r], want[r])
+				}
+			}
+		}
+	}
+}
+
+// The pure-Go route must stay correct on arm64 CPUs without dotprod.
+func TestGenericRouteOnARM64(t *testing.T) {
+	defer func(old bool) { useNEON = old }(useNEON)
+	useNEON = false
+	t.Run("rows", TestElementwiseKernelsMatchReference)
+	t.Run("dot", TestDotAndAxpyMatchReference)
+	t.Run("f16", TestF16SliceConversionsMatchScalar)
+	t.Run("rmsnorm", TestRMSNormMatchesReference)
+	t.Run("softmax", TestSoftmaxMatchesReference)
+	t.Run("batched", TestBatchedRowKernels)
+	t.Run("multiquery", TestMultiQueryKernels)
+	t.Run("dequant", TestQuantizeDequantizeErrorWithinFormatBound)
+	t.Run("gather", TestGatherRowsScalesSelectedRows)
+}

@@ -123,6 +123,16 @@ func encSSHRB(d, n V, sh int) encoded {
 		fmt.Sprintf("sshr v%d.16b, v%d.16b, #%d", d, n, sh)}
 }
 
+// encLD4Lane encodes ld4 {Vt.s-Vt+3.s}[lane], [Xn], #16: 4 words at Xn to
+// lane lane of Vt..Vt+3 (Vt <= V28: no wrapping), Xn moving on by 16.
+func encLD4Lane(t V, n R, lane int) encoded {
+	if t > 28 || lane < 0 || lane > 3 {
+		panic("encLD4Lane")
+	}
+	return encoded{0x0dffa000 | uint32(lane>>1)<<30 | uint32(lane&1)<<12 | uint32(n)<<5 | uint32(t),
+		fmt.Sprintf("ld4 {v%d.s-v%d.s}[%d], [x%d], #16", t, t+3, lane, n)}
+}
+
 // The instructions, Arm operand order.
 
 func (a *asm) fadd(d, n, m V)  { a.word(enc3("fadd", d, n, m)) }
@@ -161,6 +171,7 @@ func (a *asm) fmlaElem(d, n, m V, i int) { a.word(encElem("fmla", d, n, m, i)) }
 func (a *asm) fmulElem(d, n, m V, i int) { a.word(encElem("fmul", d, n, m, i)) }
 func (a *asm) sdotElem(d, n, m V, i int) { a.word(encElem("sdot", d, n, m, i)) }
 func (a *asm) sshrB(d, n V, sh int)      { a.word(encSSHRB(d, n, sh)) }
+func (a *asm) ld4Lane(t V, n R, lane int) { a.word(encLD4Lane(t, n, lane)) }
 
 // Go mnemonics (Go writes the sources first, reversed, then the destination).
 

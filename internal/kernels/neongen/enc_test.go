@@ -71,6 +71,11 @@ func TestEncoderMatchesGNUAssembler(t *testing.T) {
 		{encSSHRB(0, 1, 4), 0x4f0c0420, "sshr v0.16b, v1.16b, #4"},
 		{encSSHRB(31, 2, 8), 0x4f08045f, "sshr v31.16b, v2.16b, #8"},
 		{encSSHRB(3, 30, 1), 0x4f0f07c3, "sshr v3.16b, v30.16b, #1"},
+		{encLD4Lane(4, 7, 0), 0x0dffa0e4, "ld4 {v4.s-v7.s}[0], [x7], #16"},
+		{encLD4Lane(4, 7, 1), 0x0dffb0e4, "ld4 {v4.s-v7.s}[1], [x7], #16"},
+		{encLD4Lane(4, 7, 2), 0x4dffa0e4, "ld4 {v4.s-v7.s}[2], [x7], #16"},
+		{encLD4Lane(4, 7, 3), 0x4dffb0e4, "ld4 {v4.s-v7.s}[3], [x7], #16"},
+		{encLD4Lane(4, 22, 1), 0x0dffb2c4, "ld4 {v4.s-v7.s}[1], [x22], #16"},
 	}
 	for _, c := range cases {
 		if c.got.word != c.word || c.got.arm != c.arm {

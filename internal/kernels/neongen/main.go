@@ -74,6 +74,14 @@ func emit() *asm {
 			}
 		}
 	}
+	genDots(a, "F32", 1)
+	genAxpys(a, "F32", 1)
+	for nq := 1; nq <= 4; nq++ {
+		genDots(a, "F16", nq)
+		genAxpys(a, "F16", nq)
+	}
+	genConverts(a)
+	genElementwise(a)
 	for _, q := range []string{"Q8", "Q4"} {
 		for t := range group {
 			genQStream(a, q, t)

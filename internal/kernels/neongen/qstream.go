@@ -11,8 +11,8 @@ import "fmt"
 //	P_l = fma(float(S_b), fcvt(dw_b)*dx_b, P_l)    for b = l, l+4, l+8, ... in order
 //	y   = (P_0 + P_1) + (P_2 + P_3)
 //
-// with wq the weight quants (q4: the stored nibble q+8, and S_b gets the
-// block's offset -8*sum(xq) added), dw_b the weight's binary16 scale and
+// with wq the weight quants (q4: the stored nibble q+8, and S_b starts
+// from the block's offset -8*sum(xq)), dw_b the weight's binary16 scale and
 // dx_b the activation's. Every kernel, whatever its number of rows, does
 // these float operations on these values, so a row's result does not
 // depend on the rows computed with it: prefill rows equal the decode
@@ -20,17 +20,32 @@ import "fmt"
 // exact however the SDOTs are arranged.
 //
 // The matrix-vector kernels here (qStream<q>_<t>) hold P in the 4 lanes of
-// one vector (lane l = P_l): the 4-lane SDOT sums of 4 blocks are reduced
-// with three ADDPs into one vector of 4 block sums. The SDOT accumulators
-// are never cleared: they hold running sums, and the block sums are the
-// difference of two reductions (exact in wrapping int32 arithmetic), which
-// saves a clear per block. The row's nb blocks are ng groups of 4 and a
-// tail of t (the variant's suffix; rows of a call all have the same nb, so
-// the Go caller picks the variant).
+// one vector (lane l = P_l) and need the block sums of a group of 4 blocks
+// in the 4 lanes of one vector. They load weights and activations with LD4,
+// which de-interleaves 16 words of 4 bytes into 4 registers (word 4i+j to
+// lane i of register j): SDOT of register j of the weights with register j
+// of the activations then sums, in lane i, the 16 bytes of words 4i..4i+3.
+//
+//   - q8: 64 bytes are 2 blocks, so lane i sums half a block; one ADDP of
+//     two such accumulators gives the 4 block sums of a group.
+//   - q4: 64 bytes are 4 blocks of 16 packed bytes (word j of block i holds
+//     values 4j..4j+3 in its low nibbles and 16+4j.. in its high ones), so
+//     lane i is block i: 4 SDOTs of the low nibbles with the activations'
+//     low halves and 4 of the high nibbles with the high halves sum whole
+//     blocks, starting from the offsets. The activations are stored for it
+//     (quantizeXQ4NEON): per group, the 4 blocks' first halves, then their
+//     second halves.
+//
+// Rows go two at a time (the activations loaded once for both), then a last
+// single row. A row's nb blocks are ng groups of 4 and a tail of t (the
+// variant's suffix; rows of a call all have the same nb, so the Go caller
+// picks the variant). The tail's weights are loaded a block at a time
+// (LD4 to lanes), never past the row; the activations, scales and offsets
+// are padded with zeros to whole groups, so stale lanes multiply zeros.
 
 // qTailMask is the lane mask of a tail of t blocks (lanes < t set), at
-// offset 16t: the scales past the row's last block are whatever bytes
-// follow and must not reach the sum.
+// offset 16t: the weight scales past the row's last block are whatever
+// bytes follow and must not reach the sum.
 const qTailMask = "qTailMask"
 
 func qTailMaskTable(a *asm) {
@@ -47,130 +62,174 @@ func qTailMaskTable(a *asm) {
 	a.table(qTailMask, w)
 }
 
+// qStream holds a qStream kernel's registers: per row j of a pass, sp[j]
+// and qp[j] its scales and quants; xp, dp, op the activations' quants,
+// scales and offsets; g the groups left.
+type qStream struct {
+	a      *asm
+	q      string
+	t      int
+	sp, qp [2]R
+	xp, dp R
+	op, g  R
+}
+
+// Vector registers: V0-V3 activations; per row j of a pass, W(j) the 4
+// weight registers, A(j) and A(j)+1 the SDOT accumulators (q4: A(j) only,
+// A(j)+1 scratch), F(j) its P_0..P_3; V16-V19 the float scratch, V21 the
+// tail mask, V28 the q4 nibble mask.
+func (k *qStream) W(j int) V { return V(4 + 6*j) }
+func (k *qStream) A(j int) V { return V(8 + 6*j) }
+func (k *qStream) F(j int) V { return V(20 + 2*j) }
+
 // genQStream emits qStream<q>_<t>(xq, dx, off, w, ng, y, n): for the n
 // weight rows at w (contiguous, nb = 4*ng+t blocks each), y[r] = row r ·
-// activations (plain layout of quantizeXNEON: quants xq, scales dx and
-// offsets off, both padded with zeros to whole groups of 4).
+// activations (quants xq, scales dx, offsets off, all padded with zeros to
+// whole groups of 4 blocks; q8 in the layout of quantizeXNEON, q4 in that of
+// quantizeXQ4NEON).
 func genQStream(a *asm, q string, t int) {
 	name := fmt.Sprintf("qStream%s_%d", q, t)
 	a.fn(name, "func(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)",
-		fmt.Sprintf(`%s is the %s matrix-vector product of n rows of %d blocks per 4 plus %d
-		(see qstream.go in neongen).`, name, q, group, t))
-	xq, dx, off, sp, ng, y, n := R(0), R(1), R(2), R(3), R(4), R(5), R(6)
-	qp, xp, dp, op, g, nb2, tmp := R(7), R(8), R(9), R(10), R(11), R(12), R(13)
+		fmt.Sprintf(`%s is the %s matrix-vector product of n rows of 4*ng+%d blocks
+		(see qstream.go in neongen).`, name, q, t))
+	xq, dx, off, ng, y, n := R(0), R(1), R(2), R(4), R(5), R(6)
+	nb2, rb, tmp := R(12), R(13), R(19)
+	k := &qStream{a: a, q: q, t: t, sp: [2]R{3, 14}, qp: [2]R{7, 15}, xp: 8, dp: 9, op: 10, g: 11}
 	for _, p := range []struct {
 		n string
 		r R
-	}{{"xq", xq}, {"dx", dx}, {"off", off}, {"w", sp}, {"ng", ng}, {"y", y}, {"n", n}} {
+	}{{"xq", xq}, {"dx", dx}, {"off", off}, {"w", k.sp[0]}, {"ng", ng}, {"y", y}, {"n", n}} {
 		a.load(p.n, p.r)
 	}
-	a.opf("CBZ", "%s, done", n)
-	a.opf("LSL", "$3, %s, %s", ng, nb2) // 2 bytes of scale per block
+	a.opf("LSL", "$2, %s, %s", ng, tmp)
 	if t > 0 {
-		a.opf("ADD", "$%d, %s, %s", 2*t, nb2, nb2)
-		a.opf("MOVD", "$%s<>+%d(SB), %s", qTailMask, 16*t, tmp)
-		a.opf("VLD1", "(%s), [V21.B16]", tmp)
+		a.opf("ADD", "$%d, %s, %s", t, tmp, tmp)
+		a.opf("MOVD", "$%s<>+%d(SB), %s", qTailMask, 16*t, rb)
+		a.opf("VLD1", "(%s), [V21.B16]", rb)
 	}
-	sacc := vrange(8, 4)
-	tp, tn, sum, dw, dxv, sc, facc := V(12), V(13), V(16), V(17), V(18), V(19), V(20)
-	for _, v := range append(sacc, tp) {
-		a.zero(v)
-	}
+	a.opf("LSL", "$1, %s, %s", tmp, nb2) // the scales: 2 bytes a block
+	a.opf("MOVD", "$%d, %s", 2+qBytes(q), rb)
+	a.opf("MUL", "%s, %s, %s", tmp, rb, rb) // the bytes of a row
 	if q == "Q4" {
 		a.splat(28, 0x0f0f0f0f, tmp)
 	}
-	a.label("row")
-	a.opf("MOVD", "%s, %s", xq, xp)
-	a.opf("MOVD", "%s, %s", dx, dp)
-	if q == "Q4" {
-		a.opf("MOVD", "%s, %s", off, op)
-	}
-	a.opf("ADD", "%s, %s, %s", nb2, sp, qp)
-	a.opf("MOVD", "%s, %s", ng, g)
-	a.zero(facc)
-	a.opf("CBZ", "%s, tail", g)
-
-	// blocks loads and multiplies blocks [0, cnt) of a group into sacc.
-	blocks := func(cnt int) {
-		if q == "Q8" {
-			for b := 0; b < cnt; b += 2 {
-				if b+1 < cnt {
-					a.opf("VLD1.P", "64(%s), %s", qp, list(4, 4, "B16"))
-					a.opf("VLD1.P", "64(%s), %s", xp, list(0, 4, "B16"))
-				} else {
-					a.opf("VLD1.P", "32(%s), %s", qp, list(4, 2, "B16"))
-					a.opf("VLD1.P", "32(%s), %s", xp, list(0, 2, "B16"))
-				}
-				for i := 0; i < 2 && b+i < cnt; i++ {
-					a.sdot(sacc[b+i], V(4+2*i), V(2*i))
-					a.sdot(sacc[b+i], V(5+2*i), V(2*i+1))
-				}
-			}
-			return
-		}
-		if cnt == group {
-			a.opf("VLD1.P", "64(%s), %s", qp, list(4, 4, "B16"))
-		} else {
-			a.opf("VLD1.P", "%d(%s), %s", 16*cnt, qp, list(4, cnt, "B16"))
-		}
-		for b := 0; b < cnt; b += 2 {
-			nx := min(2, cnt-b)
-			a.opf("VLD1.P", "%d(%s), %s", 32*nx, xp, list(0, 2*nx, "B16"))
-			for i := range nx {
-				wv := V(4 + b + i)
-				a.and(22, wv, 28)  // low nibbles: values 0-15 of the block
-				a.ushrB(wv, wv, 4) // high nibbles: values 16-31
-				a.sdot(sacc[b+i], 22, V(2*i))
-				a.sdot(sacc[b+i], wv, V(2*i+1))
-			}
-		}
-	}
-	// float adds the group's block sums to facc; tail masks the scales.
-	float := func(tail bool) {
-		a.addp(14, sacc[0], sacc[1])
-		a.addp(15, sacc[2], sacc[3])
-		a.addp(tn, 14, 15)
-		a.sub(sum, tn, tp)
-		a.mov(tp, tn)
+	pass := func(nr int, pre string) {
+		a.opf("MOVD", "%s, %s", xq, k.xp)
+		a.opf("MOVD", "%s, %s", dx, k.dp)
 		if q == "Q4" {
-			if tail {
-				a.opf("VLD1", "(%s), [V23.S4]", op)
-			} else {
-				a.opf("VLD1.P", "16(%s), [V23.S4]", op)
+			a.opf("MOVD", "%s, %s", off, k.op)
+		}
+		if nr == 2 {
+			a.opf("ADD", "%s, %s, %s", rb, k.sp[0], k.sp[1])
+		}
+		for j := range nr {
+			a.opf("ADD", "%s, %s, %s", nb2, k.sp[j], k.qp[j])
+			a.zero(k.F(j))
+		}
+		a.opf("MOVD", "%s, %s", ng, k.g)
+		a.opf("CBZ", "%s, %stail", k.g, pre)
+		a.label(pre + "group")
+		k.group(nr, group)
+		a.opf("SUBS", "$1, %s", k.g)
+		a.opf("BNE", "%sgroup", pre)
+		a.label(pre + "tail")
+		if t > 0 {
+			k.group(nr, t)
+		}
+		for j := range nr {
+			f := k.F(j)
+			a.faddp(f, f, f)
+			a.faddps(f, f) // (P0+P1) + (P2+P3)
+			a.opf("FMOVS.P", "%s, 4(%s)", f.F(), y)
+		}
+		a.opf("MOVD", "%s, %s", k.qp[nr-1], k.sp[0]) // the next row starts where the quants end
+	}
+	a.label("pair")
+	a.opf("CMP", "$2, %s", n)
+	a.op("BLT", "single")
+	pass(2, "p")
+	a.opf("SUB", "$2, %s", n)
+	a.op("B", "pair")
+	a.label("single")
+	a.opf("CBZ", "%s, done", n)
+	pass(1, "s")
+	a.label("done")
+	a.ret()
+}
+
+// group multiplies the activations with cnt blocks of each of nr rows (a
+// whole group, or the tail) and adds them to the rows' P.
+func (k *qStream) group(nr, cnt int) {
+	a := k.a
+	tail := cnt < group
+	if k.q == "Q8" {
+		for h := range 2 { // blocks 2h, 2h+1
+			if cnt <= 2*h {
+				for j := range nr {
+					a.zero(k.A(j) + V(h))
+				}
+				continue
 			}
-			a.add(sum, sum, 23)
+			a.opf("VLD4.P", "64(%s), %s", k.xp, list(0, 4, "S4"))
+			for j := range nr {
+				acc := k.A(j) + V(h)
+				switch n := cnt - 2*h; {
+				case n >= 2:
+					a.opf("VLD4.P", "64(%s), %s", k.qp[j], list(k.W(j), 4, "S4"))
+				case n == 1:
+					a.ld4Lane(k.W(j), k.qp[j], 0)
+					a.ld4Lane(k.W(j), k.qp[j], 1)
+				}
+				a.zero(acc)
+				for r := range V(4) {
+					a.sdot(acc, k.W(j)+r, r)
+				}
+			}
 		}
-		a.scvtf(sum, sum)
-		if tail {
-			a.opf("FMOVD", "(%s), %s", sp, dw.F())
-			a.opf("VLD1", "(%s), [V%d.S4]", dp, dxv)
+	} else {
+		for j := range nr {
+			if tail {
+				for i := range cnt {
+					a.ld4Lane(k.W(j), k.qp[j], i)
+				}
+			} else {
+				a.opf("VLD4.P", "64(%s), %s", k.qp[j], list(k.W(j), 4, "S4"))
+			}
+		}
+		a.opf("VLD4.P", "64(%s), %s", k.xp, list(0, 4, "S4")) // first halves
+		for j := range nr {
+			acc, lo := k.A(j), k.A(j)+1
+			a.opf("VLD1", "(%s), [%s]", k.op, acc.S4())
+			for r := range V(4) {
+				a.and(lo, k.W(j)+r, 28)
+				a.sdot(acc, lo, r)
+			}
+		}
+		a.opf("ADD", "$16, %s", k.op)
+		a.opf("VLD4.P", "64(%s), %s", k.xp, list(0, 4, "S4")) // second halves
+		for j := range nr {
+			for r := range V(4) {
+				w := k.W(j) + r
+				a.ushrB(w, w, 4)
+				a.sdot(k.A(j), w, r)
+			}
+		}
+	}
+	sum, dw, dxv, sc := V(16), V(17), V(18), V(19)
+	a.opf("VLD1.P", "16(%s), [%s]", k.dp, dxv.S4())
+	for j := range nr {
+		if k.q == "Q8" {
+			a.addp(sum, k.A(j), k.A(j)+1)
+			a.scvtf(sum, sum)
 		} else {
-			a.opf("FMOVD.P", "8(%s), %s", sp, dw.F())
-			a.opf("VLD1.P", "16(%s), [V%d.S4]", dp, dxv)
+			a.scvtf(sum, k.A(j))
 		}
+		a.opf("FMOVD.P", "8(%s), %s", k.sp[j], dw.F())
 		a.fcvtl(dw, dw)
 		if tail {
 			a.and(dw, dw, 21)
 		}
 		a.fmul(sc, dw, dxv)
-		a.fmla(facc, sum, sc)
+		a.fmla(k.F(j), sum, sc)
 	}
-	a.label("group")
-	blocks(group)
-	float(false)
-	a.opf("SUBS", "$1, %s", g)
-	a.op("BNE", "group")
-	a.label("tail")
-	if t > 0 {
-		blocks(t)
-		float(true)
-	}
-	a.faddp(facc, facc, facc)
-	a.faddps(facc, facc) // (P0+P1) + (P2+P3)
-	a.opf("FMOVS.P", "%s, 4(%s)", facc.F(), y)
-	a.opf("MOVD", "%s, %s", qp, sp) // the next row starts where the quants end
-	a.opf("SUBS", "$1, %s", n)
-	a.op("BNE", "row")
-	a.label("done")
-	a.ret()
 }

@@ -12,9 +12,10 @@ package main
 // Each block also gets its offset, -8 times the sum of its quants: the q4
 // kernels multiply the stored nibbles (q+8) and add it.
 //
-// Two layouts. quantizeXNEON writes the plain one for the matrix-vector
-// kernels (qstream.go): quants in order, scales and offsets in arrays of
-// their own. quantizeXTNEON writes one row of a group of 4 rows, transposed
+// Three layouts. quantizeXNEON writes the plain one for the q8
+// matrix-vector kernel (qstream.go): quants in order, scales and offsets in
+// arrays of their own; quantizeXQ4NEON the same with the quants in the
+// order of the q4 kernel. quantizeXTNEON writes one row of a group of 4 rows, transposed
 // for the matrix-product kernels (qtile.go): per block a record of
 // recBytes: the 4 rows' dx (one lane each), their offsets, then 8 vectors
 // where vector k holds bytes 4k..4k+3 of row r in lane r.
@@ -86,6 +87,31 @@ func genQuantize(a *asm) {
 	a.opf("VST1.P", "%s, 32(%s)", list(0, 2, "B16"), q)
 	a.opf("FMOVS.P", "F16, 4(%s)", dx)
 	a.opf("FMOVS.P", "F9, 4(%s)", off)
+	a.opf("SUBS", "$1, %s", nb)
+	a.op("BNE", "block")
+	a.ret()
+
+	a.fn("quantizeXQ4NEON", "func(x *float32, nb int, q *byte, dx *float32, off *int32)",
+		`quantizeXQ4NEON is quantizeXNEON with the quants in the order of the q4 matrix-vector
+		kernels: per group of 4 blocks, their values 0-15, then their values 16-31.`)
+	a.load("x", x)
+	a.load("nb", nb)
+	a.load("q", q)
+	a.load("dx", dx)
+	a.load("off", off)
+	quantConsts(a, 5)
+	a.opf("MOVD", "ZR, R6")
+	a.label("block")
+	quantBlock(a, x)
+	a.opf("FMOVQ", "F1, %d(%s)", 4*vecBytes, q)
+	a.opf("FMOVQ.P", "F0, %d(%s)", vecBytes, q)
+	a.opf("FMOVS.P", "F16, 4(%s)", dx)
+	a.opf("FMOVS.P", "F9, 4(%s)", off)
+	a.op("ADD", "$1, R6")
+	a.op("TST", "$3, R6")
+	a.op("BNE", "next")
+	a.opf("ADD", "$%d, %s", 4*vecBytes, q) // past the group's second halves
+	a.label("next")
 	a.opf("SUBS", "$1, %s", nb)
 	a.op("BNE", "block")
 	a.ret()
