@@ -167,10 +167,10 @@ func (a *asm) faddps(d, n V)  { a.word(enc2("faddps", d, n)) }
 func (a *asm) fmaxv(d, n V)   { a.word(enc2("fmaxv", d, n)) }
 func (a *asm) addv(d, n V)    { a.word(enc2("addv", d, n)) }
 
-func (a *asm) fmlaElem(d, n, m V, i int) { a.word(encElem("fmla", d, n, m, i)) }
-func (a *asm) fmulElem(d, n, m V, i int) { a.word(encElem("fmul", d, n, m, i)) }
-func (a *asm) sdotElem(d, n, m V, i int) { a.word(encElem("sdot", d, n, m, i)) }
-func (a *asm) sshrB(d, n V, sh int)      { a.word(encSSHRB(d, n, sh)) }
+func (a *asm) fmlaElem(d, n, m V, i int)  { a.word(encElem("fmla", d, n, m, i)) }
+func (a *asm) fmulElem(d, n, m V, i int)  { a.word(encElem("fmul", d, n, m, i)) }
+func (a *asm) sdotElem(d, n, m V, i int)  { a.word(encElem("sdot", d, n, m, i)) }
+func (a *asm) sshrB(d, n V, sh int)       { a.word(encSSHRB(d, n, sh)) }
 func (a *asm) ld4Lane(t V, n R, lane int) { a.word(encLD4Lane(t, n, lane)) }
 
 // Go mnemonics (Go writes the sources first, reversed, then the destination).
