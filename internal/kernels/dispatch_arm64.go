@@ -168,6 +168,17 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 }
 
 func softmax(x []float32) {
+	// Leading -Inf entries (the positions before a sliding window) vary with
+	// how a sequence was split into passes: the vector sum starts after them,
+	// so that it, and every probability, does not depend on their number.
+	f := 0
+	for f < len(x) && math.IsInf(float64(x[f]), -1) {
+		f++
+	}
+	clear(x[:f])
+	if x = x[f:]; len(x) == 0 {
+		return
+	}
 	n := vecLen(len(x))
 	if n == 0 {
 		softmaxGeneric(x)
