@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per token of an arm64 hfstatic binary under qemu-aarch64, as the
-# difference of two runs of `hfstatic bench` (which cancels loading and warm-up),
-# 1 thread. Usage:
+# difference of two runs of `hfstatic bench`, 1 thread: it cancels loading, and the
+# warm-up's decode steps (4 in both runs); the warm-up's prefill of the prompt counts
+# with the measured one (2 × 128 tokens apart). Usage:
 #   per-token.sh decode|prefill HFSTATIC-ARM64 PROGRAM.hfs [qemu -cpu model, default max]
 # Needs libinsn.so (built from insn.c) in the current directory or at $INSN_LIB, and
 # HFSTATIC_KERNELS, if set, picks the route as for hfstatic itself.
@@ -16,7 +17,7 @@ run() { # prompt gen -> instruction count
 }
 case $mode in
 decode) a=$(run 1 4); b=$(run 1 20); n=16 ;;
-prefill) a=$(run 64 1); b=$(run 192 1); n=128 ;;
+prefill) a=$(run 64 1); b=$(run 192 1); n=256 ;; # bench's warm-up prefills the prompt too
 *) echo "usage: $0 decode|prefill BIN PROGRAM [cpu]" >&2; exit 2 ;;
 esac
 echo "$mode $(basename "$prog"): $(( (b - a) / n )) instructions per token ($a, $b; $n tokens apart)"

@@ -8,6 +8,6 @@ lib=${PROF_LIB:-$PWD/libprof.so}
 out=$(mktemp)
 PROF_OUT=$out qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "${QEMU_CPU:-max}" -plugin "$lib" "$@" >/dev/null
 awk '{print $1}' "$out" | go tool addr2line "$bin" | awk 'NR%2==1' | paste -d' ' - <(awk '{print $2}' "$out") |
-  awk '{n[$1]+=$2; t+=$2} END {for (f in n) printf "%14d %5.1f%% %s\n", n[f], 100*n[f]/t, f; printf "%14d total\n", t}' |
+  awk '{n[$1]+=$2; t+=$2} END {for (f in n) printf "%14.0f %5.1f%% %s\n", n[f], 100*n[f]/t, f; printf "%14.0f total\n", t}' |
   sort -rn | head -${TOP:-30}
 rm -f "$out"
