@@ -3314,251 +3314,475 @@ TEXT ·qTileQ8_0(SB), NOSPLIT|NOFRAME, $0-64
 	LSL     $1, R15, R14
 	MOVD    $34, R13
 	MUL     R15, R13, R13
-pair:
-	CMP     $2, R7
-	BLT     single
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -3747,302 +3971,574 @@ TEXT ·qTileQ8_1(SB), NOSPLIT|NOFRAME, $0-64
 	LSL     $1, R15, R14
 	MOVD    $34, R13
 	MUL     R15, R13, R13
-pair:
-	CMP     $2, R7
-	BLT     single
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD   (R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD   (R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -4228,347 +4724,661 @@ TEXT ·qTileQ8_2(SB), NOSPLIT|NOFRAME, $0-64
 	LSL     $1, R15, R14
 	MOVD    $34, R13
 	MUL     R15, R13, R13
-pair:
-	CMP     $2, R7
-	BLT     single
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD   (R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD   (R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -4774,392 +5584,748 @@ TEXT ·qTileQ8_3(SB), NOSPLIT|NOFRAME, $0-64
 	LSL     $1, R15, R14
 	MOVD    $34, R13
 	MUL     R15, R13, R13
-pair:
-	CMP     $2, R7
-	BLT     single
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD   (R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  32(R20), [V10.B16, V11.B16]
+	VEOR    V14.B16, V14.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD   (R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  32(R11), [V12.B16, V13.B16]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  32(R11), [V8.B16, V9.B16]
+	VEOR    V13.B16, V13.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  32(R10), [V10.B16, V11.B16]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  32(R10), [V6.B16, V7.B16]
+	VEOR    V12.B16, V12.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -5317,276 +6483,524 @@ TEXT ·qTileQ4_0(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    $18, R13
 	MUL     R15, R13, R13
 	MOVW    $0x0f0f0f0f, R15
-	VDUP    R15, V28.S4
-pair:
-	CMP     $2, R7
-	BLT     single
+	VDUP    R15, V31.S4
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -5828,333 +7242,635 @@ TEXT ·qTileQ4_1(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    $18, R13
 	MUL     R15, R13, R13
 	MOVW    $0x0f0f0f0f, R15
-	VDUP    R15, V28.S4
-pair:
-	CMP     $2, R7
-	BLT     single
+	VDUP    R15, V31.S4
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD   (R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD   (R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -6399,384 +8115,734 @@ TEXT ·qTileQ4_2(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    $18, R13
 	MUL     R15, R13, R13
 	MOVW    $0x0f0f0f0f, R15
-	VDUP    R15, V28.S4
-pair:
-	CMP     $2, R7
-	BLT     single
+	VDUP    R15, V31.S4
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD   (R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD   (R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET
@@ -7024,435 +9090,833 @@ TEXT ·qTileQ4_3(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    $18, R13
 	MUL     R15, R13, R13
 	MOVW    $0x0f0f0f0f, R15
-	VDUP    R15, V28.S4
-pair:
-	CMP     $2, R7
-	BLT     single
+	VDUP    R15, V31.S4
+triple:
+	CMP     $3, R7
+	BLT     rest
+	MOVD    R0, R8
+	ADD     R13, R1, R9
+	ADD     R13, R9, R19
+	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	ADD     R14, R19, R20
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V28.B16, V28.B16, V28.B16
+	VEOR    V29.B16, V29.B16, V29.B16
+	MOVD    R2, R12
+	CBZ     R12, ttail
+tgroup:
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD.P 8(R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1981e // fmul v30.4s, v0.4s, v17.s[3]
+	VFMLA   V30.S4, V14.S4, V29.S4
+	SUBS    $1, R12
+	BNE     tgroup
+ttail:
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	FMOVD   (R19), F17
+	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91901e // fmul v30.4s, v0.4s, v17.s[0]
+	VFMLA   V30.S4, V14.S4, V26.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4fb1901e // fmul v30.4s, v0.4s, v17.s[1]
+	VFMLA   V30.S4, V14.S4, V27.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  16(R20), [V11.B16]
+	VAND    V31.B16, V11.B16, V10.B16
+	VUSHR   $4, V11.B16, V11.B16
+	VORR    V1.B16, V1.B16, V14.B16
+	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
+	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
+	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4f8be04e // sdot v14.4s, v2.16b, v11.4b[0]
+	WORD    $0x4fabe06e // sdot v14.4s, v3.16b, v11.4b[1]
+	WORD    $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD    $0x4fabe8ae // sdot v14.4s, v5.16b, v11.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD    $0x4f91981e // fmul v30.4s, v0.4s, v17.s[2]
+	VFMLA   V30.S4, V14.S4, V28.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD    $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	VST1.P  V26.S[0], 4(R3)
+	VST1.P  V26.S[1], 4(R4)
+	VST1.P  V26.S[2], 4(R5)
+	VST1.P  V26.S[3], 4(R6)
+	MOVD    R20, R1
+	SUB     $3, R7
+	B       triple
+rest:
+	CBZ     R7, done
+	CMP     $1, R7
+	BEQ     single
 	MOVD    R0, R8
 	ADD     R13, R1, R9
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
+	ADD     R14, R9, R11
 	VEOR    V22.B16, V22.B16, V22.B16
 	VEOR    V23.B16, V23.B16, V23.B16
-	ADD     R14, R9, R11
 	VEOR    V24.B16, V24.B16, V24.B16
 	VEOR    V25.B16, V25.B16, V25.B16
-	VEOR    V26.B16, V26.B16, V26.B16
-	VEOR    V27.B16, V27.B16, V27.B16
 	MOVD    R2, R12
 	CBZ     R12, ptail
 pgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD.P 8(R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39811 // fmul v17.4s, v0.4s, v19.s[3]
-	VFMLA   V17.S4, V15.S4, V27.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD.P 8(R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0981e // fmul v30.4s, v0.4s, v16.s[3]
+	VFMLA   V30.S4, V13.S4, V25.S4
 	SUBS    $1, R12
 	BNE     pgroup
 ptail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	FMOVD   (R9), F19
-	WORD    $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939011 // fmul v17.4s, v0.4s, v19.s[0]
-	VFMLA   V17.S4, V15.S4, V24.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4fb39011 // fmul v17.4s, v0.4s, v19.s[1]
-	VFMLA   V17.S4, V15.S4, V25.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  16(R11), [V13.B16]
-	VAND    V28.B16, V13.B16, V12.B16
-	VUSHR   $4, V13.B16, V13.B16
-	VORR    V1.B16, V1.B16, V15.B16
-	WORD    $0x4f8ce04f // sdot v15.4s, v2.16b, v12.4b[0]
-	WORD    $0x4face06f // sdot v15.4s, v3.16b, v12.4b[1]
-	WORD    $0x4f8ce88f // sdot v15.4s, v4.16b, v12.4b[2]
-	WORD    $0x4face8af // sdot v15.4s, v5.16b, v12.4b[3]
-	WORD    $0x4f8de0cf // sdot v15.4s, v6.16b, v13.4b[0]
-	WORD    $0x4fade0ef // sdot v15.4s, v7.16b, v13.4b[1]
-	WORD    $0x4f8de90f // sdot v15.4s, v8.16b, v13.4b[2]
-	WORD    $0x4fade92f // sdot v15.4s, v9.16b, v13.4b[3]
-	WORD    $0x4e21d9ef // scvtf v15.4s, v15.4s
-	WORD    $0x4f939811 // fmul v17.4s, v0.4s, v19.s[2]
-	VFMLA   V17.S4, V15.S4, V26.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	FMOVD   (R9), F16
+	WORD    $0x0e217a10 // fcvtl v16.4s, v16.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90901e // fmul v30.4s, v0.4s, v16.s[0]
+	VFMLA   V30.S4, V13.S4, V22.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4fb0901e // fmul v30.4s, v0.4s, v16.s[1]
+	VFMLA   V30.S4, V13.S4, V23.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  16(R11), [V9.B16]
+	VAND    V31.B16, V9.B16, V8.B16
+	VUSHR   $4, V9.B16, V9.B16
+	VORR    V1.B16, V1.B16, V13.B16
+	WORD    $0x4f88e04d // sdot v13.4s, v2.16b, v8.4b[0]
+	WORD    $0x4fa8e06d // sdot v13.4s, v3.16b, v8.4b[1]
+	WORD    $0x4f88e88d // sdot v13.4s, v4.16b, v8.4b[2]
+	WORD    $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4f89e04d // sdot v13.4s, v2.16b, v9.4b[0]
+	WORD    $0x4fa9e06d // sdot v13.4s, v3.16b, v9.4b[1]
+	WORD    $0x4f89e88d // sdot v13.4s, v4.16b, v9.4b[2]
+	WORD    $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD    $0x4f90981e // fmul v30.4s, v0.4s, v16.s[2]
+	VFMLA   V30.S4, V13.S4, V24.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
 	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
-	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
-	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
-	VST1.P  V24.S[0], 4(R3)
-	VST1.P  V24.S[1], 4(R4)
-	VST1.P  V24.S[2], 4(R5)
-	VST1.P  V24.S[3], 4(R6)
+	WORD    $0x4e38d6d6 // fadd v22.4s, v22.4s, v24.4s
+	VST1.P  V22.S[0], 4(R3)
+	VST1.P  V22.S[1], 4(R4)
+	VST1.P  V22.S[2], 4(R5)
+	VST1.P  V22.S[3], 4(R6)
 	MOVD    R11, R1
-	SUB     $2, R7
-	B       pair
+	B       done
 single:
-	CBZ     R7, done
 	MOVD    R0, R8
 	ADD     R14, R1, R10
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	VEOR    V20.B16, V20.B16, V20.B16
 	VEOR    V21.B16, V21.B16, V21.B16
-	VEOR    V22.B16, V22.B16, V22.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	MOVD    R2, R12
 	CBZ     R12, stail
 sgroup:
-	FMOVD.P 8(R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29810 // fmul v16.4s, v0.4s, v18.s[3]
-	VFMLA   V16.S4, V14.S4, V23.S4
+	FMOVD.P 8(R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf981e // fmul v30.4s, v0.4s, v15.s[3]
+	VFMLA   V30.S4, V12.S4, V21.S4
 	SUBS    $1, R12
 	BNE     sgroup
 stail:
-	FMOVD   (R1), F18
-	WORD    $0x0e217a52 // fcvtl v18.4s, v18.4h
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929010 // fmul v16.4s, v0.4s, v18.s[0]
-	VFMLA   V16.S4, V14.S4, V20.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4fb29010 // fmul v16.4s, v0.4s, v18.s[1]
-	VFMLA   V16.S4, V14.S4, V21.S4
-	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P  32(R8), [V8.B16, V9.B16]
-	VLD1.P  16(R10), [V11.B16]
-	VAND    V28.B16, V11.B16, V10.B16
-	VUSHR   $4, V11.B16, V11.B16
-	VORR    V1.B16, V1.B16, V14.B16
-	WORD    $0x4f8ae04e // sdot v14.4s, v2.16b, v10.4b[0]
-	WORD    $0x4faae06e // sdot v14.4s, v3.16b, v10.4b[1]
-	WORD    $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
-	WORD    $0x4faae8ae // sdot v14.4s, v5.16b, v10.4b[3]
-	WORD    $0x4f8be0ce // sdot v14.4s, v6.16b, v11.4b[0]
-	WORD    $0x4fabe0ee // sdot v14.4s, v7.16b, v11.4b[1]
-	WORD    $0x4f8be90e // sdot v14.4s, v8.16b, v11.4b[2]
-	WORD    $0x4fabe92e // sdot v14.4s, v9.16b, v11.4b[3]
-	WORD    $0x4e21d9ce // scvtf v14.4s, v14.4s
-	WORD    $0x4f929810 // fmul v16.4s, v0.4s, v18.s[2]
-	VFMLA   V16.S4, V14.S4, V22.S4
+	FMOVD   (R1), F15
+	WORD    $0x0e2179ef // fcvtl v15.4s, v15.4h
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f901e // fmul v30.4s, v0.4s, v15.s[0]
+	VFMLA   V30.S4, V12.S4, V18.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4faf901e // fmul v30.4s, v0.4s, v15.s[1]
+	VFMLA   V30.S4, V12.S4, V19.S4
+	VLD1.P  32(R8), [V0.B16, V1.B16]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	VLD1.P  16(R10), [V7.B16]
+	VAND    V31.B16, V7.B16, V6.B16
+	VUSHR   $4, V7.B16, V7.B16
+	VORR    V1.B16, V1.B16, V12.B16
+	WORD    $0x4f86e04c // sdot v12.4s, v2.16b, v6.4b[0]
+	WORD    $0x4fa6e06c // sdot v12.4s, v3.16b, v6.4b[1]
+	WORD    $0x4f86e88c // sdot v12.4s, v4.16b, v6.4b[2]
+	WORD    $0x4fa6e8ac // sdot v12.4s, v5.16b, v6.4b[3]
+	VLD1.P  64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD    $0x4f87e04c // sdot v12.4s, v2.16b, v7.4b[0]
+	WORD    $0x4fa7e06c // sdot v12.4s, v3.16b, v7.4b[1]
+	WORD    $0x4f87e88c // sdot v12.4s, v4.16b, v7.4b[2]
+	WORD    $0x4fa7e8ac // sdot v12.4s, v5.16b, v7.4b[3]
+	WORD    $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD    $0x4f8f981e // fmul v30.4s, v0.4s, v15.s[2]
+	VFMLA   V30.S4, V12.S4, V20.S4
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
 	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
-	VST1.P  V20.S[0], 4(R3)
-	VST1.P  V20.S[1], 4(R4)
-	VST1.P  V20.S[2], 4(R5)
-	VST1.P  V20.S[3], 4(R6)
+	WORD    $0x4e34d652 // fadd v18.4s, v18.4s, v20.4s
+	VST1.P  V18.S[0], 4(R3)
+	VST1.P  V18.S[1], 4(R4)
+	VST1.P  V18.S[2], 4(R5)
+	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
 done:
 	RET

@@ -275,7 +275,7 @@ func ropeNEON(x1 *float32, x2 *float32, cos *float32, sin *float32, n4 int)
 func qStreamQ8_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ8_0 is the Q8 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 0 (see qtile.go in neongen).
+// 4*ng+0 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ8_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -287,7 +287,7 @@ func qTileQ8_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ8_1(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ8_1 is the Q8 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 1 (see qtile.go in neongen).
+// 4*ng+1 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ8_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -299,7 +299,7 @@ func qTileQ8_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ8_2(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ8_2 is the Q8 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 2 (see qtile.go in neongen).
+// 4*ng+2 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ8_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -311,7 +311,7 @@ func qTileQ8_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ8_3(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ8_3 is the Q8 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 3 (see qtile.go in neongen).
+// 4*ng+3 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ8_3(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -323,7 +323,7 @@ func qTileQ8_3(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ4_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ4_0 is the Q4 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 0 (see qtile.go in neongen).
+// 4*ng+0 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ4_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -335,7 +335,7 @@ func qTileQ4_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ4_1(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ4_1 is the Q4 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 1 (see qtile.go in neongen).
+// 4*ng+1 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ4_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -347,7 +347,7 @@ func qTileQ4_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ4_2(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ4_2 is the Q4 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 2 (see qtile.go in neongen).
+// 4*ng+2 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ4_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
@@ -359,7 +359,7 @@ func qTileQ4_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32,
 func qStreamQ4_3(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 
 // qTileQ4_3 is the Q4 product of 4 transposed activation rows with n weight rows of
-// 4 blocks per 4 plus 3 (see qtile.go in neongen).
+// 4*ng+3 blocks (see qtile.go in neongen).
 //
 //go:noescape
 func qTileQ4_3(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)

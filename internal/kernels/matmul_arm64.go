@@ -183,7 +183,7 @@ func qTileRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	nb := j.nbp
 	tile := table[nb%4]
-	panel := max(2, qPanelBytes/rb&^1)
+	panel := max(3, qPanelBytes/rb/3*3) // the kernels take weight rows 3 at a time
 	spare := p.grow(id, min(panel, hi-lo))
 	for r := lo; r < hi; r += panel {
 		n := min(panel, hi-r)

@@ -18,14 +18,14 @@ import "fmt"
 // (q8) or from the rows' offsets (q4). The float arithmetic per output is
 // that of qstream.go: P_l (a vector whose lanes are the 4 rows) takes the
 // blocks b = l mod 4 with the same fused multiply-adds, and the outputs are
-// (P0+P1)+(P2+P3). Weight rows go in pairs (the activations loaded once for
-// both), then a last single row.
+// (P0+P1)+(P2+P3). Weight rows go three at a time (each half block of
+// activations loaded once for the three), then the last one or two.
 func genQTile(a *asm, q string, t int) {
 	name := fmt.Sprintf("qTile%s_%d", q, t)
 	a.fn(name, "func(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)",
 		fmt.Sprintf(`%s is the %s product of 4 transposed activation rows with n weight rows of
-		%d blocks per 4 plus %d (see qtile.go in neongen).`, name, q, group, t))
-	k := &qtile{a: a, q: q, t: t, xt: 0, sp: [2]R{1, 9}, qp: [2]R{10, 11}, ng: 2, y: [4]R{3, 4, 5, 6}, n: 7, xp: 8, g: 12, rb: 13, nb2: 14}
+		4*ng+%d blocks (see qtile.go in neongen).`, name, q, t))
+	k := &qtile{a: a, q: q, t: t, xt: 0, sp: [3]R{1, 9, 19}, qp: [3]R{10, 11, 20}, ng: 2, y: [4]R{3, 4, 5, 6}, n: 7, xp: 8, g: 12, rb: 13, nb2: 14}
 	a.load("xt", k.xt)
 	a.load("w", k.sp[0])
 	a.load("ng", k.ng)
@@ -42,16 +42,21 @@ func genQTile(a *asm, q string, t int) {
 	a.opf("MOVD", "$%d, %s", 2+qBytes(q), k.rb)
 	a.opf("MUL", "%s, %s, %s", nb, k.rb, k.rb)
 	if q == "Q4" {
-		a.splat(28, 0x0f0f0f0f, nb)
+		a.splat(31, 0x0f0f0f0f, nb)
 	}
-	a.label("pair")
-	a.opf("CMP", "$2, %s", k.n)
-	a.op("BLT", "single")
-	k.rows(2)
-	a.opf("SUB", "$2, %s", k.n)
-	a.op("B", "pair")
-	a.label("single")
+	a.label("triple")
+	a.opf("CMP", "$3, %s", k.n)
+	a.op("BLT", "rest")
+	k.rows(3)
+	a.opf("SUB", "$3, %s", k.n)
+	a.op("B", "triple")
+	a.label("rest")
 	a.opf("CBZ", "%s, done", k.n)
+	a.opf("CMP", "$1, %s", k.n)
+	a.op("BEQ", "single")
+	k.rows(2)
+	a.op("B", "done")
+	a.label("single")
 	k.rows(1)
 	a.label("done")
 	a.ret()
@@ -66,26 +71,32 @@ type qtile struct {
 	t                    int
 	xt, ng, n, xp, g, rb R
 	nb2                  R
-	sp, qp               [2]R
+	sp, qp               [3]R
 	y                    [4]R
 }
 
-// Vector registers: V0 the block's dx (a lane per row), V1 its offsets, V2-V9
-// its quants; per weight row j: V10+2j, V11+2j the block's weights (q4:
-// low and high nibbles), V14+j the block sums, V16+j the scales, V18+j the
-// group's weight scales as float32, V20+4j.. V23+4j its P_0..P_3; V28 the
-// q4 nibble mask.
+// Vector registers: V0 the block's dx (a lane per row), V1 its offsets,
+// V2-V5 half of its quants; per weight row j: lo(j), hi(j) the block's
+// weights (q8: bytes 0-15 and 16-31; q4: low and high nibbles), acc(j) the
+// block sums, dw(j) the group's weight scales as float32, p(j, l) its
+// P_0..P_3; V30 the scales of a block; V31 the q4 nibble mask.
+func lo(j int) V    { return V(6 + 2*j) }
+func hi(j int) V    { return V(7 + 2*j) }
+func acc(j int) V   { return V(12 + j) }
+func dwReg(j int) V { return V(15 + j) }
+func p(j, l int) V  { return V(18 + 4*j + l) }
+
 func (k *qtile) rows(nr int) {
 	a := k.a
-	pre := map[int]string{1: "s", 2: "p"}[nr]
+	pre := map[int]string{1: "s", 2: "p", 3: "t"}[nr]
 	a.opf("MOVD", "%s, %s", k.xt, k.xp)
-	if nr == 2 {
-		a.opf("ADD", "%s, %s, %s", k.rb, k.sp[0], k.sp[1])
+	for j := 1; j < nr; j++ {
+		a.opf("ADD", "%s, %s, %s", k.rb, k.sp[j-1], k.sp[j])
 	}
 	for j := range nr {
 		a.opf("ADD", "%s, %s, %s", k.nb2, k.sp[j], k.qp[j])
 		for l := range group {
-			a.zero(V(20 + 4*j + l))
+			a.zero(p(j, l))
 		}
 	}
 	a.opf("MOVD", "%s, %s", k.ng, k.g)
@@ -105,12 +116,12 @@ func (k *qtile) rows(nr int) {
 		}
 	}
 	for j := range nr {
-		p := V(20 + 4*j)
-		a.fadd(p, p, p+1)
-		a.fadd(p+2, p+2, p+3)
-		a.fadd(p, p, p+2)
+		p0 := p(j, 0)
+		a.fadd(p0, p0, p0+1)
+		a.fadd(p0+2, p0+2, p0+3)
+		a.fadd(p0, p0, p0+2)
 		for r, y := range k.y {
-			a.opf("VST1.P", "V%d.S[%d], 4(%s)", p, r, y)
+			a.opf("VST1.P", "V%d.S[%d], 4(%s)", p0, r, y)
 		}
 	}
 	a.opf("MOVD", "%s, %s", k.qp[nr-1], k.sp[0]) // the next row starts where the quants end
@@ -120,7 +131,7 @@ func (k *qtile) rows(nr int) {
 func (k *qtile) scales(nr int, tail bool) {
 	a := k.a
 	for j := range nr {
-		dw := V(18 + j)
+		dw := dwReg(j)
 		if tail {
 			a.opf("FMOVD", "(%s), %s", k.sp[j], dw.F())
 		} else {
@@ -130,31 +141,35 @@ func (k *qtile) scales(nr int, tail bool) {
 	}
 }
 
-// block multiplies block l of the group with each weight row.
+// block multiplies block l of the group with each weight row, in two halves
+// of the activations' quants.
 func (k *qtile) block(nr, l int) {
 	a := k.a
-	a.opf("VLD1.P", "64(%s), %s", k.xp, list(0, 4, "B16"))
-	a.opf("VLD1.P", "64(%s), %s", k.xp, list(4, 4, "B16"))
-	a.opf("VLD1.P", "32(%s), %s", k.xp, list(8, 2, "B16"))
+	a.opf("VLD1.P", "32(%s), %s", k.xp, list(0, 2, "B16"))
+	a.opf("VLD1.P", "64(%s), %s", k.xp, list(2, 4, "B16"))
 	for j := range nr {
-		lo, hi, acc := V(10+2*j), V(11+2*j), V(14+j)
 		if k.q == "Q8" {
-			a.opf("VLD1.P", "32(%s), %s", k.qp[j], list(lo, 2, "B16"))
-			a.zero(acc)
+			a.opf("VLD1.P", "32(%s), %s", k.qp[j], list(lo(j), 2, "B16"))
+			a.zero(acc(j))
 		} else {
-			a.opf("VLD1.P", "16(%s), [%s]", k.qp[j], hi.B16())
-			a.and(lo, hi, 28)
-			a.ushrB(hi, hi, 4)
-			a.mov(acc, 1)
+			a.opf("VLD1.P", "16(%s), [%s]", k.qp[j], hi(j).B16())
+			a.and(lo(j), hi(j), 31)
+			a.ushrB(hi(j), hi(j), 4)
+			a.mov(acc(j), 1)
 		}
 		for i := range 4 {
-			a.sdotElem(acc, V(2+i), lo, i)
+			a.sdotElem(acc(j), V(2+i), lo(j), i)
 		}
+	}
+	a.opf("VLD1.P", "64(%s), %s", k.xp, list(2, 4, "B16"))
+	for j := range nr {
 		for i := range 4 {
-			a.sdotElem(acc, V(6+i), hi, i)
+			a.sdotElem(acc(j), V(2+i), hi(j), i)
 		}
-		a.scvtf(acc, acc)
-		a.fmulElem(V(16+j), 0, V(18+j), l)
-		a.fmla(V(20+4*j+l), acc, V(16+j))
+	}
+	for j := range nr {
+		a.scvtf(acc(j), acc(j))
+		a.fmulElem(30, 0, dwReg(j), l)
+		a.fmla(p(j, l), acc(j), 30)
 	}
 }
