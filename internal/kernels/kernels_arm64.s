@@ -3192,20 +3192,109 @@ TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	LSL     $1, R19, R12
+	LSL     $2, R4, R21
+	LSL     $1, R21, R12
 	MOVD    $34, R13
-	MUL     R19, R13, R13
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+triple:
+	CMP     $3, R6
+	BLT     rest
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R13, R14, R19
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
+	MOVD    R4, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V23.B16, V23.B16, V23.B16
+	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
+	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
+	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
 	MOVD    R4, R11
 	CBZ     R11, ptail
 pgroup:
@@ -3216,12 +3305,12 @@ pgroup:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
@@ -3229,43 +3318,41 @@ pgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
-	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
-	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
-	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
@@ -3283,19 +3370,19 @@ sgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -3796,23 +3883,159 @@ TEXT ·qStreamQ8_1(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	ADD     $1, R19, R19
+	LSL     $2, R4, R21
+	ADD     $1, R21, R21
 	MOVD    $qTailMask<>+16(SB), R13
-	VLD1    (R13), [V21.B16]
-	LSL     $1, R19, R12
+	VLD1    (R13), [V29.B16]
+	LSL     $1, R21, R12
 	MOVD    $34, R13
-	MUL     R19, R13, R13
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+triple:
+	CMP     $3, R6
+	BLT     rest
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R13, R14, R19
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
+	MOVD    R4, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V23.B16, V23.B16, V23.B16
+	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
+	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
+	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
+	WORD    $0x0dffb292 // ld4 {v18.s-v21.s}[1], [x20], #16
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
 	MOVD    R4, R11
 	CBZ     R11, ptail
 pgroup:
@@ -3823,12 +4046,12 @@ pgroup:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
@@ -3836,25 +4059,25 @@ pgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
-	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
-	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
-	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -3866,45 +4089,43 @@ ptail:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
-	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
 	VEOR    V15.B16, V15.B16, V15.B16
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
@@ -3922,13 +4143,13 @@ sgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -3941,17 +4162,17 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VEOR    V9.B16, V9.B16, V9.B16
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -4552,23 +4773,156 @@ TEXT ·qStreamQ8_2(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	ADD     $2, R19, R19
+	LSL     $2, R4, R21
+	ADD     $2, R21, R21
 	MOVD    $qTailMask<>+32(SB), R13
-	VLD1    (R13), [V21.B16]
-	LSL     $1, R19, R12
+	VLD1    (R13), [V29.B16]
+	LSL     $1, R21, R12
 	MOVD    $34, R13
-	MUL     R19, R13, R13
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+triple:
+	CMP     $3, R6
+	BLT     rest
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R13, R14, R19
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
+	MOVD    R4, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V23.B16, V23.B16, V23.B16
+	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
+	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
+	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
 	MOVD    R4, R11
 	CBZ     R11, ptail
 pgroup:
@@ -4579,12 +4933,12 @@ pgroup:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
@@ -4592,25 +4946,25 @@ pgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
-	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
-	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
-	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -4621,44 +4975,42 @@ ptail:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
 	VEOR    V15.B16, V15.B16, V15.B16
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
@@ -4676,13 +5028,13 @@ sgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -4694,17 +5046,17 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VEOR    V9.B16, V9.B16, V9.B16
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -5392,23 +5744,175 @@ TEXT ·qStreamQ8_3(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	ADD     $3, R19, R19
+	LSL     $2, R4, R21
+	ADD     $3, R21, R21
 	MOVD    $qTailMask<>+48(SB), R13
-	VLD1    (R13), [V21.B16]
-	LSL     $1, R19, R12
+	VLD1    (R13), [V29.B16]
+	LSL     $1, R21, R12
 	MOVD    $34, R13
-	MUL     R19, R13, R13
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+triple:
+	CMP     $3, R6
+	BLT     rest
+	MOVD    R0, R8
+	MOVD    R1, R9
+	ADD     R13, R3, R14
+	ADD     R13, R14, R19
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
+	MOVD    R4, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V23.B16, V23.B16, V23.B16
+	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
+	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
+	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VEOR    V8.B16, V8.B16, V8.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VEOR    V22.B16, V22.B16, V22.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
+	WORD    $0x0dffb292 // ld4 {v18.s-v21.s}[1], [x20], #16
+	VEOR    V23.B16, V23.B16, V23.B16
+	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
+	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
+	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
+	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	VADDP   V23.S4, V22.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
 	MOVD    R4, R11
 	CBZ     R11, ptail
 pgroup:
@@ -5419,12 +5923,12 @@ pgroup:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VEOR    V9.B16, V9.B16, V9.B16
@@ -5432,25 +5936,25 @@ pgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
-	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
-	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
-	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -5461,12 +5965,12 @@ ptail:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
-	VEOR    V14.B16, V14.B16, V14.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VEOR    V15.B16, V15.B16, V15.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
@@ -5475,43 +5979,41 @@ ptail:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
-	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80954f // sdot v15.4s, v10.16b, v0.16b
-	WORD    $0x4e81956f // sdot v15.4s, v11.16b, v1.16b
-	WORD    $0x4e82958f // sdot v15.4s, v12.16b, v2.16b
-	WORD    $0x4e8395af // sdot v15.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	VADDP   V15.S4, V14.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
+	VEOR    V16.B16, V16.B16, V16.B16
+	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
+	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
+	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
+	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	VADDP   V16.S4, V15.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
@@ -5529,13 +6031,13 @@ sgroup:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -5554,17 +6056,17 @@ stail:
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	VADDP   V9.S4, V8.S4, V16.S4
-	WORD    $0x4e21da10 // scvtf v16.4s, v16.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	VLD1.P  16(R9), [V27.S4]
+	VADDP   V9.S4, V8.S4, V25.S4
+	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -6339,47 +6841,60 @@ TEXT ·qStreamQ4_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	LSL     $1, R19, R12
+	LSL     $2, R4, R21
+	LSL     $1, R21, R12
 	MOVD    $18, R13
-	MUL     R19, R13, R13
-	MOVW    $0x0f0f0f0f, R19
-	VDUP    R19, V28.S4
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+	MOVW    $0x0f0f0f0f, R21
+	VDUP    R21, V30.S4
+triple:
+	CMP     $3, R6
+	BLT     rest
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R13, R3, R14
+	ADD     R13, R14, R19
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
 	MOVD    R4, R11
-	CBZ     R11, ptail
-pgroup:
+	CBZ     R11, ttail
+tgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -6390,57 +6905,148 @@ pgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -6452,18 +7058,18 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -7014,50 +7620,232 @@ TEXT ·qStreamQ4_1(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	ADD     $1, R19, R19
+	LSL     $2, R4, R21
+	ADD     $1, R21, R21
 	MOVD    $qTailMask<>+16(SB), R13
-	VLD1    (R13), [V21.B16]
-	LSL     $1, R19, R12
+	VLD1    (R13), [V29.B16]
+	LSL     $1, R21, R12
 	MOVD    $18, R13
-	MUL     R19, R13, R13
-	MOVW    $0x0f0f0f0f, R19
-	VDUP    R19, V28.S4
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+	MOVW    $0x0f0f0f0f, R21
+	VDUP    R21, V30.S4
+triple:
+	CMP     $3, R6
+	BLT     rest
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R13, R14, R19
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
+	MOVD    R4, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R13, R3, R14
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
 	MOVD    R4, R11
 	CBZ     R11, ptail
 pgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -7068,49 +7856,49 @@ pgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
-	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -7121,56 +7909,54 @@ ptail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -7182,25 +7968,25 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -7212,16 +7998,16 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -7884,50 +8670,235 @@ TEXT ·qStreamQ4_2(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	ADD     $2, R19, R19
+	LSL     $2, R4, R21
+	ADD     $2, R21, R21
 	MOVD    $qTailMask<>+32(SB), R13
-	VLD1    (R13), [V21.B16]
-	LSL     $1, R19, R12
+	VLD1    (R13), [V29.B16]
+	LSL     $1, R21, R12
 	MOVD    $18, R13
-	MUL     R19, R13, R13
-	MOVW    $0x0f0f0f0f, R19
-	VDUP    R19, V28.S4
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+	MOVW    $0x0f0f0f0f, R21
+	VDUP    R21, V30.S4
+triple:
+	CMP     $3, R6
+	BLT     rest
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R13, R14, R19
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
+	MOVD    R4, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
+	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
+	WORD    $0x0dffb292 // ld4 {v18.s-v21.s}[1], [x20], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R13, R3, R14
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
 	MOVD    R4, R11
 	CBZ     R11, ptail
 pgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -7938,51 +8909,51 @@ pgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
-	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -7993,56 +8964,54 @@ ptail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -8054,12 +9023,12 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -8067,13 +9036,13 @@ stail:
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -8085,16 +9054,16 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET
@@ -8856,50 +9825,63 @@ TEXT ·qStreamQ4_3(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    ng+32(FP), R4
 	MOVD    y+40(FP), R5
 	MOVD    n+48(FP), R6
-	LSL     $2, R4, R19
-	ADD     $3, R19, R19
+	LSL     $2, R4, R21
+	ADD     $3, R21, R21
 	MOVD    $qTailMask<>+48(SB), R13
-	VLD1    (R13), [V21.B16]
-	LSL     $1, R19, R12
+	VLD1    (R13), [V29.B16]
+	LSL     $1, R21, R12
 	MOVD    $18, R13
-	MUL     R19, R13, R13
-	MOVW    $0x0f0f0f0f, R19
-	VDUP    R19, V28.S4
-pair:
-	CMP     $2, R6
-	BLT     single
+	MUL     R21, R13, R13
+	MOVW    $0x0f0f0f0f, R21
+	VDUP    R21, V30.S4
+triple:
+	CMP     $3, R6
+	BLT     rest
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R13, R3, R14
+	ADD     R13, R14, R19
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	ADD     R12, R19, R20
+	VEOR    V24.B16, V24.B16, V24.B16
 	MOVD    R4, R11
-	CBZ     R11, ptail
-pgroup:
+	CBZ     R11, ttail
+tgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD4.P  64(R15), [V10.S4, V11.S4, V12.S4, V13.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -8910,53 +9892,228 @@ pgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	SUBS    $1, R11
+	BNE     tgroup
+ttail:
+	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
+	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
+	WORD    $0x4dffa0e4 // ld4 {v4.s-v7.s}[2], [x7], #16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
+	WORD    $0x4dffa1eb // ld4 {v11.s-v14.s}[2], [x15], #16
+	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
+	WORD    $0x0dffb292 // ld4 {v18.s-v21.s}[1], [x20], #16
+	WORD    $0x4dffa292 // ld4 {v18.s-v21.s}[2], [x20], #16
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	VLD1    (R10), [V22.S4]
+	VAND    V30.B16, V18.B16, V23.B16
+	WORD    $0x4e8096f6 // sdot v22.4s, v23.16b, v0.16b
+	VAND    V30.B16, V19.B16, V23.B16
+	WORD    $0x4e8196f6 // sdot v22.4s, v23.16b, v1.16b
+	VAND    V30.B16, V20.B16, V23.B16
+	WORD    $0x4e8296f6 // sdot v22.4s, v23.16b, v2.16b
+	VAND    V30.B16, V21.B16, V23.B16
+	WORD    $0x4e8396f6 // sdot v22.4s, v23.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VUSHR   $4, V18.B16, V18.B16
+	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
+	VUSHR   $4, V19.B16, V19.B16
+	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
+	VUSHR   $4, V20.B16, V20.B16
+	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
+	VUSHR   $4, V21.B16, V21.B16
+	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
+	FMOVD.P 8(R19), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V24.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R5)
+	MOVD    R20, R3
+	SUB     $3, R6
+	B       triple
+rest:
+	CBZ     R6, done
+	CMP     $1, R6
+	BEQ     single
+	MOVD    R0, R8
+	MOVD    R1, R9
+	MOVD    R2, R10
+	ADD     R13, R3, R14
+	ADD     R12, R3, R7
+	VEOR    V10.B16, V10.B16, V10.B16
+	ADD     R12, R14, R15
+	VEOR    V17.B16, V17.B16, V17.B16
+	MOVD    R4, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R10), [V8.S4]
+	VAND    V30.B16, V4.B16, V9.B16
+	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
+	VAND    V30.B16, V5.B16, V9.B16
+	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
+	VAND    V30.B16, V6.B16, V9.B16
+	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
+	VAND    V30.B16, V7.B16, V9.B16
+	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
+	ADD     $16, R10
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VUSHR   $4, V4.B16, V4.B16
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	VUSHR   $4, V5.B16, V5.B16
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	VUSHR   $4, V6.B16, V6.B16
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	VUSHR   $4, V7.B16, V7.B16
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VUSHR   $4, V11.B16, V11.B16
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
+	VUSHR   $4, V12.B16, V12.B16
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
+	VUSHR   $4, V13.B16, V13.B16
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
 	WORD    $0x4dffa0e4 // ld4 {v4.s-v7.s}[2], [x7], #16
-	WORD    $0x0dffa1ea // ld4 {v10.s-v13.s}[0], [x15], #16
-	WORD    $0x0dffb1ea // ld4 {v10.s-v13.s}[1], [x15], #16
-	WORD    $0x4dffa1ea // ld4 {v10.s-v13.s}[2], [x15], #16
+	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
+	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
+	WORD    $0x4dffa1eb // ld4 {v11.s-v14.s}[2], [x15], #16
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
-	VLD1    (R10), [V14.S4]
-	VAND    V28.B16, V10.B16, V15.B16
-	WORD    $0x4e8095ee // sdot v14.4s, v15.16b, v0.16b
-	VAND    V28.B16, V11.B16, V15.B16
-	WORD    $0x4e8195ee // sdot v14.4s, v15.16b, v1.16b
-	VAND    V28.B16, V12.B16, V15.B16
-	WORD    $0x4e8295ee // sdot v14.4s, v15.16b, v2.16b
-	VAND    V28.B16, V13.B16, V15.B16
-	WORD    $0x4e8395ee // sdot v14.4s, v15.16b, v3.16b
+	VLD1    (R10), [V15.S4]
+	VAND    V30.B16, V11.B16, V16.B16
+	WORD    $0x4e80960f // sdot v15.4s, v16.16b, v0.16b
+	VAND    V30.B16, V12.B16, V16.B16
+	WORD    $0x4e81960f // sdot v15.4s, v16.16b, v1.16b
+	VAND    V30.B16, V13.B16, V16.B16
+	WORD    $0x4e82960f // sdot v15.4s, v16.16b, v2.16b
+	VAND    V30.B16, V14.B16, V16.B16
+	WORD    $0x4e83960f // sdot v15.4s, v16.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VUSHR   $4, V4.B16, V4.B16
@@ -8967,56 +10124,54 @@ ptail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VUSHR   $4, V10.B16, V10.B16
-	WORD    $0x4e80954e // sdot v14.4s, v10.16b, v0.16b
 	VUSHR   $4, V11.B16, V11.B16
-	WORD    $0x4e81956e // sdot v14.4s, v11.16b, v1.16b
+	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
 	VUSHR   $4, V12.B16, V12.B16
-	WORD    $0x4e82958e // sdot v14.4s, v12.16b, v2.16b
+	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	VUSHR   $4, V13.B16, V13.B16
-	WORD    $0x4e8395ae // sdot v14.4s, v13.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x4e21d9d0 // scvtf v16.4s, v14.4s
-	FMOVD.P 8(R14), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V22.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
-	WORD    $0x6e36d6d6 // faddp v22.4s, v22.4s, v22.4s
-	WORD    $0x7e30dad6 // faddp s22, v22.2s
-	FMOVS.P F22, 4(R5)
+	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
+	VUSHR   $4, V14.B16, V14.B16
+	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
+	FMOVD.P 8(R14), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
+	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
+	WORD    $0x7e30da31 // faddp s17, v17.2s
+	FMOVS.P F17, 4(R5)
 	MOVD    R15, R3
-	SUB     $2, R6
-	B       pair
+	B       done
 single:
-	CBZ     R6, done
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
 	ADD     R12, R3, R7
-	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
 	CBZ     R11, stail
 sgroup:
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -9028,12 +10183,12 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -9042,13 +10197,13 @@ stail:
 	WORD    $0x4dffa0e4 // ld4 {v4.s-v7.s}[2], [x7], #16
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1    (R10), [V8.S4]
-	VAND    V28.B16, V4.B16, V9.B16
+	VAND    V30.B16, V4.B16, V9.B16
 	WORD    $0x4e809528 // sdot v8.4s, v9.16b, v0.16b
-	VAND    V28.B16, V5.B16, V9.B16
+	VAND    V30.B16, V5.B16, V9.B16
 	WORD    $0x4e819528 // sdot v8.4s, v9.16b, v1.16b
-	VAND    V28.B16, V6.B16, V9.B16
+	VAND    V30.B16, V6.B16, V9.B16
 	WORD    $0x4e829528 // sdot v8.4s, v9.16b, v2.16b
-	VAND    V28.B16, V7.B16, V9.B16
+	VAND    V30.B16, V7.B16, V9.B16
 	WORD    $0x4e839528 // sdot v8.4s, v9.16b, v3.16b
 	ADD     $16, R10
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
@@ -9060,16 +10215,16 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V18.S4]
-	WORD    $0x4e21d910 // scvtf v16.4s, v8.4s
-	FMOVD.P 8(R3), F17
-	WORD    $0x0e217a31 // fcvtl v17.4s, v17.4h
-	VAND    V21.B16, V17.B16, V17.B16
-	WORD    $0x6e32de33 // fmul v19.4s, v17.4s, v18.4s
-	VFMLA   V19.S4, V16.S4, V20.S4
-	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
-	WORD    $0x7e30da94 // faddp s20, v20.2s
-	FMOVS.P F20, 4(R5)
+	VLD1.P  16(R9), [V27.S4]
+	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
+	FMOVD.P 8(R3), F26
+	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
+	VAND    V29.B16, V26.B16, V26.B16
+	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
+	VFMLA   V28.S4, V25.S4, V10.S4
+	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
+	WORD    $0x7e30d94a // faddp s10, v10.2s
+	FMOVS.P F10, 4(R5)
 	MOVD    R7, R3
 done:
 	RET

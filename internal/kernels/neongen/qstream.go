@@ -36,8 +36,8 @@ import "fmt"
 //     (quantizeXQ4NEON): per group, the 4 blocks' first halves, then their
 //     second halves.
 //
-// Rows go two at a time (the activations loaded once for both), then a last
-// single row. A row's nb blocks are ng groups of 4 and a tail of t (the
+// Rows go three at a time (the activations loaded once for the three), then
+// the last one or two. A row's nb blocks are ng groups of 4 and a tail of t (the
 // variant's suffix; rows of a call all have the same nb, so the Go caller
 // picks the variant). The tail's weights are loaded a block at a time
 // (LD4 to lanes), never past the row; the activations, scales and offsets
@@ -69,18 +69,18 @@ type qStream struct {
 	a      *asm
 	q      string
 	t      int
-	sp, qp [2]R
+	sp, qp [3]R
 	xp, dp R
 	op, g  R
 }
 
 // Vector registers: V0-V3 activations; per row j of a pass, W(j) the 4
 // weight registers, A(j) and A(j)+1 the SDOT accumulators (q4: A(j) only,
-// A(j)+1 scratch), F(j) its P_0..P_3; V16-V19 the float scratch, V21 the
-// tail mask, V28 the q4 nibble mask.
-func (k *qStream) W(j int) V { return V(4 + 6*j) }
-func (k *qStream) A(j int) V { return V(8 + 6*j) }
-func (k *qStream) F(j int) V { return V(20 + 2*j) }
+// A(j)+1 scratch), F(j) its P_0..P_3; V25-V28 the float scratch, V29 the
+// tail mask, V30 the q4 nibble mask.
+func (k *qStream) W(j int) V { return V(4 + 7*j) }
+func (k *qStream) A(j int) V { return V(8 + 7*j) }
+func (k *qStream) F(j int) V { return V(10 + 7*j) }
 
 // genQStream emits qStream<q>_<t>(xq, dx, off, w, ng, y, n): for the n
 // weight rows at w (contiguous, nb = 4*ng+t blocks each), y[r] = row r ·
@@ -93,8 +93,8 @@ func genQStream(a *asm, q string, t int) {
 		fmt.Sprintf(`%s is the %s matrix-vector product of n rows of 4*ng+%d blocks
 		(see qstream.go in neongen).`, name, q, t))
 	xq, dx, off, ng, y, n := R(0), R(1), R(2), R(4), R(5), R(6)
-	nb2, rb, tmp := R(12), R(13), R(19)
-	k := &qStream{a: a, q: q, t: t, sp: [2]R{3, 14}, qp: [2]R{7, 15}, xp: 8, dp: 9, op: 10, g: 11}
+	nb2, rb, tmp := R(12), R(13), R(21)
+	k := &qStream{a: a, q: q, t: t, sp: [3]R{3, 14, 19}, qp: [3]R{7, 15, 20}, xp: 8, dp: 9, op: 10, g: 11}
 	for _, p := range []struct {
 		n string
 		r R
@@ -105,13 +105,13 @@ func genQStream(a *asm, q string, t int) {
 	if t > 0 {
 		a.opf("ADD", "$%d, %s, %s", t, tmp, tmp)
 		a.opf("MOVD", "$%s<>+%d(SB), %s", qTailMask, 16*t, rb)
-		a.opf("VLD1", "(%s), [V21.B16]", rb)
+		a.opf("VLD1", "(%s), [V29.B16]", rb)
 	}
 	a.opf("LSL", "$1, %s, %s", tmp, nb2) // the scales: 2 bytes a block
 	a.opf("MOVD", "$%d, %s", 2+qBytes(q), rb)
 	a.opf("MUL", "%s, %s, %s", tmp, rb, rb) // the bytes of a row
 	if q == "Q4" {
-		a.splat(28, 0x0f0f0f0f, tmp)
+		a.splat(30, 0x0f0f0f0f, tmp)
 	}
 	pass := func(nr int, pre string) {
 		a.opf("MOVD", "%s, %s", xq, k.xp)
@@ -119,8 +119,8 @@ func genQStream(a *asm, q string, t int) {
 		if q == "Q4" {
 			a.opf("MOVD", "%s, %s", off, k.op)
 		}
-		if nr == 2 {
-			a.opf("ADD", "%s, %s, %s", rb, k.sp[0], k.sp[1])
+		for j := 1; j < nr; j++ {
+			a.opf("ADD", "%s, %s, %s", rb, k.sp[j-1], k.sp[j])
 		}
 		for j := range nr {
 			a.opf("ADD", "%s, %s, %s", nb2, k.sp[j], k.qp[j])
@@ -144,14 +144,19 @@ func genQStream(a *asm, q string, t int) {
 		}
 		a.opf("MOVD", "%s, %s", k.qp[nr-1], k.sp[0]) // the next row starts where the quants end
 	}
-	a.label("pair")
-	a.opf("CMP", "$2, %s", n)
-	a.op("BLT", "single")
-	pass(2, "p")
-	a.opf("SUB", "$2, %s", n)
-	a.op("B", "pair")
-	a.label("single")
+	a.label("triple")
+	a.opf("CMP", "$3, %s", n)
+	a.op("BLT", "rest")
+	pass(3, "t")
+	a.opf("SUB", "$3, %s", n)
+	a.op("B", "triple")
+	a.label("rest")
 	a.opf("CBZ", "%s, done", n)
+	a.opf("CMP", "$1, %s", n)
+	a.op("BEQ", "single")
+	pass(2, "p")
+	a.op("B", "done")
+	a.label("single")
 	pass(1, "s")
 	a.label("done")
 	a.ret()
@@ -201,7 +206,7 @@ func (k *qStream) group(nr, cnt int) {
 			acc, lo := k.A(j), k.A(j)+1
 			a.opf("VLD1", "(%s), [%s]", k.op, acc.S4())
 			for r := range V(4) {
-				a.and(lo, k.W(j)+r, 28)
+				a.and(lo, k.W(j)+r, 30)
 				a.sdot(acc, lo, r)
 			}
 		}
@@ -215,7 +220,7 @@ func (k *qStream) group(nr, cnt int) {
 			}
 		}
 	}
-	sum, dw, dxv, sc := V(16), V(17), V(18), V(19)
+	sum, dw, dxv, sc := V(25), V(26), V(27), V(28)
 	a.opf("VLD1.P", "16(%s), [%s]", k.dp, dxv.S4())
 	for j := range nr {
 		if k.q == "Q8" {
@@ -227,7 +232,7 @@ func (k *qStream) group(nr, cnt int) {
 		a.opf("FMOVD.P", "8(%s), %s", k.sp[j], dw.F())
 		a.fcvtl(dw, dw)
 		if tail {
-			a.and(dw, dw, 21)
+			a.and(dw, dw, 29)
 		}
 		a.fmul(sc, dw, dxv)
 		a.fmla(k.F(j), sum, sc)
