@@ -7,9 +7,10 @@ import (
 	"unsafe"
 )
 
-// useNEON selects the NEON kernels of kernels_arm64.s (the neon+dotprod
-// route; routes_arm64.go sets it at start-up and in UseRoute).
-var useNEON bool
+// useNEON selects the NEON kernels of kernels_arm64.s (routes neon+dotprod
+// and neon+i8mm), useI8MM the SMMLA prefill products of neon+i8mm;
+// routes_arm64.go sets them at start-up and in UseRoute.
+var useNEON, useI8MM bool
 
 // The row kernels: the assembly takes whole vectors (16 values for the dot
 // products and axpys, 4 for the rest), Go the tails. A single Dot or Axpy

@@ -3183,6 +3183,120 @@ loop:
 done:
 	RET
 
+// func quantizeXPNEON(x *float32, nb int, rec *byte, r int)
+TEXT ·quantizeXPNEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    x+0(FP), R0
+	MOVD    nb+8(FP), R1
+	MOVD    rec+16(FP), R3
+	MOVD    r+24(FP), R4
+	LSR     $1, R4, R5
+	MOVD    $96, R7
+	MUL     R5, R7, R5
+	ADD     R5, R3, R3
+	AND     $1, R4, R4
+	ADD     R4<<3, R3, R3
+	ADD     $32, R3, R2
+	MOVD    $16, R6
+	MOVW    $0x42fe0000, R5
+	FMOVS   R5, F30
+	MOVW    $0x01010101, R5
+	VDUP    R5, V29.S4
+	VEOR    V31.B16, V31.B16, V31.B16
+block:
+	VLD1.P  64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P  64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4ea0f808 // fabs v8.4s, v0.4s
+	WORD    $0x4ea0f829 // fabs v9.4s, v1.4s
+	WORD    $0x4ea0f84a // fabs v10.4s, v2.4s
+	WORD    $0x4ea0f86b // fabs v11.4s, v3.4s
+	WORD    $0x4ea0f88c // fabs v12.4s, v4.4s
+	WORD    $0x4ea0f8ad // fabs v13.4s, v5.4s
+	WORD    $0x4ea0f8ce // fabs v14.4s, v6.4s
+	WORD    $0x4ea0f8ef // fabs v15.4s, v7.4s
+	WORD    $0x4e29f508 // fmax v8.4s, v8.4s, v9.4s
+	WORD    $0x4e2bf54a // fmax v10.4s, v10.4s, v11.4s
+	WORD    $0x4e2df58c // fmax v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2ff5ce // fmax v14.4s, v14.4s, v15.4s
+	WORD    $0x4e2af508 // fmax v8.4s, v8.4s, v10.4s
+	WORD    $0x4e2ef58c // fmax v12.4s, v12.4s, v14.4s
+	WORD    $0x4e2cf508 // fmax v8.4s, v8.4s, v12.4s
+	WORD    $0x6e30f908 // fmaxv s8, v8.4s
+	FDIVS   F30, F8, F16
+	FDIVS   F8, F30, F17
+	WORD    $0x4f919000 // fmul v0.4s, v0.4s, v17.s[0]
+	WORD    $0x4f919021 // fmul v1.4s, v1.4s, v17.s[0]
+	WORD    $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD    $0x4f919063 // fmul v3.4s, v3.4s, v17.s[0]
+	WORD    $0x4f919084 // fmul v4.4s, v4.4s, v17.s[0]
+	WORD    $0x4f9190a5 // fmul v5.4s, v5.4s, v17.s[0]
+	WORD    $0x4f9190c6 // fmul v6.4s, v6.4s, v17.s[0]
+	WORD    $0x4f9190e7 // fmul v7.4s, v7.4s, v17.s[0]
+	WORD    $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD    $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD    $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD    $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD    $0x4e21a884 // fcvtns v4.4s, v4.4s
+	WORD    $0x4e21a8a5 // fcvtns v5.4s, v5.4s
+	WORD    $0x4e21a8c6 // fcvtns v6.4s, v6.4s
+	WORD    $0x4e21a8e7 // fcvtns v7.4s, v7.4s
+	WORD    $0x0e614800 // sqxtn v0.4h, v0.4s
+	WORD    $0x4e614820 // sqxtn2 v0.8h, v1.4s
+	WORD    $0x0e614842 // sqxtn v2.4h, v2.4s
+	WORD    $0x4e614862 // sqxtn2 v2.8h, v3.4s
+	WORD    $0x0e614884 // sqxtn v4.4h, v4.4s
+	WORD    $0x4e6148a4 // sqxtn2 v4.8h, v5.4s
+	WORD    $0x0e6148c6 // sqxtn v6.4h, v6.4s
+	WORD    $0x4e6148e6 // sqxtn2 v6.8h, v7.4s
+	WORD    $0x0e214800 // sqxtn v0.8b, v0.8h
+	WORD    $0x4e214840 // sqxtn2 v0.16b, v2.8h
+	WORD    $0x0e214881 // sqxtn v1.8b, v4.8h
+	WORD    $0x4e2148c1 // sqxtn2 v1.16b, v6.8h
+	// offset: -8 times the sum of the quants
+	VEOR    V9.B16, V9.B16, V9.B16
+	WORD    $0x4e9d9409 // sdot v9.4s, v0.16b, v29.16b
+	WORD    $0x4e9d9429 // sdot v9.4s, v1.16b, v29.16b
+	WORD    $0x4eb1b929 // addv s9, v9.4s
+	VSHL    $3, V9.S4, V9.S4
+	VSUB    V9.S4, V31.S4, V9.S4
+	VZIP1   V16.S4, V16.S4, V16.S4
+	VZIP1   V9.S4, V9.S4, V9.S4
+	FMOVD   F16, (R3)
+	FMOVD   F9, 16(R3)
+	VST1.P  V0.D[0], (R2)(R6)
+	VST1.P  V0.D[1], (R2)(R6)
+	VST1.P  V1.D[0], (R2)(R6)
+	VST1.P  V1.D[1], (R2)(R6)
+	ADD     $192, R3, R3
+	ADD     $128, R2, R2
+	SUBS    $1, R1
+	BNE     block
+	RET
+
+// func packPairQ8NEON(w0 *byte, w1 *byte, nb int, dst *byte)
+TEXT ·packPairQ8NEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    w0+0(FP), R0
+	MOVD    w1+8(FP), R1
+	MOVD    nb+16(FP), R2
+	MOVD    dst+24(FP), R3
+	ADD     R2<<1, R0, R4
+	ADD     R2<<1, R1, R5
+block:
+	VLD1.P  2(R0), V4.H[0]
+	VLD1.P  2(R1), V4.H[1]
+	WORD    $0x0e217884 // fcvtl v4.4s, v4.4h
+	VZIP1   V4.D2, V4.D2, V4.D2
+	VLD1.P  32(R4), [V0.B16, V1.B16]
+	VLD1.P  32(R5), [V2.B16, V3.B16]
+	VZIP1   V2.D2, V0.D2, V5.D2
+	VZIP2   V2.D2, V0.D2, V6.D2
+	VZIP1   V3.D2, V1.D2, V7.D2
+	VZIP2   V3.D2, V1.D2, V8.D2
+	VST1.P  [V4.B16, V5.B16, V6.B16, V7.B16], 64(R3)
+	VST1.P  [V8.B16], 16(R3)
+	SUBS    $1, R2
+	BNE     block
+	RET
+
 // func qStreamQ8_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    xq+0(FP), R0
@@ -3871,6 +3985,132 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ8_0(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ8_0(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET
 
@@ -4761,6 +5001,153 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ8_1(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ8_1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET
 
@@ -5732,6 +6119,174 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ8_2(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ8_2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET
 
@@ -6832,6 +7387,226 @@ stail:
 done:
 	RET
 
+// func qMMLAQ8_3(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ8_3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VEOR    V17.B16, V17.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VEOR    V18.B16, V18.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
+done:
+	RET
+
+// func packPairQ4NEON(w0 *byte, w1 *byte, nb int, dst *byte)
+TEXT ·packPairQ4NEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    w0+0(FP), R0
+	MOVD    w1+8(FP), R1
+	MOVD    nb+16(FP), R2
+	MOVD    dst+24(FP), R3
+	ADD     R2<<1, R0, R4
+	ADD     R2<<1, R1, R5
+	MOVW    $0x0f0f0f0f, R6
+	VDUP    R6, V31.S4
+block:
+	VLD1.P  2(R0), V4.H[0]
+	VLD1.P  2(R1), V4.H[1]
+	WORD    $0x0e217884 // fcvtl v4.4s, v4.4h
+	VZIP1   V4.D2, V4.D2, V4.D2
+	VLD1.P  16(R4), [V1.B16]
+	VLD1.P  16(R5), [V3.B16]
+	VAND    V31.B16, V1.B16, V0.B16
+	VUSHR   $4, V1.B16, V1.B16
+	VAND    V31.B16, V3.B16, V2.B16
+	VUSHR   $4, V3.B16, V3.B16
+	VZIP1   V2.D2, V0.D2, V5.D2
+	VZIP2   V2.D2, V0.D2, V6.D2
+	VZIP1   V3.D2, V1.D2, V7.D2
+	VZIP2   V3.D2, V1.D2, V8.D2
+	VST1.P  [V4.B16, V5.B16, V6.B16, V7.B16], 64(R3)
+	VST1.P  [V8.B16], 16(R3)
+	SUBS    $1, R2
+	BNE     block
+	RET
+
 // func qStreamQ4_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32, n int)
 TEXT ·qStreamQ4_0(SB), NOSPLIT|NOFRAME, $0-56
 	MOVD    xq+0(FP), R0
@@ -7608,6 +8383,132 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ4_0(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ4_0(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET
 
@@ -8658,6 +9559,153 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ4_1(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ4_1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET
 
@@ -9813,6 +10861,174 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ4_2(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ4_2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET
 
@@ -11073,5 +12289,194 @@ stail:
 	VST1.P  V18.S[2], 4(R5)
 	VST1.P  V18.S[3], 4(R6)
 	MOVD    R10, R1
+done:
+	RET
+
+// func qMMLAQ4_3(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+TEXT ·qMMLAQ4_3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVD    xr+0(FP), R0
+	MOVD    wp+8(FP), R1
+	MOVD    ng+16(FP), R2
+	MOVD    y0+24(FP), R3
+	MOVD    y1+32(FP), R4
+	MOVD    y2+40(FP), R5
+	MOVD    y3+48(FP), R6
+	MOVD    np+56(FP), R7
+	CBZ     R7, done
+pair:
+	MOVD    R0, R8
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	MOVD    R2, R9
+	CBZ     R9, tail
+group:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V23.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V27.S4
+	SUBS    $1, R9
+	BNE     group
+tail:
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V20.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V24.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V21.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V25.S4
+	VLD1.P  64(R8), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P  64(R8), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P  64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P  64(R1), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P  16(R1), [V16.B16]
+	VORR    V1.B16, V1.B16, V17.B16
+	WORD    $0x4e8da451 // smmla v17.4s, v2.16b, v13.16b
+	WORD    $0x4e8ea471 // smmla v17.4s, v3.16b, v14.16b
+	WORD    $0x4e8fa491 // smmla v17.4s, v4.16b, v15.16b
+	WORD    $0x4e90a4b1 // smmla v17.4s, v5.16b, v16.16b
+	VORR    V7.B16, V7.B16, V18.B16
+	WORD    $0x4e8da512 // smmla v18.4s, v8.16b, v13.16b
+	WORD    $0x4e8ea532 // smmla v18.4s, v9.16b, v14.16b
+	WORD    $0x4e8fa552 // smmla v18.4s, v10.16b, v15.16b
+	WORD    $0x4e90a572 // smmla v18.4s, v11.16b, v16.16b
+	WORD    $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD    $0x6e2cdc13 // fmul v19.4s, v0.4s, v12.4s
+	VFMLA   V19.S4, V17.S4, V22.S4
+	WORD    $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD    $0x6e2cdcd3 // fmul v19.4s, v6.4s, v12.4s
+	VFMLA   V19.S4, V18.S4, V26.S4
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x4e36d694 // fadd v20.4s, v20.4s, v22.4s
+	VST1.P  V20.D[0], 8(R3)
+	VST1.P  V20.D[1], 8(R4)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x4e3ad718 // fadd v24.4s, v24.4s, v26.4s
+	VST1.P  V24.D[0], 8(R5)
+	VST1.P  V24.D[1], 8(R6)
+	SUBS    $1, R7
+	BNE     pair
 done:
 	RET

@@ -268,6 +268,17 @@ func addNEON(dst *float32, a *float32, b *float32, n4 int)
 //go:noescape
 func ropeNEON(x1 *float32, x2 *float32, cos *float32, sin *float32, n4 int)
 
+// quantizeXPNEON quantizes nb blocks of 32 values at x to int8 per block (see
+// quantize.go in neongen) into row r (0-3) of the nb SMMLA block records at rec (see mmla.go).
+//
+//go:noescape
+func quantizeXPNEON(x *float32, nb int, rec *byte, r int)
+
+// packPairQ8NEON packs two Q8 weight rows of nb blocks for the SMMLA tiles (see mmla.go in neongen).
+//
+//go:noescape
+func packPairQ8NEON(w0 *byte, w1 *byte, nb int, dst *byte)
+
 // qStreamQ8_0 is the Q8 matrix-vector product of n rows of 4*ng+0 blocks
 // (see qstream.go in neongen).
 //
@@ -279,6 +290,12 @@ func qStreamQ8_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //
 //go:noescape
 func qTileQ8_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
+
+// qMMLAQ8_0 is the Q8 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+0 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ8_0(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
 
 // qStreamQ8_1 is the Q8 matrix-vector product of n rows of 4*ng+1 blocks
 // (see qstream.go in neongen).
@@ -292,6 +309,12 @@ func qStreamQ8_1(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ8_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
+// qMMLAQ8_1 is the Q8 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+1 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ8_1(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+
 // qStreamQ8_2 is the Q8 matrix-vector product of n rows of 4*ng+2 blocks
 // (see qstream.go in neongen).
 //
@@ -303,6 +326,12 @@ func qStreamQ8_2(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //
 //go:noescape
 func qTileQ8_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
+
+// qMMLAQ8_2 is the Q8 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+2 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ8_2(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
 
 // qStreamQ8_3 is the Q8 matrix-vector product of n rows of 4*ng+3 blocks
 // (see qstream.go in neongen).
@@ -316,6 +345,17 @@ func qStreamQ8_3(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ8_3(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
+// qMMLAQ8_3 is the Q8 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+3 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ8_3(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+
+// packPairQ4NEON packs two Q4 weight rows of nb blocks for the SMMLA tiles (see mmla.go in neongen).
+//
+//go:noescape
+func packPairQ4NEON(w0 *byte, w1 *byte, nb int, dst *byte)
+
 // qStreamQ4_0 is the Q4 matrix-vector product of n rows of 4*ng+0 blocks
 // (see qstream.go in neongen).
 //
@@ -327,6 +367,12 @@ func qStreamQ4_0(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //
 //go:noescape
 func qTileQ4_0(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
+
+// qMMLAQ4_0 is the Q4 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+0 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ4_0(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
 
 // qStreamQ4_1 is the Q4 matrix-vector product of n rows of 4*ng+1 blocks
 // (see qstream.go in neongen).
@@ -340,6 +386,12 @@ func qStreamQ4_1(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ4_1(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
+// qMMLAQ4_1 is the Q4 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+1 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ4_1(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+
 // qStreamQ4_2 is the Q4 matrix-vector product of n rows of 4*ng+2 blocks
 // (see qstream.go in neongen).
 //
@@ -352,6 +404,12 @@ func qStreamQ4_2(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //go:noescape
 func qTileQ4_2(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
 
+// qMMLAQ4_2 is the Q4 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+2 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ4_2(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)
+
 // qStreamQ4_3 is the Q4 matrix-vector product of n rows of 4*ng+3 blocks
 // (see qstream.go in neongen).
 //
@@ -363,3 +421,9 @@ func qStreamQ4_3(xq *byte, dx *float32, off *int32, w *byte, ng int, y *float32,
 //
 //go:noescape
 func qTileQ4_3(xt *byte, w *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, n int)
+
+// qMMLAQ4_3 is the Q4 product of 4 activation rows with np packed pairs of weight rows of
+// 4*ng+3 blocks, with SMMLA (see mmla.go in neongen).
+//
+//go:noescape
+func qMMLAQ4_3(xr *byte, wp *byte, ng int, y0 *float32, y1 *float32, y2 *float32, y3 *float32, np int)

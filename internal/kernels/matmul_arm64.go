@@ -52,7 +52,7 @@ func (p *Pool) prepare(j *matmulJob) {
 		p.prepareStream(j, nb)
 		return
 	}
-	p.prepareTiles(j, nb)
+	p.prepareTiles(j, nb, useI8MM && j.m >= mmlaMinRows)
 }
 
 // prepareStream quantizes the single activation row for qStream<q>:
@@ -99,16 +99,21 @@ func (p *Pool) paddedRow(j *matmulJob, i, nb int) []float32 {
 }
 
 // prepareTiles quantizes the activation rows for qTile<q>, transposed in
-// groups of 4 rows (the rows past m of the last group are zero).
-func (p *Pool) prepareTiles(j *matmulJob, nb int) {
+// groups of 4 rows, or with mmla for qMMLA<q> (the rows past m of the last
+// group are zero).
+func (p *Pool) prepareTiles(j *matmulJob, nb int, mmla bool) {
 	groups := (j.m + 3) / 4
-	size := groups * nb * qRecBytes
+	rec := qRecBytes
+	if mmla {
+		rec = 2 * mmlaPairBytes
+	}
+	size := groups * nb * rec
 	if cap(p.xq8t) < size {
 		p.xq8t = make([]byte, size)
 	}
-	j.xq8, j.nbp = p.xq8t[:size], nb
+	j.xq8, j.nbp, j.i8 = p.xq8t[:size], nb, mmla
 	if j.m%4 != 0 {
-		clear(j.xq8[(groups-1)*nb*qRecBytes:])
+		clear(j.xq8[(groups-1)*nb*rec:])
 	}
 	if j.w.Cols != nb*BlockSize {
 		p.xpad = growFloats(p.xpad, j.m*nb*BlockSize)
@@ -127,7 +132,7 @@ func (p *Pool) prepareTiles(j *matmulJob, nb int) {
 }
 
 // prepareRowNEON quantizes activation row i of the current job (p.job)
-// into lane i%4 of its group's records.
+// into row i%4 of its group's records.
 func (p *Pool) prepareRowNEON(_, i int) {
 	j := &p.job
 	nb := j.nbp
@@ -138,6 +143,10 @@ func (p *Pool) prepareRowNEON(_, i int) {
 		copy(row, x)
 		clear(row[cols:])
 		x = row
+	}
+	if j.i8 {
+		quantizeXPNEON(&x[0], nb, &j.xq8[(i/4)*nb*2*mmlaPairBytes], i%4)
+		return
 	}
 	quantizeXTNEON(&x[0], nb, &j.xq8[(i/4)*nb*qRecBytes], i%4)
 }
@@ -153,6 +162,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		floatTiles(w.Type, j.y[lo:], w.Rows, j.x, j.m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
 	case j.m == 1:
 		qStreamRows(j, lo, hi)
+	case j.i8:
+		qMMLARows(p, id, j, lo, hi)
 	default:
 		qTileRows(p, id, j, lo, hi)
 	}
@@ -297,6 +308,79 @@ func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 			clear(out)
 		}
 	}
+}
+
+// The SMMLA products (route neon+i8mm) for m >= mmlaMinRows activation
+// rows: block records of mmlaPairBytes per pair of activation rows
+// (quantizeXPNEON), weight rows packed in pairs per panel, mmlaWBytes per
+// block (packPair<q>NEON), so that every group of 4 activation rows reuses
+// them (see mmla.go in neongen).
+const (
+	mmlaMinRows    = 8
+	mmlaPairBytes  = 16 + 16 + 4*16
+	mmlaWBytes     = 16 + 4*16
+	mmlaPanelBytes = 24 << 10
+)
+
+var (
+	qMMLAQ8 = [4]qTileFunc{qMMLAQ8_0, qMMLAQ8_1, qMMLAQ8_2, qMMLAQ8_3}
+	qMMLAQ4 = [4]qTileFunc{qMMLAQ4_0, qMMLAQ4_1, qMMLAQ4_2, qMMLAQ4_3}
+)
+
+// qMMLARows is the q8/q4 product of weight rows [lo, hi) with SMMLA: per
+// panel, the weight rows packed in pairs into the thread's scratch (an odd
+// last row with a row of zeros, its outputs through a buffer), then every
+// group of 4 activation rows.
+func qMMLARows(p *Pool, id int, j *matmulJob, lo, hi int) {
+	w := j.w
+	rb := w.Type.RowBytes(w.Cols)
+	nb := j.nbp
+	table, pack := &qMMLAQ8, packPairQ8NEON
+	if w.Type == Q4 {
+		table, pack = &qMMLAQ4, packPairQ4NEON
+	}
+	tile := table[nb%4]
+	pairBytes := nb * mmlaWBytes
+	panel := max(2, mmlaPanelBytes/pairBytes*2)
+	s := &p.scratch[id]
+	if need := (panel/2)*pairBytes + rb; len(s.wt) < need {
+		s.wt = make([]byte, need) // the last rb bytes stay zero: the partner of an odd row
+	}
+	zeros := s.wt[len(s.wt)-rb:]
+	spare := p.grow(id, min(panel, hi-lo))
+	var odd [8]float32
+	for r := lo; r < hi; r += panel {
+		n := min(panel, hi-r)
+		for k := range (n + 1) / 2 {
+			w1 := zeros
+			if 2*k+1 < n {
+				w1 = w.Data[(r+2*k+1)*rb:]
+			}
+			pack(&w.Data[(r+2*k)*rb], &w1[0], nb, &s.wt[k*pairBytes])
+		}
+		for g := 0; g*4 < j.m; g++ {
+			var y [4]*float32
+			for l := range y {
+				y[l] = &spare[0]
+				if i := 4*g + l; i < j.m {
+					y[l] = &j.y[i*w.Rows+r]
+				}
+			}
+			xr := &j.xq8[g*nb*2*mmlaPairBytes]
+			if n >= 2 {
+				tile(xr, &s.wt[0], nb/4, y[0], y[1], y[2], y[3], n/2)
+			}
+			if n%2 == 1 {
+				tile(xr, &s.wt[(n/2)*pairBytes], nb/4, &odd[0], &odd[2], &odd[4], &odd[6], 1)
+				for l := range y {
+					if i := 4*g + l; i < j.m {
+						j.y[i*w.Rows+r+n-1] = odd[2*l]
+					}
+				}
+			}
+		}
+	}
+	addBias(j, lo, hi)
 }
 
 // addBias adds the bias to outputs [lo, hi) of every row.

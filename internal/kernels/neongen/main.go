@@ -15,7 +15,7 @@
 //   - qstream.go: q8/q4 matrix-vector products (decode) with SDOT,
 //   - qtile.go: q8/q4 matrix products of 2 or more rows (batched decode,
 //     prefill) with SDOT by element on transposed activations,
-//   - mmla.go: the same with SMMLA (I8MM),
+//   - mmla.go: the prefill products with SMMLA (I8MM, route neon+i8mm),
 //   - rowstream.go, tile.go: float (f32/f16/bf16) matrix-vector and matrix
 //     products,
 //   - dot.go, convert.go, attention.go, elementwise.go: the row kernels.
@@ -82,10 +82,13 @@ func emit() *asm {
 	}
 	genConverts(a)
 	genElementwise(a)
+	genQuantizeXP(a)
 	for _, q := range []string{"Q8", "Q4"} {
+		genPackPair(a, q)
 		for t := range group {
 			genQStream(a, q, t)
 			genQTile(a, q, t)
+			genMMLA(a, q, t)
 		}
 	}
 	return a
