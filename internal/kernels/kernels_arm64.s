@@ -3310,9 +3310,9 @@ TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
@@ -3386,20 +3386,17 @@ tgroup:
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -3454,12 +3451,9 @@ pgroup:
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -4130,9 +4124,9 @@ TEXT ·qStreamQ8_1(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
@@ -4228,45 +4222,39 @@ ttail:
 	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V16.B16, V16.B16, V16.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
+	VADDP   V8.S4, V8.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R3), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
+	VADDP   V15.S4, V15.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R14), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
+	VADDP   V22.S4, V22.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R19), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -4336,29 +4324,24 @@ ptail:
 	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V16.B16, V16.B16, V16.B16
 	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
+	VADDP   V8.S4, V8.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R3), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
+	VADDP   V15.S4, V15.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R14), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -4401,9 +4384,8 @@ stail:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
 	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
+	VADDP   V8.S4, V8.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R3), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
@@ -5167,9 +5149,9 @@ TEXT ·qStreamQ8_2(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
@@ -5262,45 +5244,39 @@ ttail:
 	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V16.B16, V16.B16, V16.B16
-	VEOR    V23.B16, V23.B16, V23.B16
 	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
+	VADDP   V8.S4, V8.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R3), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
+	VADDP   V15.S4, V15.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R14), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
+	VADDP   V22.S4, V22.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R19), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -5368,29 +5344,24 @@ ptail:
 	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V16.B16, V16.B16, V16.B16
 	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
+	VADDP   V8.S4, V8.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R3), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
+	VADDP   V15.S4, V15.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R14), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -5432,9 +5403,8 @@ stail:
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VEOR    V9.B16, V9.B16, V9.B16
 	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
+	VADDP   V8.S4, V8.S4, V25.S4
 	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
 	FMOVD.P 8(R3), F26
 	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
@@ -6306,9 +6276,9 @@ TEXT ·qStreamQ8_3(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	ADD     R13, R3, R14
@@ -6445,20 +6415,17 @@ ttail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -6556,12 +6523,9 @@ ptail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -7622,9 +7586,9 @@ TEXT ·qStreamQ4_0(SB), NOSPLIT|NOFRAME, $0-56
 	MUL     R21, R13, R13
 	MOVW    $0x0f0f0f0f, R21
 	VDUP    R21, V30.S4
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
@@ -7715,20 +7679,17 @@ tgroup:
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -7795,12 +7756,9 @@ pgroup:
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -8530,9 +8488,9 @@ TEXT ·qStreamQ4_1(SB), NOSPLIT|NOFRAME, $0-56
 	MUL     R21, R13, R13
 	MOVW    $0x0f0f0f0f, R21
 	VDUP    R21, V30.S4
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
@@ -8699,20 +8657,17 @@ ttail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -8831,12 +8786,9 @@ ptail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -9727,9 +9679,9 @@ TEXT ·qStreamQ4_2(SB), NOSPLIT|NOFRAME, $0-56
 	MUL     R21, R13, R13
 	MOVW    $0x0f0f0f0f, R21
 	VDUP    R21, V30.S4
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
@@ -9899,20 +9851,17 @@ ttail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -10033,12 +9982,9 @@ ptail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:
@@ -11050,9 +10996,9 @@ TEXT ·qStreamQ4_3(SB), NOSPLIT|NOFRAME, $0-56
 	MUL     R21, R13, R13
 	MOVW    $0x0f0f0f0f, R21
 	VDUP    R21, V30.S4
-triple:
-	CMP     $3, R6
+	SUBS    $3, R6
 	BLT     rest
+triple:
 	MOVD    R0, R8
 	MOVD    R1, R9
 	MOVD    R2, R10
@@ -11225,20 +11171,17 @@ ttail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x7e30db18 // faddp s24, v24.2s
-	FMOVS.P F24, 4(R5)
+	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	FMOVD.P F10, 8(R5)
+	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
-	SUB     $3, R6
-	B       triple
+	SUBS    $3, R6
+	BGE     triple
 rest:
-	CBZ     R6, done
+	ADDS    $3, R6
+	BEQ     done
 	CMP     $1, R6
 	BEQ     single
 	MOVD    R0, R8
@@ -11361,12 +11304,9 @@ ptail:
 	VAND    V29.B16, V26.B16, V26.B16
 	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
 	VFMLA   V28.S4, V25.S4, V17.S4
+	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
-	WORD    $0x7e30d94a // faddp s10, v10.2s
-	FMOVS.P F10, 4(R5)
-	WORD    $0x6e31d631 // faddp v17.4s, v17.4s, v17.4s
-	WORD    $0x7e30da31 // faddp s17, v17.2s
-	FMOVS.P F17, 4(R5)
+	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
 	B       done
 single:

@@ -136,22 +136,34 @@ func genQStream(a *asm, q string, t int) {
 		if t > 0 {
 			k.group(nr, t)
 		}
-		for j := range nr {
-			f := k.F(j)
-			a.faddp(f, f, f)
-			a.faddps(f, f) // (P0+P1) + (P2+P3)
-			a.opf("FMOVS.P", "%s, 4(%s)", f.F(), y)
+		// y = (P0+P1) + (P2+P3) for each row, by pairwise adds across the rows
+		switch nr {
+		case 1:
+			a.faddp(k.F(0), k.F(0), k.F(0))
+			a.faddps(k.F(0), k.F(0))
+			a.opf("FMOVS.P", "%s, 4(%s)", k.F(0).F(), y)
+		case 2:
+			a.faddp(k.F(0), k.F(0), k.F(1))
+			a.faddp(k.F(0), k.F(0), k.F(0))
+			a.opf("FMOVD.P", "%s, 8(%s)", k.F(0).F(), y)
+		case 3:
+			a.faddp(k.F(0), k.F(0), k.F(1))
+			a.faddp(k.F(2), k.F(2), k.F(2))
+			a.faddp(k.F(0), k.F(0), k.F(2))
+			a.opf("FMOVD.P", "%s, 8(%s)", k.F(0).F(), y)
+			a.opf("VST1.P", "V%d.S[2], 4(%s)", k.F(0), y)
 		}
 		a.opf("MOVD", "%s, %s", k.qp[nr-1], k.sp[0]) // the next row starts where the quants end
 	}
-	a.label("triple")
-	a.opf("CMP", "$3, %s", n)
+	a.opf("SUBS", "$3, %s", n)
 	a.op("BLT", "rest")
+	a.label("triple")
 	pass(3, "t")
-	a.opf("SUB", "$3, %s", n)
-	a.op("B", "triple")
+	a.opf("SUBS", "$3, %s", n)
+	a.op("BGE", "triple")
 	a.label("rest")
-	a.opf("CBZ", "%s, done", n)
+	a.opf("ADDS", "$3, %s", n) // the rows left: 0, 1 or 2
+	a.op("BEQ", "done")
 	a.opf("CMP", "$1, %s", n)
 	a.op("BEQ", "single")
 	pass(2, "p")
@@ -170,10 +182,7 @@ func (k *qStream) group(nr, cnt int) {
 	if k.q == "Q8" {
 		for h := range 2 { // blocks 2h, 2h+1
 			if cnt <= 2*h {
-				for j := range nr {
-					a.zero(k.A(j) + V(h))
-				}
-				continue
+				continue // ADDP below pairs A with itself: lanes 2, 3 have zero scales
 			}
 			a.opf("VLD4.P", "64(%s), %s", k.xp, list(0, 4, "S4"))
 			for j := range nr {
@@ -224,7 +233,11 @@ func (k *qStream) group(nr, cnt int) {
 	a.opf("VLD1.P", "16(%s), [%s]", k.dp, dxv.S4())
 	for j := range nr {
 		if k.q == "Q8" {
-			a.addp(sum, k.A(j), k.A(j)+1)
+			if cnt <= 2 {
+				a.addp(sum, k.A(j), k.A(j))
+			} else {
+				a.addp(sum, k.A(j), k.A(j)+1)
+			}
 			a.scvtf(sum, sum)
 		} else {
 			a.scvtf(sum, k.A(j))
