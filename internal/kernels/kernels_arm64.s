@@ -3310,6 +3310,15 @@ TEXT ·qStreamQ8_0(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V30.B16, V30.B16, V30.B16
 	SUBS    $3, R6
 	BLT     rest
 triple:
@@ -3320,75 +3329,186 @@ triple:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	ADD     R12, R19, R20
-	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V28.B16, V28.B16, V28.B16
 	MOVD    R4, R11
-	CBZ     R11, ttail
-tgroup:
+	TBZ     $0, R11, teven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V23.B16, V23.B16, V23.B16
-	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
-	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
-	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+teven:
+	LSR     $1, R11, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V30.S4
+	VSUB    V29.S4, V30.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
-	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
+	WORD    $0x6e3cd79c // faddp v28.4s, v28.4s, v28.4s
+	WORD    $0x6e3cd54a // faddp v10.4s, v10.4s, v28.4s
 	FMOVD.P F10, 8(R5)
 	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
@@ -3405,53 +3525,130 @@ rest:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	MOVD    R4, R11
-	CBZ     R11, ptail
-pgroup:
+	TBZ     $0, R11, peven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+peven:
+	LSR     $1, R11, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
@@ -3462,29 +3659,72 @@ single:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
-	CBZ     R11, stail
-sgroup:
+	TBZ     $0, R11, seven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
+seven:
+	LSR     $1, R11, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -4120,10 +4360,19 @@ TEXT ·qStreamQ8_1(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $2, R4, R21
 	ADD     $1, R21, R21
 	MOVD    $qTailMask<>+16(SB), R13
-	VLD1    (R13), [V29.B16]
+	VLD1    (R13), [V31.B16]
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V30.B16, V30.B16, V30.B16
 	SUBS    $3, R6
 	BLT     rest
 triple:
@@ -4134,119 +4383,233 @@ triple:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	ADD     R12, R19, R20
-	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V28.B16, V28.B16, V28.B16
 	MOVD    R4, R11
-	CBZ     R11, ttail
-tgroup:
+	TBZ     $0, R11, teven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V23.B16, V23.B16, V23.B16
-	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
-	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
-	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+teven:
+	LSR     $1, R11, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V30.S4
+	VSUB    V29.S4, V30.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
-	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
-	WORD    $0x0dffb292 // ld4 {v18.s-v21.s}[1], [x20], #16
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V8.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V15.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V22.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
-	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	WORD    $0x0dffa1ed // ld4 {v13.s-v16.s}[0], [x15], #16
+	WORD    $0x0dffb1ed // ld4 {v13.s-v16.s}[1], [x15], #16
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	WORD    $0x0dffa296 // ld4 {v22.s-v25.s}[0], [x20], #16
+	WORD    $0x0dffb296 // ld4 {v22.s-v25.s}[1], [x20], #16
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
+	WORD    $0x6e3cd79c // faddp v28.4s, v28.4s, v28.4s
+	WORD    $0x6e3cd54a // faddp v10.4s, v10.4s, v28.4s
 	FMOVD.P F10, 8(R5)
 	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
@@ -4263,83 +4626,162 @@ rest:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	MOVD    R4, R11
-	CBZ     R11, ptail
-pgroup:
+	TBZ     $0, R11, peven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+peven:
+	LSR     $1, R11, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
-	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V8.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V15.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
+	WORD    $0x0dffa1ed // ld4 {v13.s-v16.s}[0], [x15], #16
+	WORD    $0x0dffb1ed // ld4 {v13.s-v16.s}[1], [x15], #16
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
@@ -4350,48 +4792,92 @@ single:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
-	CBZ     R11, stail
-sgroup:
+	TBZ     $0, R11, seven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
+seven:
+	LSR     $1, R11, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V8.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	WORD    $0x7e30d94a // faddp s10, v10.2s
 	FMOVS.P F10, 4(R5)
@@ -5145,10 +5631,19 @@ TEXT ·qStreamQ8_2(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $2, R4, R21
 	ADD     $2, R21, R21
 	MOVD    $qTailMask<>+32(SB), R13
-	VLD1    (R13), [V29.B16]
+	VLD1    (R13), [V31.B16]
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V30.B16, V30.B16, V30.B16
 	SUBS    $3, R6
 	BLT     rest
 triple:
@@ -5159,116 +5654,230 @@ triple:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	ADD     R12, R19, R20
-	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V28.B16, V28.B16, V28.B16
 	MOVD    R4, R11
-	CBZ     R11, ttail
-tgroup:
+	TBZ     $0, R11, teven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V23.B16, V23.B16, V23.B16
-	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
-	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
-	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+teven:
+	LSR     $1, R11, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V30.S4
+	VSUB    V29.S4, V30.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V8.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V15.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V22.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
-	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
+	WORD    $0x6e3cd79c // faddp v28.4s, v28.4s, v28.4s
+	WORD    $0x6e3cd54a // faddp v10.4s, v10.4s, v28.4s
 	FMOVD.P F10, 8(R5)
 	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
@@ -5285,81 +5894,160 @@ rest:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	MOVD    R4, R11
-	CBZ     R11, ptail
-pgroup:
+	TBZ     $0, R11, peven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+peven:
+	LSR     $1, R11, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V8.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V15.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
@@ -5370,47 +6058,91 @@ single:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
-	CBZ     R11, stail
-sgroup:
+	TBZ     $0, R11, seven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
+seven:
+	LSR     $1, R11, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V8.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	WORD    $0x7e30d94a // faddp s10, v10.2s
 	FMOVS.P F10, 4(R5)
@@ -6272,10 +7004,19 @@ TEXT ·qStreamQ8_3(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $2, R4, R21
 	ADD     $3, R21, R21
 	MOVD    $qTailMask<>+48(SB), R13
-	VLD1    (R13), [V29.B16]
+	VLD1    (R13), [V31.B16]
 	LSL     $1, R21, R12
 	MOVD    $34, R13
 	MUL     R21, R13, R13
+	VEOR    V8.B16, V8.B16, V8.B16
+	VEOR    V9.B16, V9.B16, V9.B16
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	VEOR    V30.B16, V30.B16, V30.B16
 	SUBS    $3, R6
 	BLT     rest
 triple:
@@ -6286,138 +7027,249 @@ triple:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	ADD     R12, R19, R20
-	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V28.B16, V28.B16, V28.B16
 	MOVD    R4, R11
-	CBZ     R11, ttail
-tgroup:
+	TBZ     $0, R11, teven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V23.B16, V23.B16, V23.B16
-	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
-	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
-	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+teven:
+	LSR     $1, R11, R11
+	CBZ     R11, ttail
+tgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V30.S4
+	VSUB    V29.S4, V30.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD4.P  64(R20), [V18.S4, V19.S4, V20.S4, V21.S4]
-	VEOR    V22.B16, V22.B16, V22.B16
-	WORD    $0x4e809656 // sdot v22.4s, v18.16b, v0.16b
-	WORD    $0x4e819676 // sdot v22.4s, v19.16b, v1.16b
-	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R20), [V22.S4, V23.S4, V24.S4, V25.S4]
+	WORD    $0x4e8096da // sdot v26.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fa // sdot v26.4s, v23.16b, v1.16b
+	WORD    $0x4e82971a // sdot v26.4s, v24.16b, v2.16b
+	WORD    $0x4e83973a // sdot v26.4s, v25.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
-	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	WORD    $0x0dffa292 // ld4 {v18.s-v21.s}[0], [x20], #16
-	WORD    $0x0dffb292 // ld4 {v18.s-v21.s}[1], [x20], #16
-	VEOR    V23.B16, V23.B16, V23.B16
-	WORD    $0x4e809657 // sdot v23.4s, v18.16b, v0.16b
-	WORD    $0x4e819677 // sdot v23.4s, v19.16b, v1.16b
-	WORD    $0x4e829697 // sdot v23.4s, v20.16b, v2.16b
-	WORD    $0x4e8396b7 // sdot v23.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	VADDP   V23.S4, V22.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
-	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
-	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
+	WORD    $0x0dffa1ed // ld4 {v13.s-v16.s}[0], [x15], #16
+	WORD    $0x0dffb1ed // ld4 {v13.s-v16.s}[1], [x15], #16
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	WORD    $0x0dffa296 // ld4 {v22.s-v25.s}[0], [x20], #16
+	WORD    $0x0dffb296 // ld4 {v22.s-v25.s}[1], [x20], #16
+	WORD    $0x4e8096db // sdot v27.4s, v22.16b, v0.16b
+	WORD    $0x4e8196fb // sdot v27.4s, v23.16b, v1.16b
+	WORD    $0x4e82971b // sdot v27.4s, v24.16b, v2.16b
+	WORD    $0x4e83973b // sdot v27.4s, v25.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VADDP   V27.S4, V26.S4, V29.S4
+	VSUB    V30.S4, V29.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V28.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	VORR    V29.B16, V29.B16, V30.B16
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
+	WORD    $0x6e3cd79c // faddp v28.4s, v28.4s, v28.4s
+	WORD    $0x6e3cd54a // faddp v10.4s, v10.4s, v28.4s
 	FMOVD.P F10, 8(R5)
 	VST1.P  V10.S[2], 4(R5)
 	MOVD    R20, R3
@@ -6434,96 +7286,173 @@ rest:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	ADD     R12, R14, R15
-	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V19.B16, V19.B16, V19.B16
 	MOVD    R4, R11
-	CBZ     R11, ptail
-pgroup:
+	TBZ     $0, R11, peven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+peven:
+	LSR     $1, R11, R11
+	CBZ     R11, ptail
+pgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V21.S4
+	VSUB    V20.S4, V21.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD4.P  64(R15), [V11.S4, V12.S4, V13.S4, V14.S4]
-	VEOR    V15.B16, V15.B16, V15.B16
-	WORD    $0x4e80956f // sdot v15.4s, v11.16b, v0.16b
-	WORD    $0x4e81958f // sdot v15.4s, v12.16b, v1.16b
-	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
-	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
+	VLD4.P  64(R15), [V13.S4, V14.S4, V15.S4, V16.S4]
+	WORD    $0x4e8095b1 // sdot v17.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d1 // sdot v17.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f1 // sdot v17.4s, v15.16b, v2.16b
+	WORD    $0x4e839611 // sdot v17.4s, v16.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	WORD    $0x0dffa1eb // ld4 {v11.s-v14.s}[0], [x15], #16
-	WORD    $0x0dffb1eb // ld4 {v11.s-v14.s}[1], [x15], #16
-	VEOR    V16.B16, V16.B16, V16.B16
-	WORD    $0x4e809570 // sdot v16.4s, v11.16b, v0.16b
-	WORD    $0x4e819590 // sdot v16.4s, v12.16b, v1.16b
-	WORD    $0x4e8295b0 // sdot v16.4s, v13.16b, v2.16b
-	WORD    $0x4e8395d0 // sdot v16.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	VADDP   V16.S4, V15.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
+	WORD    $0x0dffa1ed // ld4 {v13.s-v16.s}[0], [x15], #16
+	WORD    $0x0dffb1ed // ld4 {v13.s-v16.s}[1], [x15], #16
+	WORD    $0x4e8095b2 // sdot v18.4s, v13.16b, v0.16b
+	WORD    $0x4e8195d2 // sdot v18.4s, v14.16b, v1.16b
+	WORD    $0x4e8295f2 // sdot v18.4s, v15.16b, v2.16b
+	WORD    $0x4e839612 // sdot v18.4s, v16.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VADDP   V18.S4, V17.S4, V20.S4
+	VSUB    V21.S4, V20.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V19.S4
+	VORR    V11.B16, V11.B16, V12.B16
+	VORR    V20.B16, V20.B16, V21.B16
+	WORD    $0x6e33d54a // faddp v10.4s, v10.4s, v19.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
 	MOVD    R15, R3
@@ -6534,35 +7463,77 @@ single:
 	ADD     R12, R3, R7
 	VEOR    V10.B16, V10.B16, V10.B16
 	MOVD    R4, R11
-	CBZ     R11, stail
-sgroup:
+	TBZ     $0, R11, seven
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
+seven:
+	LSR     $1, R11, R11
+	CBZ     R11, stail
+sgroup:
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
+	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
+	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
+	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
+	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V12.S4
+	VSUB    V11.S4, V12.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD4.P  64(R7), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VEOR    V8.B16, V8.B16, V8.B16
 	WORD    $0x4e809488 // sdot v8.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a8 // sdot v8.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
@@ -6570,19 +7541,20 @@ stail:
 	VLD4.P  64(R8), [V0.S4, V1.S4, V2.S4, V3.S4]
 	WORD    $0x0dffa0e4 // ld4 {v4.s-v7.s}[0], [x7], #16
 	WORD    $0x0dffb0e4 // ld4 {v4.s-v7.s}[1], [x7], #16
-	VEOR    V9.B16, V9.B16, V9.B16
 	WORD    $0x4e809489 // sdot v9.4s, v4.16b, v0.16b
 	WORD    $0x4e8194a9 // sdot v9.4s, v5.16b, v1.16b
 	WORD    $0x4e8294c9 // sdot v9.4s, v6.16b, v2.16b
 	WORD    $0x4e8394e9 // sdot v9.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	VADDP   V9.S4, V8.S4, V25.S4
-	WORD    $0x4e21db39 // scvtf v25.4s, v25.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	VADDP   V9.S4, V8.S4, V11.S4
+	VSUB    V12.S4, V11.S4, V0.S4
+	WORD    $0x4e21d800 // scvtf v0.4s, v0.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	VORR    V11.B16, V11.B16, V12.B16
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	WORD    $0x7e30d94a // faddp s10, v10.2s
 	FMOVS.P F10, 4(R5)
@@ -7660,22 +8632,22 @@ tgroup:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
@@ -7742,17 +8714,17 @@ pgroup:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -7791,12 +8763,12 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -8482,7 +9454,7 @@ TEXT ·qStreamQ4_1(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $2, R4, R21
 	ADD     $1, R21, R21
 	MOVD    $qTailMask<>+16(SB), R13
-	VLD1    (R13), [V29.B16]
+	VLD1    (R13), [V31.B16]
 	LSL     $1, R21, R12
 	MOVD    $18, R13
 	MUL     R21, R13, R13
@@ -8562,22 +9534,22 @@ tgroup:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
@@ -8638,25 +9610,25 @@ ttail:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
 	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
@@ -8720,17 +9692,17 @@ pgroup:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -8773,19 +9745,19 @@ ptail:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
@@ -8821,12 +9793,12 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -8851,13 +9823,13 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	WORD    $0x7e30d94a // faddp s10, v10.2s
 	FMOVS.P F10, 4(R5)
@@ -9673,7 +10645,7 @@ TEXT ·qStreamQ4_2(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $2, R4, R21
 	ADD     $2, R21, R21
 	MOVD    $qTailMask<>+32(SB), R13
-	VLD1    (R13), [V29.B16]
+	VLD1    (R13), [V31.B16]
 	LSL     $1, R21, R12
 	MOVD    $18, R13
 	MUL     R21, R13, R13
@@ -9753,22 +10725,22 @@ tgroup:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
@@ -9832,25 +10804,25 @@ ttail:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
 	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
@@ -9914,17 +10886,17 @@ pgroup:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -9969,19 +10941,19 @@ ptail:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
@@ -10017,12 +10989,12 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -10048,13 +11020,13 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	WORD    $0x7e30d94a // faddp s10, v10.2s
 	FMOVS.P F10, 4(R5)
@@ -10990,7 +11962,7 @@ TEXT ·qStreamQ4_3(SB), NOSPLIT|NOFRAME, $0-56
 	LSL     $2, R4, R21
 	ADD     $3, R21, R21
 	MOVD    $qTailMask<>+48(SB), R13
-	VLD1    (R13), [V29.B16]
+	VLD1    (R13), [V31.B16]
 	LSL     $1, R21, R12
 	MOVD    $18, R13
 	MUL     R21, R13, R13
@@ -11070,22 +12042,22 @@ tgroup:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	SUBS    $1, R11
 	BNE     tgroup
 ttail:
@@ -11152,25 +12124,25 @@ ttail:
 	WORD    $0x4e829696 // sdot v22.4s, v20.16b, v2.16b
 	VUSHR   $4, V21.B16, V21.B16
 	WORD    $0x4e8396b6 // sdot v22.4s, v21.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
-	WORD    $0x4e21dad9 // scvtf v25.4s, v22.4s
-	FMOVD.P 8(R19), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V24.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
+	WORD    $0x4e21dac0 // scvtf v0.4s, v22.4s
+	FMOVD.P 8(R19), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V24.S4
 	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
 	WORD    $0x6e38d54a // faddp v10.4s, v10.4s, v24.4s
@@ -11234,17 +12206,17 @@ pgroup:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	SUBS    $1, R11
 	BNE     pgroup
 ptail:
@@ -11291,19 +12263,19 @@ ptail:
 	WORD    $0x4e8295af // sdot v15.4s, v13.16b, v2.16b
 	VUSHR   $4, V14.B16, V14.B16
 	WORD    $0x4e8395cf // sdot v15.4s, v14.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
-	WORD    $0x4e21d9f9 // scvtf v25.4s, v15.4s
-	FMOVD.P 8(R14), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V17.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
+	WORD    $0x4e21d9e0 // scvtf v0.4s, v15.4s
+	FMOVD.P 8(R14), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V17.S4
 	WORD    $0x6e31d54a // faddp v10.4s, v10.4s, v17.4s
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	FMOVD.P F10, 8(R5)
@@ -11339,12 +12311,12 @@ sgroup:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	SUBS    $1, R11
 	BNE     sgroup
 stail:
@@ -11371,13 +12343,13 @@ stail:
 	WORD    $0x4e8294c8 // sdot v8.4s, v6.16b, v2.16b
 	VUSHR   $4, V7.B16, V7.B16
 	WORD    $0x4e8394e8 // sdot v8.4s, v7.16b, v3.16b
-	VLD1.P  16(R9), [V27.S4]
-	WORD    $0x4e21d919 // scvtf v25.4s, v8.4s
-	FMOVD.P 8(R3), F26
-	WORD    $0x0e217b5a // fcvtl v26.4s, v26.4h
-	VAND    V29.B16, V26.B16, V26.B16
-	WORD    $0x6e3bdf5c // fmul v28.4s, v26.4s, v27.4s
-	VFMLA   V28.S4, V25.S4, V10.S4
+	VLD1.P  16(R9), [V1.S4]
+	WORD    $0x4e21d900 // scvtf v0.4s, v8.4s
+	FMOVD.P 8(R3), F2
+	WORD    $0x0e217842 // fcvtl v2.4s, v2.4h
+	VAND    V31.B16, V2.B16, V2.B16
+	WORD    $0x6e21dc43 // fmul v3.4s, v2.4s, v1.4s
+	VFMLA   V3.S4, V0.S4, V10.S4
 	WORD    $0x6e2ad54a // faddp v10.4s, v10.4s, v10.4s
 	WORD    $0x7e30d94a // faddp s10, v10.2s
 	FMOVS.P F10, 4(R5)

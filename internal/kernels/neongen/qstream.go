@@ -74,13 +74,28 @@ type qStream struct {
 	op, g  R
 }
 
-// Vector registers: V0-V3 activations; per row j of a pass, W(j) the 4
-// weight registers, A(j) and A(j)+1 the SDOT accumulators (q4: A(j) only,
-// A(j)+1 scratch), F(j) its P_0..P_3; V25-V28 the float scratch, V29 the
-// tail mask, V30 the q4 nibble mask.
-func (k *qStream) W(j int) V { return V(4 + 7*j) }
-func (k *qStream) A(j int) V { return V(8 + 7*j) }
-func (k *qStream) F(j int) V { return V(10 + 7*j) }
+// Vector registers: V0-V3 activations (in the float part: the block sums,
+// scales and activation scales); per row j of a pass, W(j) the 4 weight
+// registers, A(j) and A(j)+1 the SDOT accumulators (q4: A(j) only, A(j)+1
+// scratch), F(j) its P_0..P_3, and for q8 X(j) and Y(j) = X(j)+1 the
+// reductions of the running sums; V31 the tail mask, V30 the q4 nibble mask.
+//
+// The q8 accumulators are never cleared: they hold running sums of every
+// block so far (wrapping int32 arithmetic is exact), reduced after each
+// group into X or Y in turn, and a group's block sums are the difference of
+// the two (one SUB where clearing took two instructions). The group loop
+// runs in pairs of groups so that X and Y swap roles without a move; Y holds
+// the last reduction between groups.
+func (k *qStream) stride() int {
+	if k.q == "Q8" {
+		return 9
+	}
+	return 7
+}
+func (k *qStream) W(j int) V { return V(4 + k.stride()*j) }
+func (k *qStream) A(j int) V { return V(8 + k.stride()*j) }
+func (k *qStream) F(j int) V { return V(10 + k.stride()*j) }
+func (k *qStream) X(j int) V { return V(11 + k.stride()*j) }
 
 // genQStream emits qStream<q>_<t>(xq, dx, off, w, ng, y, n): for the n
 // weight rows at w (contiguous, nb = 4*ng+t blocks each), y[r] = row r ·
@@ -105,13 +120,19 @@ func genQStream(a *asm, q string, t int) {
 	if t > 0 {
 		a.opf("ADD", "$%d, %s, %s", t, tmp, tmp)
 		a.opf("MOVD", "$%s<>+%d(SB), %s", qTailMask, 16*t, rb)
-		a.opf("VLD1", "(%s), [V29.B16]", rb)
+		a.opf("VLD1", "(%s), [V31.B16]", rb)
 	}
 	a.opf("LSL", "$1, %s, %s", tmp, nb2) // the scales: 2 bytes a block
 	a.opf("MOVD", "$%d, %s", 2+qBytes(q), rb)
 	a.opf("MUL", "%s, %s, %s", tmp, rb, rb) // the bytes of a row
 	if q == "Q4" {
 		a.splat(30, 0x0f0f0f0f, tmp)
+	} else {
+		for j := range 3 {
+			a.zero(k.A(j))
+			a.zero(k.A(j) + 1)
+			a.zero(k.X(j) + 1)
+		}
 	}
 	pass := func(nr int, pre string) {
 		a.opf("MOVD", "%s, %s", xq, k.xp)
@@ -127,14 +148,30 @@ func genQStream(a *asm, q string, t int) {
 			a.zero(k.F(j))
 		}
 		a.opf("MOVD", "%s, %s", ng, k.g)
-		a.opf("CBZ", "%s, %stail", k.g, pre)
-		a.label(pre + "group")
-		k.group(nr, group)
+		if q == "Q8" {
+			// an odd group first, then pairs of groups
+			a.opf("TBZ", "$0, %s, %seven", k.g, pre)
+			k.group(nr, group, 0)
+			k.keep(nr)
+			a.label(pre + "even")
+			a.opf("LSR", "$1, %s, %s", k.g, k.g)
+			a.opf("CBZ", "%s, %stail", k.g, pre)
+			a.label(pre + "group")
+			k.group(nr, group, 0)
+			k.group(nr, group, 1)
+		} else {
+			a.opf("CBZ", "%s, %stail", k.g, pre)
+			a.label(pre + "group")
+			k.group(nr, group, 0)
+		}
 		a.opf("SUBS", "$1, %s", k.g)
 		a.opf("BNE", "%sgroup", pre)
 		a.label(pre + "tail")
 		if t > 0 {
-			k.group(nr, t)
+			k.group(nr, t, 0)
+			if q == "Q8" {
+				k.keep(nr)
+			}
 		}
 		// y = (P0+P1) + (P2+P3) for each row, by pairwise adds across the rows
 		switch nr {
@@ -174,15 +211,25 @@ func genQStream(a *asm, q string, t int) {
 	a.ret()
 }
 
+// keep moves each row's last reduction from X to Y, where the next group
+// expects it (after a group of form 0 that ends a run of pairs).
+func (k *qStream) keep(nr int) {
+	for j := range nr {
+		k.a.mov(k.X(j)+1, k.X(j))
+	}
+}
+
 // group multiplies the activations with cnt blocks of each of nr rows (a
-// whole group, or the tail) and adds them to the rows' P.
-func (k *qStream) group(nr, cnt int) {
+// whole group, or the tail) and adds them to the rows' P. For q8, form 0
+// reduces the running sums into X (the previous reduction in Y), form 1
+// into Y (the previous in X).
+func (k *qStream) group(nr, cnt, form int) {
 	a := k.a
 	tail := cnt < group
 	if k.q == "Q8" {
 		for h := range 2 { // blocks 2h, 2h+1
 			if cnt <= 2*h {
-				continue // ADDP below pairs A with itself: lanes 2, 3 have zero scales
+				continue // B keeps its sums: lanes 2 and 3 of the difference are 0
 			}
 			a.opf("VLD4.P", "64(%s), %s", k.xp, list(0, 4, "S4"))
 			for j := range nr {
@@ -194,7 +241,6 @@ func (k *qStream) group(nr, cnt int) {
 					a.ld4Lane(k.W(j), k.qp[j], 0)
 					a.ld4Lane(k.W(j), k.qp[j], 1)
 				}
-				a.zero(acc)
 				for r := range V(4) {
 					a.sdot(acc, k.W(j)+r, r)
 				}
@@ -229,15 +275,16 @@ func (k *qStream) group(nr, cnt int) {
 			}
 		}
 	}
-	sum, dw, dxv, sc := V(25), V(26), V(27), V(28)
+	sum, dxv, dw, sc := V(0), V(1), V(2), V(3)
 	a.opf("VLD1.P", "16(%s), [%s]", k.dp, dxv.S4())
 	for j := range nr {
 		if k.q == "Q8" {
-			if cnt <= 2 {
-				a.addp(sum, k.A(j), k.A(j))
-			} else {
-				a.addp(sum, k.A(j), k.A(j)+1)
+			cur, prev := k.X(j), k.X(j)+1
+			if form == 1 {
+				cur, prev = prev, cur
 			}
+			a.addp(cur, k.A(j), k.A(j)+1)
+			a.sub(sum, cur, prev)
 			a.scvtf(sum, sum)
 		} else {
 			a.scvtf(sum, k.A(j))
@@ -245,7 +292,7 @@ func (k *qStream) group(nr, cnt int) {
 		a.opf("FMOVD.P", "8(%s), %s", k.sp[j], dw.F())
 		a.fcvtl(dw, dw)
 		if tail {
-			a.and(dw, dw, 29)
+			a.and(dw, dw, 31)
 		}
 		a.fmul(sc, dw, dxv)
 		a.fmla(k.F(j), sum, sc)
