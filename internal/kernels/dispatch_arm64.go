@@ -12,44 +12,44 @@ import (
 // routes_arm64.go sets them at start-up and in UseRoute.
 var useNEON, useI8MM bool
 
-// The row kernels: the assembly takes whole vectors (16 values for the dot
-// products and axpys, 4 for the rest), Go the tails. A single Dot or Axpy
+// The row kernels: the assembly takes whole vectors (8 values for the dot
+// products, 16 for the axpys, 4 for the rest), Go the tails. A single Dot or Axpy
 // is the batched kernel with one row, so the batched forms equal them bit
 // for bit.
 
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	n16 := len(a) &^ 15
-	if !useNEON || n16 == 0 {
+	n8 := len(a) &^ 7
+	if !useNEON || n8 == 0 {
 		return dotGeneric(a, b)
 	}
 	var s float32
-	dotsNEON_1(&s, 0, &a[0], 0, &b[0], 0, n16, 1)
-	if n16 == len(a) {
+	dotsNEON_1(&s, 0, &a[0], 0, &b[0], 0, n8, 1)
+	if n8 == len(a) {
 		return s
 	}
-	return s + dotGeneric(a[n16:], b[n16:])
+	return s + dotGeneric(a[n8:], b[n8:])
 }
 
 func dotF16(a []float32, b []uint16) float32 {
 	b = b[:len(a)]
-	n16 := len(a) &^ 15
-	if !useNEON || n16 == 0 {
+	n8 := len(a) &^ 7
+	if !useNEON || n8 == 0 {
 		return dotF16Generic(a, b)
 	}
 	var s float32
-	dotsF16NEON_1(&s, 0, &a[0], 0, &b[0], 0, n16, 1)
-	if n16 == len(a) {
+	dotsF16NEON_1(&s, 0, &a[0], 0, &b[0], 0, n8, 1)
+	if n8 == len(a) {
 		return s
 	}
-	return s + dotF16Generic(a[n16:], b[n16:])
+	return s + dotF16Generic(a[n8:], b[n8:])
 }
 
 // dots and the other batched kernels take the assembly when every row is
 // whole vectors (attention head dimensions), else call the row kernels per
 // row.
 func dots(out, q, k []float32, ld int) {
-	if n := len(q); useNEON && n%16 == 0 {
+	if n := len(q); useNEON && n%8 == 0 {
 		dotsNEON_1(&out[0], 0, &q[0], 0, &k[0], 4*ld, n, len(out))
 		return
 	}
@@ -62,12 +62,12 @@ func dotsF16(out, q []float32, k []uint16, ld int) {
 
 // dotsF16X[c] and axpysF16X[c] take c query vectors (heads) at a time.
 var (
-	dotsF16X  = [...]func(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int){nil, dotsF16NEON_1, dotsF16NEON_2, dotsF16NEON_3, dotsF16NEON_4}
+	dotsF16X  = [...]func(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int){nil, dotsF16NEON_1, dotsF16NEON_2, dotsF16NEON_3, dotsF16NEON_4}
 	axpysF16X = [...]func(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int){nil, axpysF16NEON_1, axpysF16NEON_2, axpysF16NEON_3, axpysF16NEON_4}
 )
 
 func dotsF16N(out []float32, ldo, rows int, q []float32, ldq, nq, d int, k []uint16, ld int) {
-	if !useNEON || d == 0 || d%16 != 0 {
+	if !useNEON || d == 0 || d%8 != 0 {
 		dotsF16NGeneric(out, ldo, rows, q, ldq, nq, d, k, ld)
 		return
 	}

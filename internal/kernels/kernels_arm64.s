@@ -2302,7 +2302,7 @@ loop:
 	FMOVS   F26, (R11)
 	RET
 
-// func dotsNEON_1(out *float32, ldo int, q *float32, ldq int, k *float32, ld int, n16 int, rows int)
+// func dotsNEON_1(out *float32, ldo int, q *float32, ldq int, k *float32, ld int, n8 int, rows int)
 TEXT ·dotsNEON_1(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    out+0(FP), R0
 	MOVD    ldo+8(FP), R1
@@ -2310,36 +2310,82 @@ TEXT ·dotsNEON_1(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    ldq+24(FP), R3
 	MOVD    k+32(FP), R4
 	MOVD    ld+40(FP), R5
-	MOVD    n16+48(FP), R6
+	MOVD    n8+48(FP), R6
 	MOVD    rows+56(FP), R7
-	CBZ     R7, done
 	MOVD    R0, R10
-row:
+	SUBS    $2, R7
+	BLT     one
+two:
+	MOVD    R4, R8
+	ADD     R5, R4, R21
+	MOVD    R2, R14
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $4, R6, R9
+	CBZ     R9, t8
+t16:
+	VLD1.P  64(R8), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P  64(R21), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VFMLA   V2.S4, V10.S4, V14.S4
+	VFMLA   V3.S4, V11.S4, V15.S4
+	SUBS    $1, R9
+	BNE     t16
+t8:
+	TBZ     $3, R6, tend
+	VLD1.P  32(R8), [V4.S4, V5.S4]
+	VLD1.P  32(R21), [V8.S4, V9.S4]
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+tend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed58c // faddp v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	FMOVD.P F12, 8(R10)
+	ADD     R5<<1, R4, R4
+	SUBS    $2, R7
+	BGE     two
+one:
+	TBZ     $0, R7, done
 	MOVD    R4, R8
 	MOVD    R2, R14
-	VEOR    V4.B16, V4.B16, V4.B16
-	VEOR    V5.B16, V5.B16, V5.B16
-	VEOR    V6.B16, V6.B16, V6.B16
-	VEOR    V7.B16, V7.B16, V7.B16
-	MOVD    R6, R9
-chunk:
-	VLD1.P  64(R8), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	LSR     $4, R6, R9
+	CBZ     R9, o8
+o16:
+	VLD1.P  64(R8), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V4.S4
-	VFMLA   V1.S4, V21.S4, V5.S4
-	VFMLA   V2.S4, V22.S4, V6.S4
-	VFMLA   V3.S4, V23.S4, V7.S4
-	SUBS    $16, R9
-	BNE     chunk
-	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
-	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
-	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
-	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
-	WORD    $0x7e30d884 // faddp s4, v4.2s
-	FMOVS.P F4, 4(R10)
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	SUBS    $1, R9
+	BNE     o16
+o8:
+	TBZ     $3, R6, oend
+	VLD1.P  32(R8), [V4.S4, V5.S4]
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+oend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS.P F12, 4(R10)
 	ADD     R5, R4, R4
-	SUBS    $1, R7
-	BNE     row
 done:
 	RET
 
@@ -2359,8 +2405,44 @@ chunk:
 	MOVD    R2, R14
 	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
 	MOVD    R4, R8
-	MOVD    R7, R9
-row:
+	SUBS    $4, R7, R9
+	BLT     rest
+four:
+	VLD1.P  16(R14), [V24.S4]
+	MOVD    R8, R21
+	VLD1.P  64(R21), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD    $0x4f981284 // fmla v4.4s, v20.4s, v24.s[0]
+	WORD    $0x4f9812a5 // fmla v5.4s, v21.4s, v24.s[0]
+	WORD    $0x4f9812c6 // fmla v6.4s, v22.4s, v24.s[0]
+	WORD    $0x4f9812e7 // fmla v7.4s, v23.4s, v24.s[0]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  64(R21), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD    $0x4fb81284 // fmla v4.4s, v20.4s, v24.s[1]
+	WORD    $0x4fb812a5 // fmla v5.4s, v21.4s, v24.s[1]
+	WORD    $0x4fb812c6 // fmla v6.4s, v22.4s, v24.s[1]
+	WORD    $0x4fb812e7 // fmla v7.4s, v23.4s, v24.s[1]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  64(R21), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD    $0x4f981a84 // fmla v4.4s, v20.4s, v24.s[2]
+	WORD    $0x4f981aa5 // fmla v5.4s, v21.4s, v24.s[2]
+	WORD    $0x4f981ac6 // fmla v6.4s, v22.4s, v24.s[2]
+	WORD    $0x4f981ae7 // fmla v7.4s, v23.4s, v24.s[2]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  64(R21), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD    $0x4fb81a84 // fmla v4.4s, v20.4s, v24.s[3]
+	WORD    $0x4fb81aa5 // fmla v5.4s, v21.4s, v24.s[3]
+	WORD    $0x4fb81ac6 // fmla v6.4s, v22.4s, v24.s[3]
+	WORD    $0x4fb81ae7 // fmla v7.4s, v23.4s, v24.s[3]
+	ADD     R5, R8, R8
+	SUBS    $4, R9
+	BGE     four
+rest:
+	ADDS    $4, R9
+	BEQ     store
+one:
 	MOVD    R8, R21
 	VLD1.P  64(R21), [V20.S4, V21.S4, V22.S4, V23.S4]
 	VLD1R.P 4(R14), [V0.S4]
@@ -2370,7 +2452,8 @@ row:
 	VFMLA   V0.S4, V23.S4, V7.S4
 	ADD     R5, R8, R8
 	SUBS    $1, R9
-	BNE     row
+	BNE     one
+store:
 	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
 	ADD     $64, R0
 	ADD     $64, R4
@@ -2379,7 +2462,7 @@ row:
 done:
 	RET
 
-// func dotsF16NEON_1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// func dotsF16NEON_1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 TEXT ·dotsF16NEON_1(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    out+0(FP), R0
 	MOVD    ldo+8(FP), R1
@@ -2387,40 +2470,100 @@ TEXT ·dotsF16NEON_1(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    ldq+24(FP), R3
 	MOVD    k+32(FP), R4
 	MOVD    ld+40(FP), R5
-	MOVD    n16+48(FP), R6
+	MOVD    n8+48(FP), R6
 	MOVD    rows+56(FP), R7
-	CBZ     R7, done
 	MOVD    R0, R10
-row:
+	SUBS    $2, R7
+	BLT     one
+two:
+	MOVD    R4, R8
+	ADD     R5, R4, R21
+	MOVD    R2, R14
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	LSR     $4, R6, R9
+	CBZ     R9, t8
+t16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VLD1.P  32(R21), [V10.H8, V11.H8]
+	WORD    $0x0e217948 // fcvtl v8.4s, v10.4h
+	WORD    $0x4e217949 // fcvtl2 v9.4s, v10.8h
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VFMLA   V2.S4, V10.S4, V14.S4
+	VFMLA   V3.S4, V11.S4, V15.S4
+	SUBS    $1, R9
+	BNE     t16
+t8:
+	TBZ     $3, R6, tend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  16(R21), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+tend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed58c // faddp v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	FMOVD.P F12, 8(R10)
+	ADD     R5<<1, R4, R4
+	SUBS    $2, R7
+	BGE     two
+one:
+	TBZ     $0, R7, done
 	MOVD    R4, R8
 	MOVD    R2, R14
-	VEOR    V4.B16, V4.B16, V4.B16
-	VEOR    V5.B16, V5.B16, V5.B16
-	VEOR    V6.B16, V6.B16, V6.B16
-	VEOR    V7.B16, V7.B16, V7.B16
-	MOVD    R6, R9
-chunk:
-	VLD1.P  32(R8), [V22.H8, V23.H8]
-	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
-	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
-	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
-	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	LSR     $4, R6, R9
+	CBZ     R9, o8
+o16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
 	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V4.S4
-	VFMLA   V1.S4, V21.S4, V5.S4
-	VFMLA   V2.S4, V22.S4, V6.S4
-	VFMLA   V3.S4, V23.S4, V7.S4
-	SUBS    $16, R9
-	BNE     chunk
-	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
-	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
-	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
-	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
-	WORD    $0x7e30d884 // faddp s4, v4.2s
-	FMOVS.P F4, 4(R10)
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	SUBS    $1, R9
+	BNE     o16
+o8:
+	TBZ     $3, R6, oend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+oend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS.P F12, 4(R10)
 	ADD     R5, R4, R4
-	SUBS    $1, R7
-	BNE     row
 done:
 	RET
 
@@ -2440,8 +2583,60 @@ chunk:
 	MOVD    R2, R14
 	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
 	MOVD    R4, R8
-	MOVD    R7, R9
-row:
+	SUBS    $4, R7, R9
+	BLT     rest
+four:
+	VLD1.P  16(R14), [V24.S4]
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981284 // fmla v4.4s, v20.4s, v24.s[0]
+	WORD    $0x4f9812a5 // fmla v5.4s, v21.4s, v24.s[0]
+	WORD    $0x4f9812c6 // fmla v6.4s, v22.4s, v24.s[0]
+	WORD    $0x4f9812e7 // fmla v7.4s, v23.4s, v24.s[0]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81284 // fmla v4.4s, v20.4s, v24.s[1]
+	WORD    $0x4fb812a5 // fmla v5.4s, v21.4s, v24.s[1]
+	WORD    $0x4fb812c6 // fmla v6.4s, v22.4s, v24.s[1]
+	WORD    $0x4fb812e7 // fmla v7.4s, v23.4s, v24.s[1]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981a84 // fmla v4.4s, v20.4s, v24.s[2]
+	WORD    $0x4f981aa5 // fmla v5.4s, v21.4s, v24.s[2]
+	WORD    $0x4f981ac6 // fmla v6.4s, v22.4s, v24.s[2]
+	WORD    $0x4f981ae7 // fmla v7.4s, v23.4s, v24.s[2]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81a84 // fmla v4.4s, v20.4s, v24.s[3]
+	WORD    $0x4fb81aa5 // fmla v5.4s, v21.4s, v24.s[3]
+	WORD    $0x4fb81ac6 // fmla v6.4s, v22.4s, v24.s[3]
+	WORD    $0x4fb81ae7 // fmla v7.4s, v23.4s, v24.s[3]
+	ADD     R5, R8, R8
+	SUBS    $4, R9
+	BGE     four
+rest:
+	ADDS    $4, R9
+	BEQ     store
+one:
 	MOVD    R8, R21
 	VLD1.P  32(R21), [V22.H8, V23.H8]
 	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
@@ -2455,7 +2650,8 @@ row:
 	VFMLA   V0.S4, V23.S4, V7.S4
 	ADD     R5, R8, R8
 	SUBS    $1, R9
-	BNE     row
+	BNE     one
+store:
 	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
 	ADD     $64, R0
 	ADD     $32, R4
@@ -2464,7 +2660,7 @@ row:
 done:
 	RET
 
-// func dotsF16NEON_2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// func dotsF16NEON_2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 TEXT ·dotsF16NEON_2(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    out+0(FP), R0
 	MOVD    ldo+8(FP), R1
@@ -2472,57 +2668,140 @@ TEXT ·dotsF16NEON_2(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    ldq+24(FP), R3
 	MOVD    k+32(FP), R4
 	MOVD    ld+40(FP), R5
-	MOVD    n16+48(FP), R6
+	MOVD    n8+48(FP), R6
 	MOVD    rows+56(FP), R7
-	CBZ     R7, done
 	MOVD    R0, R10
 	ADD     R1, R10, R11
-row:
+	SUBS    $2, R7
+	BLT     one
+two:
+	MOVD    R4, R8
+	ADD     R5, R4, R21
+	MOVD    R2, R14
+	ADD     R3, R14, R15
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V14.B16, V14.B16, V14.B16
+	VEOR    V15.B16, V15.B16, V15.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	LSR     $4, R6, R9
+	CBZ     R9, t8
+t16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VLD1.P  32(R21), [V10.H8, V11.H8]
+	WORD    $0x0e217948 // fcvtl v8.4s, v10.4h
+	WORD    $0x4e217949 // fcvtl2 v9.4s, v10.8h
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VFMLA   V2.S4, V10.S4, V14.S4
+	VFMLA   V3.S4, V11.S4, V15.S4
+	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V2.S4, V6.S4, V16.S4
+	VFMLA   V3.S4, V7.S4, V17.S4
+	VFMLA   V0.S4, V8.S4, V18.S4
+	VFMLA   V1.S4, V9.S4, V19.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
+	SUBS    $1, R9
+	BNE     t16
+t8:
+	TBZ     $3, R6, tend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  16(R21), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VLD1.P  32(R15), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V0.S4, V8.S4, V18.S4
+	VFMLA   V1.S4, V9.S4, V19.S4
+tend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
+	WORD    $0x6e2ed58c // faddp v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	FMOVD.P F12, 8(R10)
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d610 // faddp v16.4s, v16.4s, v18.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	FMOVD.P F16, 8(R11)
+	ADD     R5<<1, R4, R4
+	SUBS    $2, R7
+	BGE     two
+one:
+	TBZ     $0, R7, done
 	MOVD    R4, R8
 	MOVD    R2, R14
 	ADD     R3, R14, R15
-	VEOR    V4.B16, V4.B16, V4.B16
-	VEOR    V5.B16, V5.B16, V5.B16
-	VEOR    V6.B16, V6.B16, V6.B16
-	VEOR    V7.B16, V7.B16, V7.B16
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
-	MOVD    R6, R9
-chunk:
-	VLD1.P  32(R8), [V22.H8, V23.H8]
-	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
-	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
-	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
-	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	LSR     $4, R6, R9
+	CBZ     R9, o8
+o16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
 	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V4.S4
-	VFMLA   V1.S4, V21.S4, V5.S4
-	VFMLA   V2.S4, V22.S4, V6.S4
-	VFMLA   V3.S4, V23.S4, V7.S4
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
 	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V8.S4
-	VFMLA   V1.S4, V21.S4, V9.S4
-	VFMLA   V2.S4, V22.S4, V10.S4
-	VFMLA   V3.S4, V23.S4, V11.S4
-	SUBS    $16, R9
-	BNE     chunk
-	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
-	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
-	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
-	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
-	WORD    $0x7e30d884 // faddp s4, v4.2s
-	FMOVS.P F4, 4(R10)
-	WORD    $0x4e29d508 // fadd v8.4s, v8.4s, v9.4s
-	WORD    $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
-	WORD    $0x4e2ad508 // fadd v8.4s, v8.4s, v10.4s
-	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
-	WORD    $0x7e30d908 // faddp s8, v8.2s
-	FMOVS.P F8, 4(R11)
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V2.S4, V6.S4, V16.S4
+	VFMLA   V3.S4, V7.S4, V17.S4
+	SUBS    $1, R9
+	BNE     o16
+o8:
+	TBZ     $3, R6, oend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VLD1.P  32(R15), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+oend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS.P F12, 4(R10)
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS.P F16, 4(R11)
 	ADD     R5, R4, R4
-	SUBS    $1, R7
-	BNE     row
 done:
 	RET
 
@@ -2545,8 +2824,77 @@ chunk:
 	VLD1    (R10), [V4.S4, V5.S4, V6.S4, V7.S4]
 	VLD1    (R11), [V8.S4, V9.S4, V10.S4, V11.S4]
 	MOVD    R4, R8
-	MOVD    R7, R9
-row:
+	SUBS    $4, R7, R9
+	BLT     rest
+four:
+	VLD1.P  16(R14), [V24.S4]
+	VLD1.P  16(R15), [V25.S4]
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981284 // fmla v4.4s, v20.4s, v24.s[0]
+	WORD    $0x4f9812a5 // fmla v5.4s, v21.4s, v24.s[0]
+	WORD    $0x4f9812c6 // fmla v6.4s, v22.4s, v24.s[0]
+	WORD    $0x4f9812e7 // fmla v7.4s, v23.4s, v24.s[0]
+	WORD    $0x4f991288 // fmla v8.4s, v20.4s, v25.s[0]
+	WORD    $0x4f9912a9 // fmla v9.4s, v21.4s, v25.s[0]
+	WORD    $0x4f9912ca // fmla v10.4s, v22.4s, v25.s[0]
+	WORD    $0x4f9912eb // fmla v11.4s, v23.4s, v25.s[0]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81284 // fmla v4.4s, v20.4s, v24.s[1]
+	WORD    $0x4fb812a5 // fmla v5.4s, v21.4s, v24.s[1]
+	WORD    $0x4fb812c6 // fmla v6.4s, v22.4s, v24.s[1]
+	WORD    $0x4fb812e7 // fmla v7.4s, v23.4s, v24.s[1]
+	WORD    $0x4fb91288 // fmla v8.4s, v20.4s, v25.s[1]
+	WORD    $0x4fb912a9 // fmla v9.4s, v21.4s, v25.s[1]
+	WORD    $0x4fb912ca // fmla v10.4s, v22.4s, v25.s[1]
+	WORD    $0x4fb912eb // fmla v11.4s, v23.4s, v25.s[1]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981a84 // fmla v4.4s, v20.4s, v24.s[2]
+	WORD    $0x4f981aa5 // fmla v5.4s, v21.4s, v24.s[2]
+	WORD    $0x4f981ac6 // fmla v6.4s, v22.4s, v24.s[2]
+	WORD    $0x4f981ae7 // fmla v7.4s, v23.4s, v24.s[2]
+	WORD    $0x4f991a88 // fmla v8.4s, v20.4s, v25.s[2]
+	WORD    $0x4f991aa9 // fmla v9.4s, v21.4s, v25.s[2]
+	WORD    $0x4f991aca // fmla v10.4s, v22.4s, v25.s[2]
+	WORD    $0x4f991aeb // fmla v11.4s, v23.4s, v25.s[2]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81a84 // fmla v4.4s, v20.4s, v24.s[3]
+	WORD    $0x4fb81aa5 // fmla v5.4s, v21.4s, v24.s[3]
+	WORD    $0x4fb81ac6 // fmla v6.4s, v22.4s, v24.s[3]
+	WORD    $0x4fb81ae7 // fmla v7.4s, v23.4s, v24.s[3]
+	WORD    $0x4fb91a88 // fmla v8.4s, v20.4s, v25.s[3]
+	WORD    $0x4fb91aa9 // fmla v9.4s, v21.4s, v25.s[3]
+	WORD    $0x4fb91aca // fmla v10.4s, v22.4s, v25.s[3]
+	WORD    $0x4fb91aeb // fmla v11.4s, v23.4s, v25.s[3]
+	ADD     R5, R8, R8
+	SUBS    $4, R9
+	BGE     four
+rest:
+	ADDS    $4, R9
+	BEQ     store
+one:
 	MOVD    R8, R21
 	VLD1.P  32(R21), [V22.H8, V23.H8]
 	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
@@ -2565,7 +2913,8 @@ row:
 	VFMLA   V0.S4, V23.S4, V11.S4
 	ADD     R5, R8, R8
 	SUBS    $1, R9
-	BNE     row
+	BNE     one
+store:
 	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
 	VST1    [V8.S4, V9.S4, V10.S4, V11.S4], (R11)
 	ADD     $64, R0
@@ -2575,7 +2924,7 @@ row:
 done:
 	RET
 
-// func dotsF16NEON_3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// func dotsF16NEON_3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 TEXT ·dotsF16NEON_3(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    out+0(FP), R0
 	MOVD    ldo+8(FP), R1
@@ -2583,74 +2932,180 @@ TEXT ·dotsF16NEON_3(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    ldq+24(FP), R3
 	MOVD    k+32(FP), R4
 	MOVD    ld+40(FP), R5
-	MOVD    n16+48(FP), R6
+	MOVD    n8+48(FP), R6
 	MOVD    rows+56(FP), R7
-	CBZ     R7, done
 	MOVD    R0, R10
 	ADD     R1, R10, R11
 	ADD     R1, R11, R12
-row:
+	SUBS    $2, R7
+	BLT     one
+two:
 	MOVD    R4, R8
+	ADD     R5, R4, R21
 	MOVD    R2, R14
 	ADD     R3, R14, R15
 	ADD     R3, R15, R19
-	VEOR    V4.B16, V4.B16, V4.B16
-	VEOR    V5.B16, V5.B16, V5.B16
-	VEOR    V6.B16, V6.B16, V6.B16
-	VEOR    V7.B16, V7.B16, V7.B16
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
 	VEOR    V12.B16, V12.B16, V12.B16
 	VEOR    V13.B16, V13.B16, V13.B16
 	VEOR    V14.B16, V14.B16, V14.B16
 	VEOR    V15.B16, V15.B16, V15.B16
-	MOVD    R6, R9
-chunk:
-	VLD1.P  32(R8), [V22.H8, V23.H8]
-	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
-	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
-	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
-	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V18.B16, V18.B16, V18.B16
+	VEOR    V19.B16, V19.B16, V19.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	LSR     $4, R6, R9
+	CBZ     R9, t8
+t16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VLD1.P  32(R21), [V10.H8, V11.H8]
+	WORD    $0x0e217948 // fcvtl v8.4s, v10.4h
+	WORD    $0x4e217949 // fcvtl2 v9.4s, v10.8h
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
 	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V4.S4
-	VFMLA   V1.S4, V21.S4, V5.S4
-	VFMLA   V2.S4, V22.S4, V6.S4
-	VFMLA   V3.S4, V23.S4, V7.S4
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VFMLA   V2.S4, V10.S4, V14.S4
+	VFMLA   V3.S4, V11.S4, V15.S4
 	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V8.S4
-	VFMLA   V1.S4, V21.S4, V9.S4
-	VFMLA   V2.S4, V22.S4, V10.S4
-	VFMLA   V3.S4, V23.S4, V11.S4
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V2.S4, V6.S4, V16.S4
+	VFMLA   V3.S4, V7.S4, V17.S4
+	VFMLA   V0.S4, V8.S4, V18.S4
+	VFMLA   V1.S4, V9.S4, V19.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
 	VLD1.P  64(R19), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V12.S4
-	VFMLA   V1.S4, V21.S4, V13.S4
-	VFMLA   V2.S4, V22.S4, V14.S4
-	VFMLA   V3.S4, V23.S4, V15.S4
-	SUBS    $16, R9
-	BNE     chunk
-	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
-	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
-	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
-	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
-	WORD    $0x7e30d884 // faddp s4, v4.2s
-	FMOVS.P F4, 4(R10)
-	WORD    $0x4e29d508 // fadd v8.4s, v8.4s, v9.4s
-	WORD    $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
-	WORD    $0x4e2ad508 // fadd v8.4s, v8.4s, v10.4s
-	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
-	WORD    $0x7e30d908 // faddp s8, v8.2s
-	FMOVS.P F8, 4(R11)
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VFMLA   V2.S4, V10.S4, V22.S4
+	VFMLA   V3.S4, V11.S4, V23.S4
+	SUBS    $1, R9
+	BNE     t16
+t8:
+	TBZ     $3, R6, tend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  16(R21), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VLD1.P  32(R15), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V0.S4, V8.S4, V18.S4
+	VFMLA   V1.S4, V9.S4, V19.S4
+	VLD1.P  32(R19), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+tend:
 	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
 	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
-	WORD    $0x4e2ed58c // fadd v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2ed58c // faddp v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	FMOVD.P F12, 8(R10)
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD    $0x6e32d610 // faddp v16.4s, v16.4s, v18.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	FMOVD.P F16, 8(R11)
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d694 // faddp v20.4s, v20.4s, v22.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	FMOVD.P F20, 8(R12)
+	ADD     R5<<1, R4, R4
+	SUBS    $2, R7
+	BGE     two
+one:
+	TBZ     $0, R7, done
+	MOVD    R4, R8
+	MOVD    R2, R14
+	ADD     R3, R14, R15
+	ADD     R3, R15, R19
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	LSR     $4, R6, R9
+	CBZ     R9, o8
+o16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V2.S4, V6.S4, V16.S4
+	VFMLA   V3.S4, V7.S4, V17.S4
+	VLD1.P  64(R19), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	SUBS    $1, R9
+	BNE     o16
+o8:
+	TBZ     $3, R6, oend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VLD1.P  32(R15), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VLD1.P  32(R19), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+oend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
 	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
 	WORD    $0x7e30d98c // faddp s12, v12.2s
-	FMOVS.P F12, 4(R12)
+	FMOVS.P F12, 4(R10)
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD    $0x7e30da10 // faddp s16, v16.2s
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R12)
 	ADD     R5, R4, R4
-	SUBS    $1, R7
-	BNE     row
 done:
 	RET
 
@@ -2676,8 +3131,94 @@ chunk:
 	VLD1    (R11), [V8.S4, V9.S4, V10.S4, V11.S4]
 	VLD1    (R12), [V12.S4, V13.S4, V14.S4, V15.S4]
 	MOVD    R4, R8
-	MOVD    R7, R9
-row:
+	SUBS    $4, R7, R9
+	BLT     rest
+four:
+	VLD1.P  16(R14), [V24.S4]
+	VLD1.P  16(R15), [V25.S4]
+	VLD1.P  16(R19), [V26.S4]
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981284 // fmla v4.4s, v20.4s, v24.s[0]
+	WORD    $0x4f9812a5 // fmla v5.4s, v21.4s, v24.s[0]
+	WORD    $0x4f9812c6 // fmla v6.4s, v22.4s, v24.s[0]
+	WORD    $0x4f9812e7 // fmla v7.4s, v23.4s, v24.s[0]
+	WORD    $0x4f991288 // fmla v8.4s, v20.4s, v25.s[0]
+	WORD    $0x4f9912a9 // fmla v9.4s, v21.4s, v25.s[0]
+	WORD    $0x4f9912ca // fmla v10.4s, v22.4s, v25.s[0]
+	WORD    $0x4f9912eb // fmla v11.4s, v23.4s, v25.s[0]
+	WORD    $0x4f9a128c // fmla v12.4s, v20.4s, v26.s[0]
+	WORD    $0x4f9a12ad // fmla v13.4s, v21.4s, v26.s[0]
+	WORD    $0x4f9a12ce // fmla v14.4s, v22.4s, v26.s[0]
+	WORD    $0x4f9a12ef // fmla v15.4s, v23.4s, v26.s[0]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81284 // fmla v4.4s, v20.4s, v24.s[1]
+	WORD    $0x4fb812a5 // fmla v5.4s, v21.4s, v24.s[1]
+	WORD    $0x4fb812c6 // fmla v6.4s, v22.4s, v24.s[1]
+	WORD    $0x4fb812e7 // fmla v7.4s, v23.4s, v24.s[1]
+	WORD    $0x4fb91288 // fmla v8.4s, v20.4s, v25.s[1]
+	WORD    $0x4fb912a9 // fmla v9.4s, v21.4s, v25.s[1]
+	WORD    $0x4fb912ca // fmla v10.4s, v22.4s, v25.s[1]
+	WORD    $0x4fb912eb // fmla v11.4s, v23.4s, v25.s[1]
+	WORD    $0x4fba128c // fmla v12.4s, v20.4s, v26.s[1]
+	WORD    $0x4fba12ad // fmla v13.4s, v21.4s, v26.s[1]
+	WORD    $0x4fba12ce // fmla v14.4s, v22.4s, v26.s[1]
+	WORD    $0x4fba12ef // fmla v15.4s, v23.4s, v26.s[1]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981a84 // fmla v4.4s, v20.4s, v24.s[2]
+	WORD    $0x4f981aa5 // fmla v5.4s, v21.4s, v24.s[2]
+	WORD    $0x4f981ac6 // fmla v6.4s, v22.4s, v24.s[2]
+	WORD    $0x4f981ae7 // fmla v7.4s, v23.4s, v24.s[2]
+	WORD    $0x4f991a88 // fmla v8.4s, v20.4s, v25.s[2]
+	WORD    $0x4f991aa9 // fmla v9.4s, v21.4s, v25.s[2]
+	WORD    $0x4f991aca // fmla v10.4s, v22.4s, v25.s[2]
+	WORD    $0x4f991aeb // fmla v11.4s, v23.4s, v25.s[2]
+	WORD    $0x4f9a1a8c // fmla v12.4s, v20.4s, v26.s[2]
+	WORD    $0x4f9a1aad // fmla v13.4s, v21.4s, v26.s[2]
+	WORD    $0x4f9a1ace // fmla v14.4s, v22.4s, v26.s[2]
+	WORD    $0x4f9a1aef // fmla v15.4s, v23.4s, v26.s[2]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81a84 // fmla v4.4s, v20.4s, v24.s[3]
+	WORD    $0x4fb81aa5 // fmla v5.4s, v21.4s, v24.s[3]
+	WORD    $0x4fb81ac6 // fmla v6.4s, v22.4s, v24.s[3]
+	WORD    $0x4fb81ae7 // fmla v7.4s, v23.4s, v24.s[3]
+	WORD    $0x4fb91a88 // fmla v8.4s, v20.4s, v25.s[3]
+	WORD    $0x4fb91aa9 // fmla v9.4s, v21.4s, v25.s[3]
+	WORD    $0x4fb91aca // fmla v10.4s, v22.4s, v25.s[3]
+	WORD    $0x4fb91aeb // fmla v11.4s, v23.4s, v25.s[3]
+	WORD    $0x4fba1a8c // fmla v12.4s, v20.4s, v26.s[3]
+	WORD    $0x4fba1aad // fmla v13.4s, v21.4s, v26.s[3]
+	WORD    $0x4fba1ace // fmla v14.4s, v22.4s, v26.s[3]
+	WORD    $0x4fba1aef // fmla v15.4s, v23.4s, v26.s[3]
+	ADD     R5, R8, R8
+	SUBS    $4, R9
+	BGE     four
+rest:
+	ADDS    $4, R9
+	BEQ     store
+one:
 	MOVD    R8, R21
 	VLD1.P  32(R21), [V22.H8, V23.H8]
 	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
@@ -2701,7 +3242,8 @@ row:
 	VFMLA   V0.S4, V23.S4, V15.S4
 	ADD     R5, R8, R8
 	SUBS    $1, R9
-	BNE     row
+	BNE     one
+store:
 	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
 	VST1    [V8.S4, V9.S4, V10.S4, V11.S4], (R11)
 	VST1    [V12.S4, V13.S4, V14.S4, V15.S4], (R12)
@@ -2712,7 +3254,7 @@ row:
 done:
 	RET
 
-// func dotsF16NEON_4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// func dotsF16NEON_4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 TEXT ·dotsF16NEON_4(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    out+0(FP), R0
 	MOVD    ldo+8(FP), R1
@@ -2720,27 +3262,21 @@ TEXT ·dotsF16NEON_4(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD    ldq+24(FP), R3
 	MOVD    k+32(FP), R4
 	MOVD    ld+40(FP), R5
-	MOVD    n16+48(FP), R6
+	MOVD    n8+48(FP), R6
 	MOVD    rows+56(FP), R7
-	CBZ     R7, done
 	MOVD    R0, R10
 	ADD     R1, R10, R11
 	ADD     R1, R11, R12
 	ADD     R1, R12, R13
-row:
+	SUBS    $2, R7
+	BLT     one
+two:
 	MOVD    R4, R8
+	ADD     R5, R4, R21
 	MOVD    R2, R14
 	ADD     R3, R14, R15
 	ADD     R3, R15, R19
 	ADD     R3, R19, R20
-	VEOR    V4.B16, V4.B16, V4.B16
-	VEOR    V5.B16, V5.B16, V5.B16
-	VEOR    V6.B16, V6.B16, V6.B16
-	VEOR    V7.B16, V7.B16, V7.B16
-	VEOR    V8.B16, V8.B16, V8.B16
-	VEOR    V9.B16, V9.B16, V9.B16
-	VEOR    V10.B16, V10.B16, V10.B16
-	VEOR    V11.B16, V11.B16, V11.B16
 	VEOR    V12.B16, V12.B16, V12.B16
 	VEOR    V13.B16, V13.B16, V13.B16
 	VEOR    V14.B16, V14.B16, V14.B16
@@ -2749,62 +3285,197 @@ row:
 	VEOR    V17.B16, V17.B16, V17.B16
 	VEOR    V18.B16, V18.B16, V18.B16
 	VEOR    V19.B16, V19.B16, V19.B16
-	MOVD    R6, R9
-chunk:
-	VLD1.P  32(R8), [V22.H8, V23.H8]
-	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
-	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
-	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
-	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V22.B16, V22.B16, V22.B16
+	VEOR    V23.B16, V23.B16, V23.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	VEOR    V26.B16, V26.B16, V26.B16
+	VEOR    V27.B16, V27.B16, V27.B16
+	LSR     $4, R6, R9
+	CBZ     R9, t8
+t16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VLD1.P  32(R21), [V10.H8, V11.H8]
+	WORD    $0x0e217948 // fcvtl v8.4s, v10.4h
+	WORD    $0x4e217949 // fcvtl2 v9.4s, v10.8h
+	WORD    $0x0e21796a // fcvtl v10.4s, v11.4h
+	WORD    $0x4e21796b // fcvtl2 v11.4s, v11.8h
 	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V4.S4
-	VFMLA   V1.S4, V21.S4, V5.S4
-	VFMLA   V2.S4, V22.S4, V6.S4
-	VFMLA   V3.S4, V23.S4, V7.S4
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VFMLA   V2.S4, V10.S4, V14.S4
+	VFMLA   V3.S4, V11.S4, V15.S4
 	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V8.S4
-	VFMLA   V1.S4, V21.S4, V9.S4
-	VFMLA   V2.S4, V22.S4, V10.S4
-	VFMLA   V3.S4, V23.S4, V11.S4
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V2.S4, V6.S4, V16.S4
+	VFMLA   V3.S4, V7.S4, V17.S4
+	VFMLA   V0.S4, V8.S4, V18.S4
+	VFMLA   V1.S4, V9.S4, V19.S4
+	VFMLA   V2.S4, V10.S4, V18.S4
+	VFMLA   V3.S4, V11.S4, V19.S4
 	VLD1.P  64(R19), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V12.S4
-	VFMLA   V1.S4, V21.S4, V13.S4
-	VFMLA   V2.S4, V22.S4, V14.S4
-	VFMLA   V3.S4, V23.S4, V15.S4
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VFMLA   V2.S4, V10.S4, V22.S4
+	VFMLA   V3.S4, V11.S4, V23.S4
 	VLD1.P  64(R20), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VFMLA   V0.S4, V20.S4, V16.S4
-	VFMLA   V1.S4, V21.S4, V17.S4
-	VFMLA   V2.S4, V22.S4, V18.S4
-	VFMLA   V3.S4, V23.S4, V19.S4
-	SUBS    $16, R9
-	BNE     chunk
-	WORD    $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
-	WORD    $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
-	WORD    $0x4e26d484 // fadd v4.4s, v4.4s, v6.4s
-	WORD    $0x6e24d484 // faddp v4.4s, v4.4s, v4.4s
-	WORD    $0x7e30d884 // faddp s4, v4.2s
-	FMOVS.P F4, 4(R10)
-	WORD    $0x4e29d508 // fadd v8.4s, v8.4s, v9.4s
-	WORD    $0x4e2bd54a // fadd v10.4s, v10.4s, v11.4s
-	WORD    $0x4e2ad508 // fadd v8.4s, v8.4s, v10.4s
-	WORD    $0x6e28d508 // faddp v8.4s, v8.4s, v8.4s
-	WORD    $0x7e30d908 // faddp s8, v8.2s
-	FMOVS.P F8, 4(R11)
+	VFMLA   V0.S4, V4.S4, V24.S4
+	VFMLA   V1.S4, V5.S4, V25.S4
+	VFMLA   V2.S4, V6.S4, V24.S4
+	VFMLA   V3.S4, V7.S4, V25.S4
+	VFMLA   V0.S4, V8.S4, V26.S4
+	VFMLA   V1.S4, V9.S4, V27.S4
+	VFMLA   V2.S4, V10.S4, V26.S4
+	VFMLA   V3.S4, V11.S4, V27.S4
+	SUBS    $1, R9
+	BNE     t16
+t8:
+	TBZ     $3, R6, tend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  16(R21), [V9.H8]
+	WORD    $0x0e217928 // fcvtl v8.4s, v9.4h
+	WORD    $0x4e217929 // fcvtl2 v9.4s, v9.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V0.S4, V8.S4, V14.S4
+	VFMLA   V1.S4, V9.S4, V15.S4
+	VLD1.P  32(R15), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V0.S4, V8.S4, V18.S4
+	VFMLA   V1.S4, V9.S4, V19.S4
+	VLD1.P  32(R19), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V0.S4, V8.S4, V22.S4
+	VFMLA   V1.S4, V9.S4, V23.S4
+	VLD1.P  32(R20), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V24.S4
+	VFMLA   V1.S4, V5.S4, V25.S4
+	VFMLA   V0.S4, V8.S4, V26.S4
+	VFMLA   V1.S4, V9.S4, V27.S4
+tend:
 	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
 	WORD    $0x4e2fd5ce // fadd v14.4s, v14.4s, v15.4s
-	WORD    $0x4e2ed58c // fadd v12.4s, v12.4s, v14.4s
+	WORD    $0x6e2ed58c // faddp v12.4s, v12.4s, v14.4s
 	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
-	WORD    $0x7e30d98c // faddp s12, v12.2s
-	FMOVS.P F12, 4(R12)
+	FMOVD.P F12, 8(R10)
 	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
 	WORD    $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
-	WORD    $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD    $0x6e32d610 // faddp v16.4s, v16.4s, v18.4s
+	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	FMOVD.P F16, 8(R11)
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD    $0x6e36d694 // faddp v20.4s, v20.4s, v22.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	FMOVD.P F20, 8(R12)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x4e3bd75a // fadd v26.4s, v26.4s, v27.4s
+	WORD    $0x6e3ad718 // faddp v24.4s, v24.4s, v26.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	FMOVD.P F24, 8(R13)
+	ADD     R5<<1, R4, R4
+	SUBS    $2, R7
+	BGE     two
+one:
+	TBZ     $0, R7, done
+	MOVD    R4, R8
+	MOVD    R2, R14
+	ADD     R3, R14, R15
+	ADD     R3, R15, R19
+	ADD     R3, R19, R20
+	VEOR    V12.B16, V12.B16, V12.B16
+	VEOR    V13.B16, V13.B16, V13.B16
+	VEOR    V16.B16, V16.B16, V16.B16
+	VEOR    V17.B16, V17.B16, V17.B16
+	VEOR    V20.B16, V20.B16, V20.B16
+	VEOR    V21.B16, V21.B16, V21.B16
+	VEOR    V24.B16, V24.B16, V24.B16
+	VEOR    V25.B16, V25.B16, V25.B16
+	LSR     $4, R6, R9
+	CBZ     R9, o8
+o16:
+	VLD1.P  32(R8), [V6.H8, V7.H8]
+	WORD    $0x0e2178c4 // fcvtl v4.4s, v6.4h
+	WORD    $0x4e2178c5 // fcvtl2 v5.4s, v6.8h
+	WORD    $0x0e2178e6 // fcvtl v6.4s, v7.4h
+	WORD    $0x4e2178e7 // fcvtl2 v7.4s, v7.8h
+	VLD1.P  64(R14), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VFMLA   V2.S4, V6.S4, V12.S4
+	VFMLA   V3.S4, V7.S4, V13.S4
+	VLD1.P  64(R15), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VFMLA   V2.S4, V6.S4, V16.S4
+	VFMLA   V3.S4, V7.S4, V17.S4
+	VLD1.P  64(R19), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VFMLA   V2.S4, V6.S4, V20.S4
+	VFMLA   V3.S4, V7.S4, V21.S4
+	VLD1.P  64(R20), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VFMLA   V0.S4, V4.S4, V24.S4
+	VFMLA   V1.S4, V5.S4, V25.S4
+	VFMLA   V2.S4, V6.S4, V24.S4
+	VFMLA   V3.S4, V7.S4, V25.S4
+	SUBS    $1, R9
+	BNE     o16
+o8:
+	TBZ     $3, R6, oend
+	VLD1.P  16(R8), [V5.H8]
+	WORD    $0x0e2178a4 // fcvtl v4.4s, v5.4h
+	WORD    $0x4e2178a5 // fcvtl2 v5.4s, v5.8h
+	VLD1.P  32(R14), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V12.S4
+	VFMLA   V1.S4, V5.S4, V13.S4
+	VLD1.P  32(R15), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V16.S4
+	VFMLA   V1.S4, V5.S4, V17.S4
+	VLD1.P  32(R19), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V20.S4
+	VFMLA   V1.S4, V5.S4, V21.S4
+	VLD1.P  32(R20), [V0.S4, V1.S4]
+	VFMLA   V0.S4, V4.S4, V24.S4
+	VFMLA   V1.S4, V5.S4, V25.S4
+oend:
+	WORD    $0x4e2dd58c // fadd v12.4s, v12.4s, v13.4s
+	WORD    $0x6e2cd58c // faddp v12.4s, v12.4s, v12.4s
+	WORD    $0x7e30d98c // faddp s12, v12.2s
+	FMOVS.P F12, 4(R10)
+	WORD    $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
 	WORD    $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
 	WORD    $0x7e30da10 // faddp s16, v16.2s
-	FMOVS.P F16, 4(R13)
+	FMOVS.P F16, 4(R11)
+	WORD    $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	WORD    $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD    $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R12)
+	WORD    $0x4e39d718 // fadd v24.4s, v24.4s, v25.4s
+	WORD    $0x6e38d718 // faddp v24.4s, v24.4s, v24.4s
+	WORD    $0x7e30db18 // faddp s24, v24.2s
+	FMOVS.P F24, 4(R13)
 	ADD     R5, R4, R4
-	SUBS    $1, R7
-	BNE     row
 done:
 	RET
 
@@ -2833,8 +3504,111 @@ chunk:
 	VLD1    (R12), [V12.S4, V13.S4, V14.S4, V15.S4]
 	VLD1    (R13), [V16.S4, V17.S4, V18.S4, V19.S4]
 	MOVD    R4, R8
-	MOVD    R7, R9
-row:
+	SUBS    $4, R7, R9
+	BLT     rest
+four:
+	VLD1.P  16(R14), [V24.S4]
+	VLD1.P  16(R15), [V25.S4]
+	VLD1.P  16(R19), [V26.S4]
+	VLD1.P  16(R20), [V27.S4]
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981284 // fmla v4.4s, v20.4s, v24.s[0]
+	WORD    $0x4f9812a5 // fmla v5.4s, v21.4s, v24.s[0]
+	WORD    $0x4f9812c6 // fmla v6.4s, v22.4s, v24.s[0]
+	WORD    $0x4f9812e7 // fmla v7.4s, v23.4s, v24.s[0]
+	WORD    $0x4f991288 // fmla v8.4s, v20.4s, v25.s[0]
+	WORD    $0x4f9912a9 // fmla v9.4s, v21.4s, v25.s[0]
+	WORD    $0x4f9912ca // fmla v10.4s, v22.4s, v25.s[0]
+	WORD    $0x4f9912eb // fmla v11.4s, v23.4s, v25.s[0]
+	WORD    $0x4f9a128c // fmla v12.4s, v20.4s, v26.s[0]
+	WORD    $0x4f9a12ad // fmla v13.4s, v21.4s, v26.s[0]
+	WORD    $0x4f9a12ce // fmla v14.4s, v22.4s, v26.s[0]
+	WORD    $0x4f9a12ef // fmla v15.4s, v23.4s, v26.s[0]
+	WORD    $0x4f9b1290 // fmla v16.4s, v20.4s, v27.s[0]
+	WORD    $0x4f9b12b1 // fmla v17.4s, v21.4s, v27.s[0]
+	WORD    $0x4f9b12d2 // fmla v18.4s, v22.4s, v27.s[0]
+	WORD    $0x4f9b12f3 // fmla v19.4s, v23.4s, v27.s[0]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81284 // fmla v4.4s, v20.4s, v24.s[1]
+	WORD    $0x4fb812a5 // fmla v5.4s, v21.4s, v24.s[1]
+	WORD    $0x4fb812c6 // fmla v6.4s, v22.4s, v24.s[1]
+	WORD    $0x4fb812e7 // fmla v7.4s, v23.4s, v24.s[1]
+	WORD    $0x4fb91288 // fmla v8.4s, v20.4s, v25.s[1]
+	WORD    $0x4fb912a9 // fmla v9.4s, v21.4s, v25.s[1]
+	WORD    $0x4fb912ca // fmla v10.4s, v22.4s, v25.s[1]
+	WORD    $0x4fb912eb // fmla v11.4s, v23.4s, v25.s[1]
+	WORD    $0x4fba128c // fmla v12.4s, v20.4s, v26.s[1]
+	WORD    $0x4fba12ad // fmla v13.4s, v21.4s, v26.s[1]
+	WORD    $0x4fba12ce // fmla v14.4s, v22.4s, v26.s[1]
+	WORD    $0x4fba12ef // fmla v15.4s, v23.4s, v26.s[1]
+	WORD    $0x4fbb1290 // fmla v16.4s, v20.4s, v27.s[1]
+	WORD    $0x4fbb12b1 // fmla v17.4s, v21.4s, v27.s[1]
+	WORD    $0x4fbb12d2 // fmla v18.4s, v22.4s, v27.s[1]
+	WORD    $0x4fbb12f3 // fmla v19.4s, v23.4s, v27.s[1]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4f981a84 // fmla v4.4s, v20.4s, v24.s[2]
+	WORD    $0x4f981aa5 // fmla v5.4s, v21.4s, v24.s[2]
+	WORD    $0x4f981ac6 // fmla v6.4s, v22.4s, v24.s[2]
+	WORD    $0x4f981ae7 // fmla v7.4s, v23.4s, v24.s[2]
+	WORD    $0x4f991a88 // fmla v8.4s, v20.4s, v25.s[2]
+	WORD    $0x4f991aa9 // fmla v9.4s, v21.4s, v25.s[2]
+	WORD    $0x4f991aca // fmla v10.4s, v22.4s, v25.s[2]
+	WORD    $0x4f991aeb // fmla v11.4s, v23.4s, v25.s[2]
+	WORD    $0x4f9a1a8c // fmla v12.4s, v20.4s, v26.s[2]
+	WORD    $0x4f9a1aad // fmla v13.4s, v21.4s, v26.s[2]
+	WORD    $0x4f9a1ace // fmla v14.4s, v22.4s, v26.s[2]
+	WORD    $0x4f9a1aef // fmla v15.4s, v23.4s, v26.s[2]
+	WORD    $0x4f9b1a90 // fmla v16.4s, v20.4s, v27.s[2]
+	WORD    $0x4f9b1ab1 // fmla v17.4s, v21.4s, v27.s[2]
+	WORD    $0x4f9b1ad2 // fmla v18.4s, v22.4s, v27.s[2]
+	WORD    $0x4f9b1af3 // fmla v19.4s, v23.4s, v27.s[2]
+	ADD     R5, R8, R8
+	MOVD    R8, R21
+	VLD1.P  32(R21), [V22.H8, V23.H8]
+	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
+	WORD    $0x4e217ad5 // fcvtl2 v21.4s, v22.8h
+	WORD    $0x0e217af6 // fcvtl v22.4s, v23.4h
+	WORD    $0x4e217af7 // fcvtl2 v23.4s, v23.8h
+	WORD    $0x4fb81a84 // fmla v4.4s, v20.4s, v24.s[3]
+	WORD    $0x4fb81aa5 // fmla v5.4s, v21.4s, v24.s[3]
+	WORD    $0x4fb81ac6 // fmla v6.4s, v22.4s, v24.s[3]
+	WORD    $0x4fb81ae7 // fmla v7.4s, v23.4s, v24.s[3]
+	WORD    $0x4fb91a88 // fmla v8.4s, v20.4s, v25.s[3]
+	WORD    $0x4fb91aa9 // fmla v9.4s, v21.4s, v25.s[3]
+	WORD    $0x4fb91aca // fmla v10.4s, v22.4s, v25.s[3]
+	WORD    $0x4fb91aeb // fmla v11.4s, v23.4s, v25.s[3]
+	WORD    $0x4fba1a8c // fmla v12.4s, v20.4s, v26.s[3]
+	WORD    $0x4fba1aad // fmla v13.4s, v21.4s, v26.s[3]
+	WORD    $0x4fba1ace // fmla v14.4s, v22.4s, v26.s[3]
+	WORD    $0x4fba1aef // fmla v15.4s, v23.4s, v26.s[3]
+	WORD    $0x4fbb1a90 // fmla v16.4s, v20.4s, v27.s[3]
+	WORD    $0x4fbb1ab1 // fmla v17.4s, v21.4s, v27.s[3]
+	WORD    $0x4fbb1ad2 // fmla v18.4s, v22.4s, v27.s[3]
+	WORD    $0x4fbb1af3 // fmla v19.4s, v23.4s, v27.s[3]
+	ADD     R5, R8, R8
+	SUBS    $4, R9
+	BGE     four
+rest:
+	ADDS    $4, R9
+	BEQ     store
+one:
 	MOVD    R8, R21
 	VLD1.P  32(R21), [V22.H8, V23.H8]
 	WORD    $0x0e217ad4 // fcvtl v20.4s, v22.4h
@@ -2863,7 +3637,8 @@ row:
 	VFMLA   V0.S4, V23.S4, V19.S4
 	ADD     R5, R8, R8
 	SUBS    $1, R9
-	BNE     row
+	BNE     one
+store:
 	VST1    [V4.S4, V5.S4, V6.S4, V7.S4], (R10)
 	VST1    [V8.S4, V9.S4, V10.S4, V11.S4], (R11)
 	VST1    [V12.S4, V13.S4, V14.S4, V15.S4], (R12)

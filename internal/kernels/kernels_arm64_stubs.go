@@ -161,7 +161,7 @@ func tileBF16NEON_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32,
 // see attention.go in neongen).
 //
 //go:noescape
-func dotsNEON_1(out *float32, ldo int, q *float32, ldq int, k *float32, ld int, n16 int, rows int)
+func dotsNEON_1(out *float32, ldo int, q *float32, ldq int, k *float32, ld int, n8 int, rows int)
 
 // axpysNEON_1 adds sum_r p_i[r]*v_r to y_i for 1 outputs over rows rows (strides in bytes;
 // see attention.go in neongen).
@@ -173,7 +173,7 @@ func axpysNEON_1(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n
 // see attention.go in neongen).
 //
 //go:noescape
-func dotsF16NEON_1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+func dotsF16NEON_1(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 
 // axpysF16NEON_1 adds sum_r p_i[r]*v_r to y_i for 1 outputs over rows rows (strides in bytes;
 // see attention.go in neongen).
@@ -185,7 +185,7 @@ func axpysF16NEON_1(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int,
 // see attention.go in neongen).
 //
 //go:noescape
-func dotsF16NEON_2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+func dotsF16NEON_2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 
 // axpysF16NEON_2 adds sum_r p_i[r]*v_r to y_i for 2 outputs over rows rows (strides in bytes;
 // see attention.go in neongen).
@@ -197,7 +197,7 @@ func axpysF16NEON_2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int,
 // see attention.go in neongen).
 //
 //go:noescape
-func dotsF16NEON_3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+func dotsF16NEON_3(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 
 // axpysF16NEON_3 adds sum_r p_i[r]*v_r to y_i for 3 outputs over rows rows (strides in bytes;
 // see attention.go in neongen).
@@ -209,7 +209,7 @@ func axpysF16NEON_3(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int,
 // see attention.go in neongen).
 //
 //go:noescape
-func dotsF16NEON_4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+func dotsF16NEON_4(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n8 int, rows int)
 
 // axpysF16NEON_4 adds sum_r p_i[r]*v_r to y_i for 4 outputs over rows rows (strides in bytes;
 // see attention.go in neongen).
