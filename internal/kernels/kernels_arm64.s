@@ -4047,6 +4047,26 @@ block:
 	BNE     block
 	RET
 
+// func expandQ4NEON(q *byte, nb int, dst *byte)
+TEXT ·expandQ4NEON(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD    q+0(FP), R0
+	MOVD    nb+8(FP), R1
+	MOVD    dst+16(FP), R2
+	MOVW    $0x0f0f0f0f, R3
+	VDUP    R3, V30.S4
+	MOVW    $0x08080808, R3
+	VDUP    R3, V31.S4
+block:
+	VLD1.P  16(R0), [V2.B16]
+	VAND    V30.B16, V2.B16, V0.B16
+	VUSHR   $4, V2.B16, V1.B16
+	VSUB    V31.B16, V0.B16, V0.B16
+	VSUB    V31.B16, V1.B16, V1.B16
+	VST1.P  [V0.B16, V1.B16], 32(R2)
+	SUBS    $1, R1
+	BNE     block
+	RET
+
 // func packPairQ8NEON(w0 *byte, w1 *byte, nb int, dst *byte)
 TEXT ·packPairQ8NEON(SB), NOSPLIT|NOFRAME, $0-32
 	MOVD    w0+0(FP), R0

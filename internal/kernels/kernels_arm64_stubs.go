@@ -274,6 +274,11 @@ func ropeNEON(x1 *float32, x2 *float32, cos *float32, sin *float32, n4 int)
 //go:noescape
 func quantizeXPNEON(x *float32, nb int, rec *byte, r int)
 
+// expandQ4NEON widens nb blocks of q4 quants to q8 quants (see genExpandQ4 in neongen).
+//
+//go:noescape
+func expandQ4NEON(q *byte, nb int, dst *byte)
+
 // packPairQ8NEON packs two Q8 weight rows of nb blocks for the SMMLA tiles (see mmla.go in neongen).
 //
 //go:noescape

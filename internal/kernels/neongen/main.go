@@ -83,6 +83,7 @@ func emit() *asm {
 	genConverts(a)
 	genElementwise(a)
 	genQuantizeXP(a)
+	genExpandQ4(a)
 	for _, q := range []string{"Q8", "Q4"} {
 		genPackPair(a, q)
 		for t := range group {

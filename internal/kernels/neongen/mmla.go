@@ -187,3 +187,29 @@ func genMMLA(a *asm, q string, t int) {
 	a.label("done")
 	a.ret()
 }
+
+// genExpandQ4 emits expandQ4NEON(q, nb, dst): the nb blocks of q4 quants
+// at q (16 bytes a block) as q8 quants at dst (32 bytes a block: the low
+// nibbles, then the high ones, each minus 8). The dotprod route's prefill
+// multiplies panels of q4 weights expanded so with the q8 tiles, once for
+// all the groups of activation rows: the block sums are the same integers.
+func genExpandQ4(a *asm) {
+	a.fn("expandQ4NEON", "func(q *byte, nb int, dst *byte)",
+		"expandQ4NEON widens nb blocks of q4 quants to q8 quants (see genExpandQ4 in neongen).")
+	q, nb, dst := R(0), R(1), R(2)
+	a.load("q", q)
+	a.load("nb", nb)
+	a.load("dst", dst)
+	a.splat(30, 0x0f0f0f0f, 3)
+	a.splat(31, 0x08080808, 3)
+	a.label("block")
+	a.opf("VLD1.P", "16(%s), [V2.B16]", q)
+	a.and(0, 2, 30)
+	a.ushrB(1, 2, 4)
+	a.op("VSUB", "V31.B16, V0.B16, V0.B16")
+	a.op("VSUB", "V31.B16, V1.B16, V1.B16")
+	a.opf("VST1.P", "%s, 32(%s)", list(0, 2, "B16"), dst)
+	a.opf("SUBS", "$1, %s", nb)
+	a.op("BNE", "block")
+	a.ret()
+}
