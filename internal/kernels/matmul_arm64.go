@@ -372,8 +372,11 @@ func qMMLARows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		s.wt = make([]byte, need) // the last rb bytes stay zero: the partner of an odd row
 	}
 	zeros := s.wt[len(s.wt)-rb:]
-	spare := p.grow(id, min(panel, hi-lo))
-	var odd [8]float32
+	// spare takes the outputs of lanes past m; its last 8 floats those of
+	// an odd last row (in the thread's scratch: a local array passed to a
+	// kernel through its table would be moved to the heap).
+	spare := p.grow(id, min(panel, hi-lo)+8)
+	odd := spare[len(spare)-8:]
 	for r := lo; r < hi; r += panel {
 		n := min(panel, hi-r)
 		for k := range (n + 1) / 2 {
