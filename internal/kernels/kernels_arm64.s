@@ -4067,6 +4067,47 @@ block:
 	BNE     block
 	RET
 
+// func expandQ4RowsNEON(w *byte, nb int, dst *byte, n int)
+TEXT ·expandQ4RowsNEON(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD    w+0(FP), R0
+	MOVD    nb+8(FP), R1
+	MOVD    dst+16(FP), R2
+	MOVD    n+24(FP), R4
+	MOVW    $0x0f0f0f0f, R3
+	VDUP    R3, V30.S4
+	MOVW    $0x08080808, R3
+	VDUP    R3, V31.S4
+	LSL     $1, R1, R5
+row:
+	MOVD    R0, R7
+	MOVD    R2, R8
+	MOVD    R5, R6
+scales:
+	VLD1.P  16(R7), [V2.B16]
+	VST1.P  [V2.B16], 16(R8)
+	SUB     $16, R6
+	CMP     $16, R6
+	BGT     scales
+	ADD     R5, R0, R0
+	ADD     R5, R2, R2
+	SUB     $16, R0, R7
+	SUB     $16, R2, R8
+	VLD1    (R7), [V2.B16]
+	VST1    [V2.B16], (R8)
+	MOVD    R1, R6
+block:
+	VLD1.P  16(R0), [V2.B16]
+	VAND    V30.B16, V2.B16, V0.B16
+	VUSHR   $4, V2.B16, V1.B16
+	VSUB    V31.B16, V0.B16, V0.B16
+	VSUB    V31.B16, V1.B16, V1.B16
+	VST1.P  [V0.B16, V1.B16], 32(R2)
+	SUBS    $1, R6
+	BNE     block
+	SUBS    $1, R4
+	BNE     row
+	RET
+
 // func packPairQ8NEON(w0 *byte, w1 *byte, nb int, dst *byte)
 TEXT ·packPairQ8NEON(SB), NOSPLIT|NOFRAME, $0-32
 	MOVD    w0+0(FP), R0

@@ -279,6 +279,11 @@ func quantizeXPNEON(x *float32, nb int, rec *byte, r int)
 //go:noescape
 func expandQ4NEON(q *byte, nb int, dst *byte)
 
+// expandQ4RowsNEON widens n q4 weight rows of nb >= 8 blocks to q8 rows (see genExpandQ4Rows in neongen).
+//
+//go:noescape
+func expandQ4RowsNEON(w *byte, nb int, dst *byte, n int)
+
 // packPairQ8NEON packs two Q8 weight rows of nb blocks for the SMMLA tiles (see mmla.go in neongen).
 //
 //go:noescape

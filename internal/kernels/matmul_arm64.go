@@ -217,10 +217,16 @@ func qTileRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		if expand {
 			data, wp = p.scratch[id].wt, 0
 			q4rb := Q4.RowBytes(w.Cols)
-			for k := range n {
-				src, dst := w.Data[(r+k)*q4rb:], data[k*rb:]
-				copy(dst[:2*nb], src[:2*nb])
-				expandQ4NEON(&src[2*nb], nb, &dst[2*nb])
+			if nb >= 8 { // the whole panel in one call
+				_ = w.Data[(r+n)*q4rb-1]
+				_ = data[n*rb-1]
+				expandQ4RowsNEON(&w.Data[r*q4rb], nb, &data[0], n)
+			} else {
+				for k := range n {
+					src, dst := w.Data[(r+k)*q4rb:], data[k*rb:]
+					copy(dst[:2*nb], src[:2*nb])
+					expandQ4NEON(&src[2*nb], nb, &dst[2*nb])
+				}
 			}
 		}
 		for g := 0; g*4 < j.m; g++ {

@@ -84,6 +84,7 @@ func emit() *asm {
 	genElementwise(a)
 	genQuantizeXP(a)
 	genExpandQ4(a)
+	genExpandQ4Rows(a)
 	for _, q := range []string{"Q8", "Q4"} {
 		genPackPair(a, q)
 		for t := range group {

@@ -213,3 +213,52 @@ func genExpandQ4(a *asm) {
 	a.op("BNE", "block")
 	a.ret()
 }
+
+// genExpandQ4Rows emits expandQ4RowsNEON(w, nb, dst, n): n contiguous q4
+// weight rows of nb >= 8 blocks at w (their 2*nb bytes of f16 scales, then
+// 16 bytes of quants a block) as q8 rows at dst (the same scales, then the
+// quants widened as by expandQ4NEON), in one call for a whole panel. The
+// scales go in 16-byte pieces, the last one ending at the quants
+// (overlapping the one before: hence nb >= 8).
+func genExpandQ4Rows(a *asm) {
+	a.fn("expandQ4RowsNEON", "func(w *byte, nb int, dst *byte, n int)",
+		"expandQ4RowsNEON widens n q4 weight rows of nb >= 8 blocks to q8 rows (see genExpandQ4Rows in neongen).")
+	src, nb, dst, n := R(0), R(1), R(2), R(4)
+	sb, left, s, d := R(5), R(6), R(7), R(8)
+	a.load("w", src)
+	a.load("nb", nb)
+	a.load("dst", dst)
+	a.load("n", n)
+	a.splat(30, 0x0f0f0f0f, 3)
+	a.splat(31, 0x08080808, 3)
+	a.opf("LSL", "$1, %s, %s", nb, sb)
+	a.label("row")
+	a.opf("MOVD", "%s, %s", src, s)
+	a.opf("MOVD", "%s, %s", dst, d)
+	a.opf("MOVD", "%s, %s", sb, left)
+	a.label("scales")
+	a.opf("VLD1.P", "16(%s), [V2.B16]", s)
+	a.opf("VST1.P", "[V2.B16], 16(%s)", d)
+	a.opf("SUB", "$16, %s", left)
+	a.opf("CMP", "$16, %s", left)
+	a.op("BGT", "scales")
+	a.opf("ADD", "%s, %s, %s", sb, src, src)
+	a.opf("ADD", "%s, %s, %s", sb, dst, dst)
+	a.opf("SUB", "$16, %s, %s", src, s)
+	a.opf("SUB", "$16, %s, %s", dst, d)
+	a.opf("VLD1", "(%s), [V2.B16]", s)
+	a.opf("VST1", "[V2.B16], (%s)", d)
+	a.opf("MOVD", "%s, %s", nb, left)
+	a.label("block")
+	a.opf("VLD1.P", "16(%s), [V2.B16]", src)
+	a.and(0, 2, 30)
+	a.ushrB(1, 2, 4)
+	a.op("VSUB", "V31.B16, V0.B16, V0.B16")
+	a.op("VSUB", "V31.B16, V1.B16, V1.B16")
+	a.opf("VST1.P", "%s, 32(%s)", list(0, 2, "B16"), dst)
+	a.opf("SUBS", "$1, %s", left)
+	a.op("BNE", "block")
+	a.opf("SUBS", "$1, %s", n)
+	a.op("BNE", "row")
+	a.ret()
+}
