@@ -47,7 +47,15 @@ var (
 	ErrNotProgram = errors.New("not an hfstatic program (bad magic)")
 	ErrTruncated  = errors.New("program file is truncated")
 	ErrChecksum   = errors.New("program checksum mismatch (file corrupted)")
+	// ErrBigEndian reports a big-endian machine: a program is the same
+	// little-endian file on every architecture, and its tensors are used in
+	// place, so it cannot run there (it would compute garbage).
+	ErrBigEndian = errors.New("program files are little-endian and this machine is big-endian: hfstatic cannot run programs here")
 )
+
+// littleEndian reports whether this machine stores integers little-endian
+// (a variable, so that the test can play a big-endian machine).
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // VersionError reports a file format version this package does not read.
 type VersionError struct{ Got, Want int }
@@ -210,6 +218,9 @@ type DecodeOptions struct {
 // Decode parses and validates a program held in data (typically an mmapped file).
 // The returned File references data; data must stay valid and unmodified while it is used.
 func Decode(data []byte, opts DecodeOptions) (*File, error) {
+	if !littleEndian {
+		return nil, ErrBigEndian
+	}
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: the file is empty", ErrNotProgram)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -195,5 +197,19 @@ func TestWriterRejectsScaleWithoutFactor(t *testing.T) {
 		if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "scale needs a finite, non-zero scale") {
 			t.Errorf("scale %g: Finish = %v, want a *FormatError about the scale", s, err)
 		}
+	}
+}
+
+// A big-endian machine refuses every program with ErrBigEndian instead of
+// reading its little-endian tensors as garbage (qemu-s390x runs the real
+// case: GOARCH=s390x go test -exec qemu-s390x -run BigEndian ./program).
+func TestDecodeRefusesBigEndianMachines(t *testing.T) {
+	if big := slices.Contains([]string{"ppc64", "mips", "mips64", "s390x"}, runtime.GOARCH); littleEndian == big {
+		t.Fatalf("%s: littleEndian = %v", runtime.GOARCH, littleEndian)
+	}
+	defer func(le bool) { littleEndian = le }(littleEndian)
+	littleEndian = false
+	if _, err := Decode([]byte(Magic), DecodeOptions{}); !errors.Is(err, ErrBigEndian) {
+		t.Fatalf("Decode on a big-endian machine = %v, want ErrBigEndian", err)
 	}
 }
