@@ -44,6 +44,9 @@ var loadMode = "mmap"
 // executorName and ortLib are the root --executor and --ort-lib flags.
 var executorName, ortLib = engine.ExecutorGo, ""
 
+// ortProvider is the root --ort-provider flag.
+var ortProvider = string(ort.ProviderCPU)
+
 // notes receives what commands say on the side (the command's standard error).
 var notes io.Writer = os.Stderr
 
@@ -63,7 +66,10 @@ func openProgram(ctx context.Context, path string, threads int) (*loaded, error)
 	default:
 		return nil, usagef("--executor %q: want go or ort", executorName)
 	}
-	opts := hfstatic.Options{Threads: threads, Executor: executorName, ORTLib: ortLib}
+	if _, err := ort.ParseProvider(ortProvider); err != nil {
+		return nil, usagef("--ort-provider: %v", err)
+	}
+	opts := hfstatic.Options{Threads: threads, Executor: executorName, ORTLib: ortLib, ORTProvider: ortProvider}
 	if path == "" {
 		m, err := hfstatic.OpenEmbedded(ctx, opts)
 		if err != nil {

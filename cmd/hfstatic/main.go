@@ -93,6 +93,8 @@ program, which then opens at once).`,
 		"what runs the program: go (hfstatic's kernels) or ort (ONNX Runtime over the program's ONNX graphs: export with --delegate onnx)")
 	root.PersistentFlags().StringVar(&ortLib, "ort-lib", os.Getenv("HFSTATIC_ORT_LIB"),
 		"path of ONNX Runtime "+ort.Version+"'s libonnxruntime.so for --executor ort (default $HFSTATIC_ORT_LIB)")
+	root.PersistentFlags().StringVar(&ortProvider, "ort-provider", string(ort.ProviderCPU),
+		"ONNX Runtime execution provider for --executor ort: cpu (tested), or cuda, coreml, directml, qnn, xnnpack, openvino, webgpu (untested; the library must have it built in)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{suggestFlag(c, err)} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd(), newVersionCmd())

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 
 	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/onnx"
@@ -72,6 +71,11 @@ type Options struct {
 	Spin bool
 	// ProfilePrefix turns on ORT's profiler, writing JSON files with this prefix on Close.
 	ProfilePrefix string
+	// Provider is the execution provider the sessions run on ("" means ProviderCPU).
+	Provider Provider
+	// SessionConfig adds session configuration entries (ORT's session.* keys) after the
+	// executor's own, for experiments.
+	SessionConfig [][2]string
 }
 
 // Executor runs a program's methods on ONNX Runtime (one session per method). It
@@ -81,8 +85,9 @@ type Executor struct {
 	file    *program.File
 	opts    Options
 	methods map[string]*method
-	weights map[string]uintptr // OrtValues over initializer data, until the sessions exist
-	keep    [][]byte           // the initializers' data, referenced until then
+	weights map[string]uintptr // OrtValues over the initializers' data, read by the sessions in place
+	keep    [][]byte           // the initializers' data, referenced while the sessions live
+	prepack uintptr            // the sessions' shared prepacked weights
 	mu      sync.Mutex         // one step at a time
 	closed  bool
 	steps   map[*Step]struct{} // bound steps not yet closed (released by Close before the sessions)
@@ -103,7 +108,9 @@ type layerRows struct {
 }
 
 // New creates an ORT session for every method of f. f's bytes must stay mapped while the
-// executor lives.
+// executor lives. Every graph is checked first (onnx.Resolve): a graph that refers to
+// tensor data the payload does not supply from the program fails with an error wrapping
+// onnx.ErrExternalData before any session exists, so ONNX Runtime never reads a file.
 func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if opts.Threads < 1 {
 		return nil, fmt.Errorf("ort: Options.Threads = %d, must be ≥ 1", opts.Threads)
@@ -111,59 +118,76 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if opts.Payload == nil {
 		opts.Payload = ReadPayload
 	}
+	if err := lib.checkProvider(opts.Provider); err != nil {
+		return nil, err
+	}
 	p, err := opts.Payload(f)
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
-	for _, in := range p.Initializers {
-		if _, dup := e.weights[in.Name]; dup {
-			e.Close()
+	supplied := map[string]onnx.Supplied{}
+	data := map[string]*Initializer{}
+	for i := range p.Initializers {
+		in := &p.Initializers[i]
+		if _, dup := supplied[in.Name]; dup {
 			return nil, fmt.Errorf("ort: initializer %q given twice", in.Name)
 		}
-		v, err := lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape)
-		if err != nil {
-			e.Close()
-			return nil, err
+		supplied[in.Name] = onnx.Supplied{DType: onnx.ElemType(in.Elem), Dims: in.Shape}
+		data[in.Name] = in
+	}
+	graphs := map[string]*onnx.Resolved{}
+	for _, spec := range f.Manifest.Methods {
+		g, ok := p.Graphs[spec.Name]
+		if !ok {
+			return nil, fmt.Errorf("method %q: %w", spec.Name, ErrNoGraph)
 		}
-		e.weights[in.Name] = v
-		e.keep = append(e.keep, in.Data)
+		if graphs[spec.Name], err = onnx.Resolve(g, supplied); err != nil {
+			return nil, fmt.Errorf("ort: method %q: %w", spec.Name, err)
+		}
+	}
+	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
+	if e.prepack, err = lib.newPrepackedWeights(); err != nil {
+		return nil, err
 	}
 	for i := range f.Manifest.Methods {
 		spec := &f.Manifest.Methods[i]
-		model, ok := p.Graphs[spec.Name]
-		if !ok {
-			e.Close()
-			return nil, fmt.Errorf("method %q: %w", spec.Name, ErrNoGraph)
+		g := graphs[spec.Name]
+		weights, copied := map[string]uintptr{}, map[string]uintptr{}
+		for _, name := range g.Supplied {
+			v, ok := e.weights[name]
+			if !ok {
+				in := data[name]
+				if v, err = lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape); err != nil {
+					e.Close()
+					return nil, err
+				}
+				e.weights[name] = v
+				e.keep = append(e.keep, in.Data)
+			}
+			if slices.Contains(g.Folded, name) {
+				copied[name] = v
+			} else {
+				weights[name] = v
+			}
 		}
-		m, err := e.load(spec, model)
+		m, err := e.load(spec, g.Model, weights, copied)
 		if err != nil {
 			e.Close()
 			return nil, err
 		}
 		e.methods[spec.Name] = m
 	}
-	// The sessions hold their own copies of the initializers now (AddExternalInitializers
-	// copies them): release the values and let converted buffers go.
-	e.releaseWeights()
 	return e, nil
 }
 
-func (e *Executor) releaseWeights() {
-	for name, v := range e.weights {
-		e.lib.release(fnReleaseValue, v)
-		delete(e.weights, name)
-	}
-	e.keep = nil
-}
-
-func (e *Executor) load(spec *program.Method, model []byte) (*method, error) {
+func (e *Executor) load(spec *program.Method, model []byte, weights, copied map[string]uintptr) (*method, error) {
 	prefix := ""
 	if e.opts.ProfilePrefix != "" {
 		prefix = e.opts.ProfilePrefix + "-" + spec.Name
 	}
 	sess, err := e.lib.newSession(fmt.Sprintf("method %q", spec.Name), model, sessionOptions{
-		threads: e.opts.Threads, spin: e.opts.Spin, profile: prefix, weights: e.weights, optLevel: ortEnableAll})
+		threads: e.opts.Threads, spin: e.opts.Spin, profile: prefix, weights: weights, copied: copied, optLevel: ortEnableAll,
+		prepack: e.prepack, provider: e.opts.Provider, config: e.opts.SessionConfig})
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +254,14 @@ func (e *Executor) Close() error {
 			e.lib.release(fnReleaseValue, r.vVal)
 		}
 	}
-	e.releaseWeights()
+	// the values and the container go after the sessions that use them
+	for name, v := range e.weights {
+		e.lib.release(fnReleaseValue, v)
+		delete(e.weights, name)
+	}
+	e.keep = nil
+	e.lib.release(fnReleasePrepackedWeights, e.prepack)
+	e.prepack = 0
 	return first
 }
 
@@ -387,8 +418,7 @@ func (s *Step) Run(ctx context.Context) error {
 	if e.closed || s.binding == 0 {
 		return fmt.Errorf("ort: method %q: step used after Close", s.m.spec.Name)
 	}
-	st, _, _ := purego.SyscallN(e.lib.fn[fnRunWithBinding], s.runArgs...) // a stored slice: nothing allocated
-	if st != 0 {
+	if st := e.lib.callStatus(fnRunWithBinding, s.runArgs); st != 0 { // a stored slice: nothing allocated
 		return e.lib.status(fmt.Sprintf("run method %q", s.m.spec.Name), st)
 	}
 	S := s.m.spec.Step
