@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -23,6 +24,9 @@ var ErrNoGraph = errors.New("the program has no ONNX graphs: export it with `hfs
 type Payload struct {
 	// Graphs maps a method name to its serialized ModelProto; ORT copies it while parsing.
 	Graphs map[string][]byte
+	// Batches maps B to the decode graph for B sessions at once (onnx.BatchSizes; none in
+	// programs exported before graph version 2: then batched steps run one by one).
+	Batches map[int][]byte
 	// Initializers are supplied to every session by name.
 	Initializers []Initializer
 }
@@ -48,7 +52,7 @@ func ReadPayload(f *program.File) (*Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Payload{Graphs: p.Graphs}
+	out := &Payload{Graphs: p.Graphs, Batches: p.Batches}
 	for i := range p.Initializers {
 		in := &p.Initializers[i]
 		data, err := in.Data(f)
@@ -91,6 +95,10 @@ type Executor struct {
 	mu      sync.Mutex         // one step at a time
 	closed  bool
 	steps   map[*Step]struct{} // bound steps not yet closed (released by Close before the sessions)
+	batches []*batchGraph      // the batched decode graphs, by size
+	runs    []*Step            // RunBatch's scratch: the steps of one batched run
+
+	batchStats BatchStats
 }
 
 // method is one method's session and its scratch for the returned K/V rows.
@@ -145,73 +153,113 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("ort: method %q: %w", spec.Name, err)
 		}
 	}
+	batches := map[int]*onnx.Resolved{}
+	for B, g := range p.Batches {
+		if batches[B], err = onnx.Resolve(g, supplied); err != nil {
+			return nil, fmt.Errorf("ort: decode graph for %d sessions: %w", B, err)
+		}
+	}
 	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
 	if e.prepack, err = lib.newPrepackedWeights(); err != nil {
 		return nil, err
 	}
 	for i := range f.Manifest.Methods {
 		spec := &f.Manifest.Methods[i]
-		g := graphs[spec.Name]
-		weights, copied := map[string]uintptr{}, map[string]uintptr{}
-		for _, name := range g.Supplied {
-			v, ok := e.weights[name]
-			if !ok {
-				in := data[name]
-				if v, err = lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape); err != nil {
-					e.Close()
-					return nil, err
-				}
-				e.weights[name] = v
-				e.keep = append(e.keep, in.Data)
-			}
-			if slices.Contains(g.Folded, name) {
-				copied[name] = v
-			} else {
-				weights[name] = v
-			}
-		}
-		m, err := e.load(spec, g.Model, weights, copied)
+		m, err := e.load(spec, graphs[spec.Name], data)
 		if err != nil {
 			e.Close()
 			return nil, err
 		}
 		e.methods[spec.Name] = m
 	}
+	if dec, ok := e.methods[program.MethodDecode]; ok && dec.spec.Step == 1 {
+		for _, B := range slices.Sorted(maps.Keys(batches)) {
+			bg, err := e.loadBatch(dec.spec, B, batches[B], data)
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+			e.batches = append(e.batches, bg)
+		}
+	}
 	return e, nil
 }
 
-func (e *Executor) load(spec *program.Method, model []byte, weights, copied map[string]uintptr) (*method, error) {
-	prefix := ""
-	if e.opts.ProfilePrefix != "" {
-		prefix = e.opts.ProfilePrefix + "-" + spec.Name
+// session creates a session for the resolved graph g, giving it the initializers it
+// declares (OrtValues over data, made once and shared by every session).
+func (e *Executor) session(what, profile string, g *onnx.Resolved, data map[string]*Initializer) (uintptr, error) {
+	weights, copied := map[string]uintptr{}, map[string]uintptr{}
+	for _, name := range g.Supplied {
+		v, ok := e.weights[name]
+		if !ok {
+			in := data[name]
+			var err error
+			if v, err = e.lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape); err != nil {
+				return 0, err
+			}
+			e.weights[name] = v
+			e.keep = append(e.keep, in.Data)
+		}
+		if slices.Contains(g.Folded, name) {
+			copied[name] = v
+		} else {
+			weights[name] = v
+		}
 	}
-	sess, err := e.lib.newSession(fmt.Sprintf("method %q", spec.Name), model, sessionOptions{
-		threads: e.opts.Threads, spin: e.opts.Spin, profile: prefix, weights: weights, copied: copied, optLevel: ortEnableAll,
+	if profile != "" && e.opts.ProfilePrefix != "" {
+		profile = e.opts.ProfilePrefix + "-" + profile
+	} else {
+		profile = ""
+	}
+	return e.lib.newSession(what, g.Model, sessionOptions{
+		threads: e.opts.Threads, spin: e.opts.Spin, profile: profile, weights: weights, copied: copied, optLevel: ortEnableAll,
 		prepack: e.prepack, provider: e.opts.Provider, config: e.opts.SessionConfig})
+}
+
+func (e *Executor) load(spec *program.Method, g *onnx.Resolved, data map[string]*Initializer) (*method, error) {
+	sess, err := e.session(fmt.Sprintf("method %q", spec.Name), spec.Name, g, data)
 	if err != nil {
 		return nil, err
 	}
 	m := &method{spec: spec, session: sess}
+	if m.layers, err = e.newRows(spec.Step); err != nil {
+		e.lib.release(fnReleaseSession, sess)
+		return nil, err
+	}
+	return m, nil
+}
+
+// newRows makes the scratch a graph writes one session's current K/V rows into, S rows
+// per layer.
+func (e *Executor) newRows(S int) ([]layerRows, error) {
 	md := e.file.Manifest.Metadata
-	S := spec.Step
 	elem, err := elemType(md.CacheDType)
 	if err != nil {
 		return nil, err
 	}
 	es := md.CacheDType.ElemBytes()
+	var out []layerRows
 	for l, ly := range md.Layers {
 		r := layerRows{H: ly.KVHeads, Dk: ly.KHeadDim, Dv: ly.VHeadDim}
 		r.k = align.Bytes(es * ly.KVHeads * S * ly.KHeadDim)
 		r.v = align.Bytes(es * ly.KVHeads * S * ly.VHeadDim)
-		if r.kVal, err = e.lib.tensor(rowsName("k", l), r.k, elem, []int64{1, int64(r.H), int64(S), int64(r.Dk)}); err != nil {
+		if r.kVal, err = e.lib.tensor(rowsName("k", l), r.k, elem, []int64{1, int64(r.H), int64(S), int64(r.Dk)}); err == nil {
+			r.vVal, err = e.lib.tensor(rowsName("v", l), r.v, elem, []int64{1, int64(r.H), int64(S), int64(r.Dv)})
+		}
+		out = append(out, r)
+		if err != nil {
+			e.releaseRows(out)
 			return nil, err
 		}
-		if r.vVal, err = e.lib.tensor(rowsName("v", l), r.v, elem, []int64{1, int64(r.H), int64(S), int64(r.Dv)}); err != nil {
-			return nil, err
-		}
-		m.layers = append(m.layers, r)
 	}
-	return m, nil
+	return out, nil
+}
+
+func (e *Executor) releaseRows(rows []layerRows) {
+	for _, r := range rows {
+		e.lib.release(fnReleaseValue, r.kVal)
+		e.lib.release(fnReleaseValue, r.vVal)
+	}
 }
 
 // rowsName is the graph output holding layer l's current keys ("k") or values ("v").
@@ -249,11 +297,17 @@ func (e *Executor) Close() error {
 			}
 		}
 		e.lib.release(fnReleaseSession, m.session)
-		for _, r := range m.layers {
-			e.lib.release(fnReleaseValue, r.kVal)
-			e.lib.release(fnReleaseValue, r.vVal)
-		}
+		e.releaseRows(m.layers)
 	}
+	for _, bg := range e.batches {
+		if e.opts.ProfilePrefix != "" {
+			if _, err := e.lib.endProfiling(bg.session); err != nil && first == nil {
+				first = err
+			}
+		}
+		bg.release(e)
+	}
+	e.batches = nil
 	// the values and the container go after the sessions that use them
 	for name, v := range e.weights {
 		e.lib.release(fnReleaseValue, v)
@@ -276,16 +330,19 @@ type Step struct {
 
 	ids, positions []int64
 	mask           []byte // [S][C]
+	logits         []byte // the caller's logits buffer
 	context        int    // C
 	counters       []*int64
 	caches         []cacheBuf // per layer: K then V
+	inputs         map[string]uintptr
 }
 
 // cacheBuf is one layer's caller-owned caches.
 type cacheBuf struct {
-	k, v []byte // [1, H, L, D] in the cache dtype, written in place
-	L    int
-	es   int // bytes per element of the cache dtype
+	k, v       []byte  // [1, H, L, D] in the cache dtype, written in place
+	kVal, vVal uintptr // OrtValues over k and v (read by the graphs)
+	L          int
+	es         int // bytes per element of the cache dtype
 }
 
 // Bind binds every input and output of the method by name to the caller's buffers.
@@ -309,7 +366,7 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 			}
 		}
 	}
-	s := &Step{e: e, m: m}
+	s := &Step{e: e, m: m, inputs: map[string]uintptr{}}
 	if err := e.lib.call(fmt.Sprintf("create I/O binding for method %q", name), fnCreateIoBinding, m.session, uintptr(unsafe.Pointer(&s.binding))); err != nil {
 		return nil, err
 	}
@@ -327,6 +384,9 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 			return err
 		}
 		s.values = append(s.values, v)
+		if fn == fnBindInput {
+			s.inputs[b.Name] = v
+		}
 		return e.bindValue(s, fn, b.Name, v)
 	}
 	md := e.file.Manifest.Metadata
@@ -354,11 +414,12 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 		if err := e.bindValue(s, fnBindOutput, rowsName("v", l), r.vVal); err != nil {
 			return fail(err)
 		}
-		k, v := bufs[fmt.Sprintf("k_cache_%d", l)], bufs[fmt.Sprintf("v_cache_%d", l)]
-		if k == nil || v == nil {
+		k, v := bufs[program.KCache(l)], bufs[program.VCache(l)]
+		kVal, vVal := s.inputs[program.KCache(l)], s.inputs[program.VCache(l)]
+		if k == nil || v == nil || kVal == 0 || vVal == 0 {
 			return fail(fmt.Errorf("ort: method %q: no cache buffers for layer %d", name, l))
 		}
-		s.caches = append(s.caches, cacheBuf{k: k, v: v, L: md.Layers[l].CacheRows, es: md.CacheDType.ElemBytes()})
+		s.caches = append(s.caches, cacheBuf{k: k, v: v, kVal: kVal, vVal: vVal, L: md.Layers[l].CacheRows, es: md.CacheDType.ElemBytes()})
 	}
 	s.runArgs = []uintptr{m.session, 0, s.binding}
 	e.mu.Lock()
@@ -371,6 +432,7 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 	s.ids = align.AsI64(bufs[program.InputIDs])
 	s.positions = align.AsI64(bufs[program.PositionIDs])
 	s.mask = bufs[program.AttentionMask]
+	s.logits = bufs[program.Logits]
 	s.context = md.MaxContext
 	return s, nil
 }
@@ -400,6 +462,9 @@ func (s *Step) release() {
 	}
 	s.values = nil
 	delete(s.e.steps, s)
+	for _, bg := range s.e.batches {
+		bg.forget(s)
+	}
 }
 
 // ErrStep reports step inputs that violate the contract (as internal/exec's ErrStep).
@@ -415,6 +480,12 @@ func (s *Step) Run(ctx context.Context) error {
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return s.run(pos, n)
+}
+
+// run is Run after the inputs were checked; the caller holds e.mu.
+func (s *Step) run(pos, n int) error {
+	e := s.e
 	if e.closed || s.binding == 0 {
 		return fmt.Errorf("ort: method %q: step used after Close", s.m.spec.Name)
 	}
