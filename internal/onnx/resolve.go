@@ -64,6 +64,9 @@ type Resolved struct {
 	// graph data (ONNX Runtime's AddExternalInitializers, a copy) rather than as values
 	// read in place.
 	Folded []string
+	// Ops counts the top-level nodes by operator type (domain-qualified outside the ONNX
+	// domain: com.microsoft.MatMulNBits).
+	Ops map[string]int
 }
 
 // Resolve checks model (a serialized ModelProto) and returns a copy in which every
@@ -73,12 +76,12 @@ type Resolved struct {
 // functions, training graphs) has external data that is not a supplied initializer of
 // the declared type and shape, or when the model cannot be parsed.
 func Resolve(model []byte, supplied map[string]Supplied) (*Resolved, error) {
-	r := resolver{supplied: supplied, seen: map[string]bool{}, consts: map[string]bool{}, folded: map[string]bool{}}
+	r := resolver{supplied: supplied, seen: map[string]bool{}, consts: map[string]bool{}, folded: map[string]bool{}, ops: map[string]int{}}
 	out, err := r.model(model)
 	if err != nil {
 		return nil, err
 	}
-	res := &Resolved{Model: out}
+	res := &Resolved{Model: out, Ops: r.ops}
 	for name := range r.seen {
 		res.Supplied = append(res.Supplied, name)
 	}
@@ -104,6 +107,7 @@ type resolver struct {
 	consts   map[string]bool // names of the top-level initializers
 	topNodes [][]string      // the inputs of every top-level node
 	folded   map[string]bool
+	ops      map[string]int
 }
 
 // field is one protobuf field of a message: its number, wire type, value (varint) or
@@ -299,11 +303,12 @@ func (r *resolver) graph(msg []byte, depth int, top bool) ([]byte, error) {
 				return nil, err
 			}
 			if top {
-				ins, err := nodeInputs(f.payload)
+				ins, op, err := nodeInputs(f.payload)
 				if err != nil {
 					return nil, badModel("node", err)
 				}
 				r.topNodes = append(r.topNodes, ins)
+				r.ops[op]++
 			}
 		}
 		out = append(out, f.raw...)
@@ -337,19 +342,31 @@ func (r *resolver) node(msg []byte, depth int, where string) error {
 	return nil
 }
 
-// nodeInputs returns a NodeProto's inputs.
-func nodeInputs(msg []byte) ([]string, error) {
+// nodeInputs returns a NodeProto's inputs and its operator type (domain.type outside the
+// ONNX domain).
+func nodeInputs(msg []byte) (in []string, op string, err error) {
 	fs, err := fields(msg)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var in []string
+	domain := ""
 	for _, f := range fs {
-		if f.num == nodeInput && f.wire == wireLenDelimited {
+		if f.wire != wireLenDelimited {
+			continue
+		}
+		switch f.num {
+		case nodeInput:
 			in = append(in, string(f.payload))
+		case nodeOpType:
+			op = string(f.payload)
+		case nodeDomain:
+			domain = string(f.payload)
 		}
 	}
-	return in, nil
+	if domain != "" && domain != "ai.onnx" {
+		op = domain + "." + op
+	}
+	return in, op, nil
 }
 
 func (r *resolver) attribute(msg []byte, depth int, where string) error {

@@ -189,13 +189,16 @@ func (e *Executor) RunBatch(ctx context.Context, steps []runner.Step, errs []err
 			errs[i] = fmt.Errorf("method %q: %w", s.m.spec.Name, err)
 			continue
 		}
-		if len(e.batches) == 0 || s.m.spec != e.batches[0].spec {
+		if len(e.pending) == 0 || s.m.spec.Name != program.MethodDecode || s.m.spec.Step != 1 {
 			errs[i] = s.run(pos, n)
 			continue
 		}
 		e.runs = append(e.runs, s)
 	}
-	maxB := 0
+	if len(e.runs) > 1 {
+		e.startBatches()
+	}
+	maxB := 1
 	if len(e.batches) > 0 {
 		maxB = e.batches[len(e.batches)-1].B
 	}
@@ -231,13 +234,20 @@ type BatchStats struct {
 	Runs     int64 // runs of a batched graph
 	Sessions int64 // the sessions those runs stepped
 	Slots    int64 // the slots of those runs (idle ones included)
+	Graphs   []int // the sizes of the batched graphs that have sessions
+	Err      error // why the batched graphs could not be created, if they could not
 }
 
 // BatchStats returns the counts so far.
 func (e *Executor) BatchStats() BatchStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.batchStats
+	st := e.batchStats
+	for _, bg := range e.batches {
+		st.Graphs = append(st.Graphs, bg.B)
+	}
+	st.Err = e.batchErr
+	return st
 }
 
 // setErr records err as the error of step s in errs.

@@ -16,6 +16,9 @@ import (
 	"github.com/hfstatic/hfstatic/runner"
 )
 
+// matMulNBits is the operator of q4/q8 products, as onnx.Resolved.Ops counts it.
+const matMulNBits = onnx.MSDomain + ".MatMulNBits"
+
 // ErrNoGraph reports a program without the ONNX graph of a method.
 var ErrNoGraph = errors.New("the program has no ONNX graphs: export it with `hfstatic export DIR -o X.hfs --delegate onnx` to run it with --executor ort")
 
@@ -27,6 +30,7 @@ type Payload struct {
 	// Batches maps B to the decode graph for B sessions at once (onnx.BatchSizes; none in
 	// programs exported before graph version 2: then batched steps run one by one).
 	Batches map[int][]byte
+
 	// Initializers are supplied to every session by name.
 	Initializers []Initializer
 }
@@ -43,7 +47,8 @@ type Initializer struct {
 
 // ReadPayload reads the ONNX payload that `hfstatic export --delegate onnx` stores in a
 // program (internal/onnx): raw weights alias the file, q4/q8 ones are converted to
-// MatMulNBits' layout (one copy in memory, made here).
+// MatMulNBits' layout (one copy in memory, made here), after which the program's pages of
+// those tensors are given back (pageOut: the executor reads them no more).
 func ReadPayload(f *program.File) (*Payload, error) {
 	p, err := onnx.ReadPayload(f)
 	if errors.Is(err, onnx.ErrNoPayload) {
@@ -53,6 +58,7 @@ func ReadPayload(f *program.File) (*Payload, error) {
 		return nil, err
 	}
 	out := &Payload{Graphs: p.Graphs, Batches: p.Batches}
+	converted := map[string]bool{}
 	for i := range p.Initializers {
 		in := &p.Initializers[i]
 		data, err := in.Data(f)
@@ -60,6 +66,14 @@ func ReadPayload(f *program.File) (*Payload, error) {
 			return nil, err
 		}
 		out.Initializers = append(out.Initializers, Initializer{Name: in.Name, Elem: int(in.DType), Shape: in.Dims, Data: data})
+		if in.Layout != onnx.LayoutRaw {
+			converted[in.Tensor] = true
+		}
+	}
+	for name := range converted {
+		if _, data, ok := f.TensorData(name); ok {
+			pageOut(data)
+		}
 	}
 	return out, nil
 }
@@ -70,8 +84,9 @@ type Options struct {
 	Threads int
 	// Payload returns the graphs and initializers to run; nil means ReadPayload.
 	Payload func(f *program.File) (*Payload, error)
-	// Spin lets ORT's worker threads spin between ops (ORT's default; faster, but it
-	// takes CPU from other processes). Off, they sleep.
+	// Spin lets ORT's worker threads spin as long as ORT likes between ops (its default:
+	// milliseconds, which takes CPU from other processes). Off, they spin 50 µs, then
+	// sleep, as the Go executor's do.
 	Spin bool
 	// ProfilePrefix turns on ORT's profiler, writing JSON files with this prefix on Close.
 	ProfilePrefix string
@@ -80,7 +95,22 @@ type Options struct {
 	// SessionConfig adds session configuration entries (ORT's session.* keys) after the
 	// executor's own, for experiments.
 	SessionConfig [][2]string
+	// Batch says when the sessions of the batched decode graphs are created (the graphs
+	// themselves are checked by New either way): BatchLazy (the default) in the background
+	// at the first RunBatch with two decode steps, which run one by one until they exist;
+	// BatchEager in New; BatchOff never.
+	Batch BatchMode
 }
+
+// BatchMode says when the batched decode graphs get their sessions (Options.Batch).
+type BatchMode int
+
+// Batch modes.
+const (
+	BatchLazy BatchMode = iota
+	BatchEager
+	BatchOff
+)
 
 // Executor runs a program's methods on ONNX Runtime (one session per method). It
 // implements runner.Executor; steps run one at a time (they share the rows scratch).
@@ -92,11 +122,21 @@ type Executor struct {
 	weights map[string]uintptr // OrtValues over the initializers' data, read by the sessions in place
 	keep    [][]byte           // the initializers' data, referenced while the sessions live
 	prepack uintptr            // the sessions' shared prepacked weights
+	packs   bool               // the graphs have kernels that prepack (MatMulNBits)
+	config  [][2]string        // session configuration entries
 	mu      sync.Mutex         // one step at a time
 	closed  bool
 	steps   map[*Step]struct{} // bound steps not yet closed (released by Close before the sessions)
-	batches []*batchGraph      // the batched decode graphs, by size
-	runs    []*Step            // RunBatch's scratch: the steps of one batched run
+	batches []*batchGraph      // the batched decode graphs that have sessions, by size
+
+	// The batched graphs waiting for their sessions (Options.Batch), and their creation.
+	pending  map[int]*onnx.Resolved
+	data     map[string]*Initializer
+	creating bool
+	created  sync.WaitGroup
+	batchErr error
+	wmu      sync.Mutex // guards weights and keep (sessions are created outside mu)
+	runs     []*Step    // RunBatch's scratch: the steps of one batched run
 
 	batchStats BatchStats
 }
@@ -160,6 +200,15 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 		}
 	}
 	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
+	// MatMulNBits (q4/q8 weights) has no fast path without its prepacked form; float
+	// weights are multiplied where they are (prepacking would copy every matrix)
+	for _, g := range graphs {
+		e.packs = e.packs || g.Ops[matMulNBits] > 0
+	}
+	if !e.packs {
+		e.config = append(e.config, [2]string{"session.disable_prepacking", "1"})
+	}
+	e.config = append(e.config, opts.SessionConfig...)
 	if e.prepack, err = lib.newPrepackedWeights(); err != nil {
 		return nil, err
 	}
@@ -172,23 +221,64 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 		}
 		e.methods[spec.Name] = m
 	}
-	if dec, ok := e.methods[program.MethodDecode]; ok && dec.spec.Step == 1 {
-		for _, B := range slices.Sorted(maps.Keys(batches)) {
-			bg, err := e.loadBatch(dec.spec, B, batches[B], data)
-			if err != nil {
+	if dec, ok := e.methods[program.MethodDecode]; ok && dec.spec.Step == 1 && opts.Batch != BatchOff && len(batches) > 0 {
+		e.pending, e.data = batches, data
+		if opts.Batch == BatchEager {
+			e.creating = true
+			if err := e.createBatches(); err != nil {
 				e.Close()
 				return nil, err
 			}
-			e.batches = append(e.batches, bg)
 		}
 	}
 	return e, nil
+}
+
+// createBatches creates the sessions of the pending batched graphs, smallest first, each
+// usable as soon as it exists. It does not hold e.mu while ORT works.
+func (e *Executor) createBatches() error {
+	spec := e.methods[program.MethodDecode].spec
+	for _, B := range slices.Sorted(maps.Keys(e.pending)) {
+		bg, err := e.loadBatch(spec, B, e.pending[B], e.data)
+		if err != nil {
+			return err
+		}
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			bg.release(e)
+			return nil
+		}
+		e.batches = append(e.batches, bg)
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// startBatches starts creating the batched graphs' sessions in the background, once (in
+// New for BatchEager). The caller holds e.mu.
+func (e *Executor) startBatches() {
+	if e.creating || len(e.pending) == 0 {
+		return
+	}
+	e.creating = true
+	e.created.Add(1)
+	go func() {
+		defer e.created.Done()
+		if err := e.createBatches(); err != nil {
+			e.mu.Lock()
+			e.batchErr = err
+			e.mu.Unlock()
+		}
+	}()
 }
 
 // session creates a session for the resolved graph g, giving it the initializers it
 // declares (OrtValues over data, made once and shared by every session).
 func (e *Executor) session(what, profile string, g *onnx.Resolved, data map[string]*Initializer) (uintptr, error) {
 	weights, copied := map[string]uintptr{}, map[string]uintptr{}
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	for _, name := range g.Supplied {
 		v, ok := e.weights[name]
 		if !ok {
@@ -213,7 +303,7 @@ func (e *Executor) session(what, profile string, g *onnx.Resolved, data map[stri
 	}
 	return e.lib.newSession(what, g.Model, sessionOptions{
 		threads: e.opts.Threads, spin: e.opts.Spin, profile: profile, weights: weights, copied: copied, optLevel: ortEnableAll,
-		prepack: e.prepack, provider: e.opts.Provider, config: e.opts.SessionConfig})
+		prepack: e.prepack, provider: e.opts.Provider, config: e.config})
 }
 
 func (e *Executor) load(spec *program.Method, g *onnx.Resolved, data map[string]*Initializer) (*method, error) {
@@ -278,14 +368,19 @@ func f32Bytes(x []float32) []byte {
 // have fixed shapes), so the runner sends one-token appends through decode (runner.PaddingExecutor).
 func (e *Executor) ComputesPadding() bool { return true }
 
-// Close ends profiling (when on), then releases the sessions and the values.
+// Close ends profiling (when on), then releases the sessions and the values (after the
+// batched graphs' sessions being created in the background, if any, exist).
 func (e *Executor) Close() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return nil
 	}
 	e.closed = true
+	e.mu.Unlock()
+	e.created.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for s := range e.steps { // bindings go before their sessions
 		s.release()
 	}

@@ -59,6 +59,9 @@ func shape64(s program.Shape) []int64 {
 	return out
 }
 
+// spinMicros is how long an idle intra-op worker spins before it sleeps.
+const spinMicros = "50"
+
 // sessionOptions are the settings of one ORT session.
 type sessionOptions struct {
 	threads  int
@@ -86,9 +89,13 @@ func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, 
 	defer l.release(fnReleaseSessionOptions, opts)
 	var strs cstrings
 	defer runtime.KeepAlive(&strs)
-	spin := "0"
+	// Idle workers spin briefly, then sleep (the Go executor's pool does the same, for
+	// 50 µs): a step's ops follow each other within microseconds, and a worker woken from
+	// sleep for each costs more than the spin; between steps the CPU goes to others. Spin
+	// keeps ORT's own policy (spinning much longer).
+	spin := [][2]string{{"session.intra_op.allow_spinning", "1"}, {"session.intra_op.spin_duration_us", spinMicros}}
 	if o.spin {
-		spin = "1"
+		spin = spin[:1]
 	}
 	for _, c := range []struct {
 		what string
@@ -104,7 +111,7 @@ func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, 
 			return 0, err
 		}
 	}
-	config := append([][2]string{{"session.intra_op.allow_spinning", spin}}, o.config...)
+	config := append(spin, o.config...)
 	for _, kv := range config {
 		if err := l.call(fmt.Sprintf("set %s=%s for %s", kv[0], kv[1], what), fnAddSessionConfigEntry, opts, strs.add(kv[0]), strs.add(kv[1])); err != nil {
 			return 0, err
