@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,11 +151,11 @@ func TestLoadRejectsUnsupportedComponents(t *testing.T) {
 		component, json string
 		args            [5]string
 	}{
-		{"normalizer", "", [5]string{`{"type": "BertNormalizer"}`, "null", "null", "null", model}},
+		{"normalizer", "", [5]string{`{"type": "NmtNormalizer"}`, "null", "null", "null", model}},
 		{"pre_tokenizer", "", [5]string{"null", `{"type": "UnicodeScripts"}`, "null", "null", model}},
 		{"post_processor", "", [5]string{"null", "null", `{"type": "Fancy"}`, "null", model}},
 		{"decoder", "", [5]string{"null", "null", "null", `{"type": "CTC"}`, model}},
-		{"model", "", [5]string{"null", "null", "null", "null", `{"type": "Unigram", "vocab": []}`}},
+		{"model", "", [5]string{"null", "null", "null", "null", `{"type": "WordLevel", "vocab": {}}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.component, func(t *testing.T) {
@@ -199,7 +200,7 @@ func TestLoadRejectsMalformedFiles(t *testing.T) {
 
 func TestUnknownIDIsAnError(t *testing.T) {
 	tok := fixtureTokenizer(t, "stories260K")
-	for _, id := range []int{-1, 512, 1 << 40} {
+	for _, id := range []int{-1, 512, math.MaxInt} {
 		var ue *UnknownIDError
 		if _, err := tok.Decode([]int{1, id}, false); !errors.As(err, &ue) || ue.ID != id {
 			t.Errorf("Decode(%d) error = %v, want *UnknownIDError", id, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/program/programtest"
 )
 
@@ -78,10 +79,6 @@ func TestMistakesSayWhatToDo(t *testing.T) {
 			"has no tokenizer.json: a program without one cannot turn text into tokens"},
 		{"directory that is no model", []string{"generate", dir, "--prompt", "hi"}, 1, "is a directory without config.json"},
 		{"unknown executor", []string{"generate", prog, "--executor", "tpu", "--prompt", "hi"}, 2, `--executor "tpu": want go or ort`},
-		{"ort without its library", []string{"generate", prog, "--executor", "ort", "--ort-lib", "", "--prompt", "hi"}, 2,
-			"--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB"},
-		{"ort library missing", []string{"generate", prog, "--executor", "ort", "--ort-lib", filepath.Join(dir, "libonnxruntime.so.1"), "--prompt", "hi"}, 1,
-			"libonnxruntime.so.1: cannot be loaded"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := run(t, "", c.args...)
@@ -119,6 +116,27 @@ func TestVersionNamesGoAndTheKernels(t *testing.T) {
 		if !strings.HasPrefix(out, "hfstatic ") || !strings.Contains(out, "\ncommit ") || !strings.Contains(out, "go1.") || !strings.Contains(out, "kernels ") {
 			t.Errorf("hfstatic %s = %q, want module version, commit, Go version and kernels", args[0], out)
 		}
+	}
+}
+
+// HFSTATIC_KERNELS forces a route this CPU runs, and refuses one it cannot, naming the routes
+// it can.
+func TestKernelsRouteFromTheEnvironment(t *testing.T) {
+	defer kernels.UseRoute("")
+	routes := kernels.Routes()
+	if err := useKernels("generic"); err != nil || kernels.Route() != "generic" {
+		t.Fatalf("useKernels(generic) = %v, route %q", err, kernels.Route())
+	}
+	if v := version(); !strings.Contains(v, "kernels generic (this CPU runs: "+strings.Join(routes, ", ")) {
+		t.Errorf("version() = %q, want the forced route and the routes this CPU runs", v)
+	}
+	err := useKernels("sse9000")
+	var ue usageError
+	if !errors.As(err, &ue) || !errors.Is(ue.error, kernels.ErrRoute) || !strings.Contains(err.Error(), "this CPU runs: "+routes[0]) {
+		t.Errorf("useKernels(sse9000) = %v, want a usage error naming the routes", err)
+	}
+	if kernels.Route() != "generic" {
+		t.Errorf("a refused route changed the route to %q", kernels.Route())
 	}
 }
 

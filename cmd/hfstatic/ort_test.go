@@ -1,3 +1,5 @@
+//go:build ort
+
 package main
 
 import (
@@ -16,6 +18,30 @@ func TestORTExecutorWithoutGraphsSaysHowToExport(t *testing.T) {
 	_, _, err := run(t, "", "generate", prog, "--executor", "ort", "--ort-lib", lib, "--prompt", "hi")
 	if err == nil || !strings.Contains(err.Error(), "--delegate onnx") {
 		t.Fatalf("generate --executor ort on a program without ONNX graphs: %v, want an error saying to export with --delegate onnx", err)
+	}
+}
+
+// --executor ort without a library, or with one that is not there, says how to give it.
+func TestORTLibraryMistakesSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "libonnxruntime.so.1")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"ort without its library", []string{"generate", "--executor", "ort", "--ort-lib", "", "--prompt", "hi"}, 2,
+			"--executor ort needs ONNX Runtime's library: give the path of libonnxruntime.so.1 from ONNX Runtime 1.30 with --ort-lib or HFSTATIC_ORT_LIB"},
+		{"ort library missing", []string{"generate", "--executor", "ort", "--ort-lib", missing, "--prompt", "hi"}, 1,
+			"libonnxruntime.so.1: cannot be loaded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := run(t, "", c.args...)
+			if code := exitCode(err); code != c.code || err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("hfstatic %s: exit %d, %v\nwant exit %d and a message containing %q", strings.Join(c.args, " "), code, err, c.code, c.want)
+			}
+		})
 	}
 }
 
@@ -55,4 +81,12 @@ func TestORTProviderFlag(t *testing.T) {
 	if _, _, err := run(t, "", append(gen, "--ort-provider", "cuda")...); err == nil || !strings.Contains(err.Error(), "CPUExecutionProvider") {
 		t.Errorf("--ort-provider cuda on a CPU-only library: %v, want an error naming the providers it has", err)
 	}
+}
+
+// The server on ONNX Runtime: the runner, pool and batcher drive it unchanged.
+func TestServeOnORT(t *testing.T) {
+	lib := orttest.LibPath(t)
+	onnxProg := filepath.Join(t.TempDir(), "o.hfs")
+	mustRun(t, "export", storiesDir, "-o", onnxProg, "--prefill", "16", "--context", "128", "--delegate", "onnx", "-q")
+	testServe(t, onnxProg, "o", "--executor", "ort", "--ort-lib", lib)
 }

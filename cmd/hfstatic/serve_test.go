@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hfstatic/hfstatic/internal/mmap"
-	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the command's logger and the test to share.
@@ -42,13 +41,7 @@ func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "s.hfs")
 	mustRun(t, "export", storiesDir, "-o", prog, "--prefill", "16", "--context", "128", "-q")
 	t.Run("file", func(t *testing.T) { testServe(t, prog, "s") })
-	// The same server on ONNX Runtime: the runner, pool and batcher drive it unchanged.
-	t.Run("file on ORT", func(t *testing.T) {
-		lib := orttest.LibPath(t)
-		onnxProg := filepath.Join(t.TempDir(), "o.hfs")
-		mustRun(t, "export", storiesDir, "-o", onnxProg, "--prefill", "16", "--context", "128", "--delegate", "onnx", "-q")
-		testServe(t, onnxProg, "o", "--executor", "ort", "--ort-lib", lib)
-	})
+	// ort_test.go serves on ONNX Runtime (the ort build).
 }
 
 func testServe(t *testing.T, prog, modelID string, extra ...string) {
@@ -174,5 +167,19 @@ func TestServeRejectsBadFlags(t *testing.T) {
 				t.Errorf("error %v, want a usage error", err)
 			}
 		})
+	}
+}
+
+// serve shows the chat page at / unless --no-ui.
+func TestServeChatPage(t *testing.T) {
+	base, stop := startServe(t, "serve", "--threads", "1")
+	code, body := httpGet(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, `aria-label="Message"`) {
+		t.Errorf("GET /: %d %.200s", code, body)
+	}
+	stop()
+	base, _ = startServe(t, "serve", "--threads", "1", "--no-ui")
+	if code, body := httpGet(t, base+"/"); code != http.StatusNotFound || !strings.Contains(body, "unknown_url") {
+		t.Errorf("GET / with --no-ui: %d %.200s", code, body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -13,7 +14,9 @@ import (
 
 // commit may be set at build time (-ldflags "-X main.commit=$(git rev-parse HEAD)") where the
 // Go toolchain records no VCS information (-buildvcs=false, go run, a tree without .git).
-var commit string
+// releaseVersion is the release's version, set the same way by the release build
+// (.goreleaser.yaml: -X main.releaseVersion=1.2.3); it replaces the module version.
+var commit, releaseVersion string
 
 // version describes this binary: module version, commit, Go version and the kernels this
 // CPU runs.
@@ -24,6 +27,9 @@ func version() string {
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		mod = bi.Main.Version
+		if releaseVersion != "" {
+			mod = releaseVersion
+		}
 		var vcs, modified string
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -40,8 +46,8 @@ func version() string {
 			}
 		}
 	}
-	return fmt.Sprintf("hfstatic %s\ncommit %s\n%s %s/%s, %d CPUs, kernels %s",
-		mod, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), kernels.Route())
+	return fmt.Sprintf("hfstatic %s\ncommit %s\n%s %s/%s, %d CPUs, kernels %s (this CPU runs: %s; HFSTATIC_KERNELS chooses)",
+		mod, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), kernels.Route(), strings.Join(kernels.Routes(), ", "))
 }
 
 func newVersionCmd() *cobra.Command {

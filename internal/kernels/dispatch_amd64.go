@@ -6,24 +6,16 @@ import (
 	"encoding/binary"
 	"math"
 	"unsafe"
-
-	"golang.org/x/sys/cpu"
 )
 
 //go:generate go run -tags asmgen ./asmgen -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
 
-// useAVX512 selects the generated assembly (kernels_amd64.s). It needs
-// AVX-512 F/BW/VL/DQ plus FMA and F16C, all checked once at start-up.
-var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
-	cpu.X86.HasAVX512DQ && cpu.X86.HasFMA && cpu.X86.HasF16C
-
-// useAVX2 selects the 8-lane AVX2+FMA+F16C assembly on CPUs without
-// AVX-512.
-var useAVX2 = !useAVX512 && cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
-
-// useVNNI selects the int8 dot-product kernels (VPDPBUSD) for the q8/q4
-// matrix-vector product.
-var useVNNI = useAVX512 && cpu.X86.HasAVX512VNNI
+// useAVX512, useAVX2 and useVNNI select the kernels of the route in use
+// (routes_amd64.go sets them at start-up and in UseRoute): useAVX512 the
+// AVX-512 assembly (kernels_amd64.s), useAVX2 the 8-lane AVX2+FMA+F16C
+// assembly, useVNNI (with useAVX512) the int8 dot-product kernels (VPDPBUSD)
+// of the q8/q4 matrix products.
+var useAVX512, useAVX2, useVNNI bool
 
 // Streaming kernels: the assembly takes whole vectors (16 lanes with
 // AVX-512, 8 with AVX2), Go the tail.

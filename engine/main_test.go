@@ -1,0 +1,10 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/hfstatic/hfstatic/internal/kernels/kernelstest"
+)
+
+// TestMain runs the tests on the kernel route HFSTATIC_KERNELS forces, if any.
+func TestMain(m *testing.M) { kernelstest.Main(m) }
