@@ -107,6 +107,7 @@ func (b *builder) outputs() error {
 	dims := []int64{int64(b.B), int64(out.Shape[1]), int64(out.Shape[2])}
 	b.g.opNamed("Reshape", program.Logits, []string{logits, b.g.ints(dims...)})
 	b.g.outputs = append(b.g.outputs, valueInfo{name: program.Logits, typ: Float, dims: dims})
+	renamed := map[string]string{} // rows value → the output it was renamed to
 	for s := range b.B {
 		for l, ly := range b.md.Layers {
 			for _, c := range []struct {
@@ -119,7 +120,13 @@ func (b *builder) outputs() error {
 					return fmt.Errorf("onnx: method %q never writes %s", b.m.Name, c.name)
 				}
 				name := SlotName(RowsName(c.name), s, b.B)
-				b.g.opNamed("Identity", name, []string{rows})
+				if r, ok := renamed[rows]; ok {
+					b.g.opNamed("Identity", name, []string{r}) // rows two outputs share
+				} else if b.g.rename(rows, name) {
+					renamed[rows] = name
+				} else {
+					b.g.opNamed("Identity", name, []string{rows})
+				}
 				b.g.outputs = append(b.g.outputs, valueInfo{name: name, typ: b.cache, dims: []int64{1, int64(ly.KVHeads), int64(b.S), int64(c.d)}})
 			}
 		}
