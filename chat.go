@@ -50,6 +50,9 @@ type Chat struct {
 // NewChat starts a conversation. It fails only for a program without a tokenizer, or a
 // template that does not compile or is not in the program.
 func (m *Model) NewChat(opts ChatOptions) (*Chat, error) {
+	if m.eng.Runner == nil {
+		return nil, m.notGenerative()
+	}
 	if m.tok == nil {
 		return nil, m.tokErr
 	}

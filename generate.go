@@ -54,6 +54,9 @@ type Result struct {
 // session. On error, the Result holds what was generated before it (a cancelled ctx stops
 // between tokens and returns ctx's error).
 func (m *Model) Generate(ctx context.Context, prompt string, opts GenerateOptions) (Result, error) {
+	if m.eng.Runner == nil {
+		return Result{}, m.notGenerative()
+	}
 	if m.tok == nil {
 		return Result{}, m.tokErr
 	}

@@ -1,4 +1,5 @@
-// Package hfstatic is the embedding API: open a model, generate text, chat.
+// Package hfstatic is the embedding API: open a model, generate text, chat, or embed texts
+// and rerank documents with an embedding or reranking model (embed.go).
 //
 //	m, err := hfstatic.OpenEmbedded(ctx, hfstatic.Options{})  // or Open("model.hfs", …), OpenFolder(dir, …)
 //	if err != nil { … }
@@ -28,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/hfstatic/hfstatic/encode"
 	"github.com/hfstatic/hfstatic/engine"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
@@ -97,6 +99,12 @@ type ExportOptions struct {
 	// Model names the model in the program's metadata (`hfstatic inspect` shows it);
 	// OpenFolder uses the folder's name when it is "".
 	Model string
+	// Task is "generate", "embed" or "rerank"; "" decides from the folder (an encoder's
+	// class, sentence-transformers' modules, a Qwen3-Reranker model card; else generate).
+	Task string
+	// Batch is the sequences per call of an embedding or reranking program; 0 means 32.
+	// Their Context is the tokens per sequence (0: the model's, capped at 8192).
+	Batch int
 }
 
 // Errors for inputs that are not programs; match them with errors.Is.
@@ -121,6 +129,9 @@ type Model struct {
 	tok  *tokenizer.Tokenizer
 	// tokErr is why tok is nil.
 	tokErr error
+	// enc answers Embed and Rerank for an embedding or reranking program; nil for a
+	// generative one.
+	enc *encode.Model
 }
 
 // Open maps the program file at path (see Options.Load) and loads it.
@@ -200,6 +211,12 @@ func load(data []byte, name string, opts Options) (*Model, error) {
 	}
 	m := &Model{eng: eng, name: name}
 	m.tok, m.tokErr = eng.Tokenizer()
+	if eng.Encoder != nil {
+		if m.enc, err = encode.New(eng.Encoder, m.tok, m.tokErr); err != nil {
+			eng.Close()
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -273,7 +290,7 @@ func (eo ExportOptions) export() export.Options {
 		prefill = defaultPrefill(eo.Context)
 	}
 	return export.Options{Context: eo.Context, Prefill: prefill, Weights: eo.Weights, CacheDType: program.DType(eo.CacheDType),
-		Model: eo.Model, Writer: "hfstatic " + Version()}
+		Model: eo.Model, Writer: "hfstatic " + Version(), Task: export.Task(eo.Task), Batch: eo.Batch}
 }
 
 // defaultPrefill is DefaultPrefill, or the whole context when that is shorter (0: none

@@ -31,6 +31,9 @@ type Options struct {
 	// ORTProvider is the execution provider ExecutorORT runs on: "" or "cpu", "cuda",
 	// "coreml", "directml", "qnn", ... (ort.Providers; only cpu is tested).
 	ORTProvider string
+	// MaxEncodeTokens bounds the real tokens of one call of an hf_encode program's method
+	// (runner.EncoderOptions.MaxTokens); 0 means runner.DefaultEncodeTokens.
+	MaxEncodeTokens int
 }
 
 // Executors.
@@ -43,11 +46,13 @@ const (
 	ExecutorORT = "ort"
 )
 
-// Model is a loaded program ready to run.
+// Model is a loaded program ready to run: an hf_static program has a Runner (sessions that
+// generate), an hf_encode one an Encoder (embeddings or scores); the other is nil.
 type Model struct {
-	File   *program.File
-	Runner *runner.Runner
-	exec   io.Closer // *exec.Program or *ort.Executor
+	File    *program.File
+	Runner  *runner.Runner
+	Encoder *runner.Encoder
+	exec    io.Closer // *exec.Program or *ort.Executor
 }
 
 // Load decodes, validates and loads a program. data must stay valid and unmodified until
@@ -90,6 +95,14 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("engine: Options.Executor %q: want %q or %q", opts.Executor, ExecutorGo, ExecutorORT)
 	}
+	if f.Manifest.Metadata.Contract == program.EncodeContractName {
+		e, err := runner.NewEncoder(&f.Manifest, exe, runner.EncoderOptions{Allocator: opts.Allocator, MaxTokens: opts.MaxEncodeTokens})
+		if err != nil {
+			x.Close()
+			return nil, err
+		}
+		return &Model{File: f, Encoder: e, exec: x}, nil
+	}
 	r, err := runner.New(&f.Manifest, f.Fingerprint, exe, runner.Options{Allocator: opts.Allocator})
 	if err != nil {
 		x.Close()
@@ -98,8 +111,13 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 	return &Model{File: f, Runner: r, exec: x}, nil
 }
 
-// Close stops the executor's threads.
-func (m *Model) Close() error { return m.exec.Close() }
+// Close stops the executor's threads (and frees an Encoder's buffers).
+func (m *Model) Close() error {
+	if m.Encoder != nil {
+		m.Encoder.Close()
+	}
+	return m.exec.Close()
+}
 
 // executor adapts an exec.Program to runner.Executor and runner.BatchExecutor.
 type executor struct {

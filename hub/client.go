@@ -61,17 +61,31 @@ type Progress struct {
 }
 
 // wanted reports whether export needs a repository file: configs, tokenizer and chat
-// template files, and the safetensors weights with their index.
+// template files, the safetensors weights with their index, sentence-transformers' files
+// (modules.json and its module folders' configs and weights, prompts, the maximum length)
+// and the model card (which tells a Qwen3-Reranker).
 func wanted(name string) bool {
-	if strings.Contains(name, "/") {
-		return false // subfolders hold other models' parts (e.g. onnx/, original/)
+	if dir, file, ok := strings.Cut(name, "/"); ok {
+		// Other subfolders hold other models' parts (e.g. onnx/, original/).
+		return sentenceModule(dir) && !strings.ContainsAny(file, "/\\") && (file == "config.json" || strings.HasSuffix(file, ".safetensors"))
 	}
 	switch name {
 	case "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-		"special_tokens_map.json", "chat_template.json", "chat_template.jinja", safetensorsIndex:
+		"special_tokens_map.json", "chat_template.json", "chat_template.jinja", safetensorsIndex,
+		"modules.json", "config_sentence_transformers.json", "sentence_bert_config.json", "README.md":
 		return true
 	}
 	return strings.HasSuffix(name, ".safetensors")
+}
+
+// sentenceModule reports whether dir is named as sentence-transformers names its module
+// folders: an index, "_", a name ("1_Pooling", "2_Dense").
+func sentenceModule(dir string) bool {
+	i := 0
+	for i < len(dir) && dir[i] >= '0' && dir[i] <= '9' {
+		i++
+	}
+	return i > 0 && i+1 < len(dir) && dir[i] == '_' && !strings.ContainsAny(dir, "/\\.")
 }
 
 // Resolve returns a local snapshot folder for ref: from the cache without any network

@@ -6,7 +6,7 @@ import (
 )
 
 // OpSetVersion versions the op set below. A program whose ops need a newer op set is rejected.
-const OpSetVersion = 2
+const OpSetVersion = 3
 
 // OpKind names an operation. Every activation is float32, row-major [rows, width]; "rows"
 // is the method's step S unless an op says otherwise. The executor knows, for each step,
@@ -17,8 +17,9 @@ type OpKind string
 // The op set. In lists inputs, Out outputs, by position within the op (names are tensors:
 // constants, method I/O or activations).
 const (
-	// OpEmbed: In [ids i64[1,S], table [V,D] any weight dtype] → Out [x [S,D]].
-	// x[i] = table[ids[i]] * Attr.Scale.
+	// OpEmbed: In [ids i64[1,S] (or [B,S] in hf_encode methods), table [V,D] any weight
+	// dtype] → Out [x [S,D]]. x[i] = table[ids[i]] * Attr.Scale. ids is input_ids, or
+	// token_type_ids (op set 3).
 	OpEmbed OpKind = "embed"
 	// OpRMSNorm: In [x [R,W], weight f32[Attr.Width] (optional)] → Out [y [R,W]] (may be x).
 	// Each consecutive group of Attr.Width values is normalized: g / sqrt(mean(g²)+Attr.Eps) * weight.
@@ -29,7 +30,9 @@ const (
 	OpLinear OpKind = "linear"
 	// OpRoPE: In [x [S,H*Attr.HeadDim], position_ids i64[1,S], cos f32[C,D/2], sin f32[C,D/2]]
 	// → Out [x] (in place). Rotate-half rotation of the first D = 2*len(cos row) dims of each
-	// head, with the table row of each row's position.
+	// head, with the table row of each row's position. Op set 3: without position_ids (three
+	// inputs) the rows' positions are implicit: in an hf_encode method, a token's index in
+	// its sequence.
 	OpRoPE OpKind = "rope"
 	// OpAttention: In [q [S,Hq*Dk], k [S,Hkv*Dk], v [S,Hkv*Dv], k_cache [1,Hkv,L,Dk],
 	// v_cache [1,Hkv,L,Dv], attention_mask bool[1,1,S,C]] → Out [o [S,Hq*Dv]].
@@ -59,12 +62,49 @@ const (
 	// y = Σ over the chosen experts, in expert order, of p_e · down_e(act(gate_e·x) · up_e·x),
 	// Attr.Activation "silu" or "gelu_tanh". A mixture-of-experts feed-forward layer.
 	OpMoE OpKind = "moe"
+
+	// Op set 3: encoders (hf_encode methods: several independent sequences per step, no
+	// caches; docs/contract.md, "The hf_encode v1 contract").
+
+	// OpLayerNorm: In [x [R,W], weight f32[Attr.Width], bias f32[Attr.Width]] → Out [y [R,W]]
+	// (may be x). Each group g of Attr.Width values: (g - mean(g)) / sqrt(var(g) + Attr.Eps)
+	// * weight + bias, var the biased variance (BERT's LayerNorm).
+	OpLayerNorm OpKind = "layer_norm"
+	// OpActivation: In [x [R,W]] → Out [y [R,W]] (may be x): y = act(x) element-wise,
+	// Attr.Activation "gelu" (erf), "gelu_tanh", "silu", "tanh" or "relu".
+	OpActivation OpKind = "activation"
+	// OpPositionEmbed: In [x [R,D], table [P,D] any weight dtype] → Out [x] (in place):
+	// x[i] += table[p(i)], p(i) the row's position (position_ids in hf_static methods, the
+	// index in its sequence in hf_encode methods). Absolute position embeddings.
+	OpPositionEmbed OpKind = "position_embed"
+	// OpSelfAttention: In [q [R,Hq*Dk], k [R,Hkv*Dk], v [R,Hkv*Dv], attention_mask bool[B,S]]
+	// → Out [o [R,Hq*Dv]]. Row i of a sequence attends to the real rows of the same sequence
+	// (all of them; with Attr.Causal, rows 0..i), scores scaled by Attr.Scale; no cache.
+	OpSelfAttention OpKind = "self_attention"
+	// OpPool: In [x [B*S,D], attention_mask bool[B,S]] → Out [y [B,D]]: one row per sequence
+	// from its real rows: Attr.Pooling "cls" (the first), "mean", "max" (per column) or
+	// "last" (the last real row).
+	OpPool OpKind = "pool"
+	// OpL2Normalize: In [x [R,W]] → Out [y [R,W]] (may be x): y = x / max(‖x‖₂, Attr.Eps),
+	// row by row.
+	OpL2Normalize OpKind = "l2_normalize"
 )
 
-// Activation functions of OpGLU.
+// Activation functions of OpGLU (silu, gelu_tanh) and OpActivation (all).
 const (
 	ActSiLU     = "silu"
 	ActGELUTanh = "gelu_tanh"
+	ActGELU     = "gelu" // exact: ½·x·(1 + erf(x/√2)); op set 3
+	ActTanh     = "tanh" // op set 3
+	ActReLU     = "relu" // op set 3
+)
+
+// Pooling modes of OpPool.
+const (
+	PoolCLS  = "cls"
+	PoolMean = "mean"
+	PoolMax  = "max"
+	PoolLast = "last"
 )
 
 // Op is one operation of a method.
@@ -90,6 +130,8 @@ type Attr struct {
 	Activation string  `json:"activation,omitempty"`
 	TopK       int     `json:"top_k,omitempty"`
 	NormTopK   bool    `json:"norm_top_k,omitempty"`
+	Causal     bool    `json:"causal,omitempty"`
+	Pooling    string  `json:"pooling,omitempty"`
 }
 
 // arity gives the allowed input counts and the output count of each kind.
@@ -97,7 +139,7 @@ var arity = map[OpKind]struct{ minIn, maxIn, out int }{
 	OpEmbed:      {2, 2, 1},
 	OpRMSNorm:    {1, 2, 1},
 	OpLinear:     {2, 3, 1},
-	OpRoPE:       {4, 4, 1},
+	OpRoPE:       {3, 4, 1},
 	OpAttention:  {6, 6, 1},
 	OpCacheWrite: {2, 2, 1},
 	OpAdvance:    {1, 1, 1},
@@ -106,6 +148,13 @@ var arity = map[OpKind]struct{ minIn, maxIn, out int }{
 	OpSoftCap:    {1, 1, 1},
 	OpScale:      {1, 1, 1},
 	OpMoE:        {5, 2 + 3*MaxExperts, 1},
+
+	OpLayerNorm:     {3, 3, 1},
+	OpActivation:    {1, 1, 1},
+	OpPositionEmbed: {2, 2, 1},
+	OpSelfAttention: {4, 4, 1},
+	OpPool:          {2, 2, 1},
+	OpL2Normalize:   {1, 1, 1},
 }
 
 // MaxExperts bounds the experts of one OpMoE.
@@ -172,6 +221,37 @@ func (op *Op) check() error {
 	case OpEmbed:
 		if op.Attr.Scale == 0 {
 			return fmt.Errorf("embed needs a non-zero scale (1 for none)")
+		}
+	case OpLayerNorm:
+		if op.Attr.Width <= 0 || op.Attr.Eps <= 0 {
+			return fmt.Errorf("layer_norm needs width > 0 and eps > 0")
+		}
+	case OpActivation:
+		switch op.Attr.Activation {
+		case ActGELU, ActGELUTanh, ActSiLU, ActTanh, ActReLU:
+		default:
+			return fmt.Errorf("activation %q is not gelu, gelu_tanh, silu, tanh or relu", op.Attr.Activation)
+		}
+	case OpSelfAttention:
+		at := op.Attr
+		if at.Heads <= 0 || at.KVHeads <= 0 || at.HeadDim <= 0 || at.VHeadDim <= 0 || at.Scale <= 0 {
+			return fmt.Errorf("self_attention needs heads, kv_heads, head_dim, v_head_dim and scale > 0")
+		}
+		if at.Heads%at.KVHeads != 0 {
+			return fmt.Errorf("self_attention heads %d not a multiple of kv_heads %d", at.Heads, at.KVHeads)
+		}
+	case OpPool:
+		switch op.Attr.Pooling {
+		case PoolCLS, PoolMean, PoolMax, PoolLast:
+		default:
+			return fmt.Errorf("pool pooling %q is not cls, mean, max or last", op.Attr.Pooling)
+		}
+		if op.Out[0] == op.In[0] {
+			return fmt.Errorf("pool writes y into a buffer other than its input x %q", op.In[0])
+		}
+	case OpL2Normalize:
+		if op.Attr.Eps <= 0 {
+			return fmt.Errorf("l2_normalize needs eps > 0")
 		}
 	}
 	return nil

@@ -109,10 +109,12 @@ type Asset struct {
 // Method is one fixed-shape entry point (decode, prefill).
 type Method struct {
 	Name string `json:"name"`
-	// Step is the number of token rows the method processes per call (1 for decode).
+	// Step is the number of token rows the method processes per call (1 for decode; B·S
+	// for an hf_encode method of B sequences of S tokens).
 	Step int `json:"step"`
-	// Logits says which rows the logits output holds.
-	Logits LogitsRows `json:"logits"`
+	// Logits says which rows the logits output holds; "" for methods without logits
+	// (hf_encode).
+	Logits LogitsRows `json:"logits,omitempty"`
 	// Inputs and Outputs are bound by name. An output with the same name as an input is
 	// the same buffer, mutated in place.
 	Inputs  []IO `json:"inputs"`
@@ -142,17 +144,21 @@ const (
 )
 
 // Metadata is the contract metadata of a program (docs/contract.md "Metadata").
+// The caches' fields (CacheDType, SlidingLayout, Layers) are hf_static's; an hf_encode
+// program has none and has Encoder instead.
 type Metadata struct {
 	Contract      string        `json:"contract"`
 	Version       int           `json:"version"`
 	MaxContext    int           `json:"max_context"`
 	VocabSize     int           `json:"vocab_size"`
-	CacheDType    DType         `json:"cache_dtype"`
+	CacheDType    DType         `json:"cache_dtype,omitempty"`
 	SlidingWindow int           `json:"sliding_window,omitempty"`
-	SlidingLayout SlidingLayout `json:"sliding_layout"`
-	Layers        []Layer       `json:"layers"`
+	SlidingLayout SlidingLayout `json:"sliding_layout,omitempty"`
+	Layers        []Layer       `json:"layers,omitempty"`
 	Tokens        Tokens        `json:"tokens"`
 	Source        Source        `json:"source"`
+	// Encoder describes an hf_encode program's method and outputs; nil in hf_static ones.
+	Encoder *Encoder `json:"encoder,omitempty"`
 }
 
 // SlidingLayout says how sliding-window layers store their cache.

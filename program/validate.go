@@ -181,8 +181,8 @@ func (mt *Method) validate(constants map[string]bool) error {
 	if mt.Step < 1 {
 		return &FormatError{Item: item, Problem: fmt.Sprintf("step %d < 1", mt.Step)}
 	}
-	if mt.Logits != LogitsAll && mt.Logits != LogitsLast {
-		return &FormatError{Item: item, Problem: fmt.Sprintf("logits rows %q is not %q or %q", mt.Logits, LogitsAll, LogitsLast)}
+	if mt.Logits != "" && mt.Logits != LogitsAll && mt.Logits != LogitsLast {
+		return &FormatError{Item: item, Problem: fmt.Sprintf("logits rows %q is not %q, %q or absent", mt.Logits, LogitsAll, LogitsLast)}
 	}
 	// Every buffer name resolves to exactly one thing.
 	kind := map[string]string{}

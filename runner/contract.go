@@ -37,7 +37,8 @@ type contractKey struct {
 
 // contracts is the registry of I/O contracts this runner drives, keyed by (name, version).
 var contracts = map[contractKey]func(*program.Manifest) error{
-	{program.ContractName, program.ContractVersion}: validateHFStaticV1,
+	{program.ContractName, program.ContractVersion}:             validateHFStaticV1,
+	{program.EncodeContractName, program.EncodeContractVersion}: validateHFEncodeV1,
 }
 
 // Contracts lists the registered contracts as "name/version".
@@ -94,6 +95,9 @@ func validateHFStaticV1(m *program.Manifest) error {
 	if md.CacheDType != program.F16 && md.CacheDType != program.F32 {
 		return cerr("cache_dtype", "%q: caches must be f16 or f32", md.CacheDType)
 	}
+	if md.Encoder != nil {
+		return cerr("encoder", "hf_static programs have no encoder metadata (hf_encode programs do)")
+	}
 	if md.SlidingLayout != program.LayoutRing && md.SlidingLayout != program.LayoutFull {
 		return cerr("sliding_layout", "%q must be ring or full", md.SlidingLayout)
 	}
@@ -127,16 +131,8 @@ func validateHFStaticV1(m *program.Manifest) error {
 			return cerr(f+".cache_rows", "%d, want %d", ly.CacheRows, want)
 		}
 	}
-	for _, id := range md.Tokens.EOS {
-		if id < 0 || id >= int64(md.VocabSize) {
-			return cerr("tokens.eos", "id %d outside the vocabulary [0,%d)", id, md.VocabSize)
-		}
-	}
-	if b := md.Tokens.BOS; b != nil && (*b < 0 || *b >= int64(md.VocabSize)) {
-		return cerr("tokens.bos", "id %d outside the vocabulary [0,%d)", *b, md.VocabSize)
-	}
-	if p := md.Tokens.Pad; p < 0 || p >= int64(md.VocabSize) {
-		return cerr("tokens.pad", "id %d outside the vocabulary [0,%d)", p, md.VocabSize)
+	if err := checkTokens(md); err != nil {
+		return err
 	}
 	dec, ok := m.Method(program.MethodDecode)
 	if !ok {
@@ -155,6 +151,22 @@ func validateHFStaticV1(m *program.Manifest) error {
 		if err := checkMethodIO(md, pre); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkTokens checks that the special token ids lie in the vocabulary.
+func checkTokens(md *program.Metadata) error {
+	for _, id := range md.Tokens.EOS {
+		if id < 0 || id >= int64(md.VocabSize) {
+			return cerr("tokens.eos", "id %d outside the vocabulary [0,%d)", id, md.VocabSize)
+		}
+	}
+	if b := md.Tokens.BOS; b != nil && (*b < 0 || *b >= int64(md.VocabSize)) {
+		return cerr("tokens.bos", "id %d outside the vocabulary [0,%d)", *b, md.VocabSize)
+	}
+	if p := md.Tokens.Pad; p < 0 || p >= int64(md.VocabSize) {
+		return cerr("tokens.pad", "id %d outside the vocabulary [0,%d)", p, md.VocabSize)
 	}
 	return nil
 }

@@ -145,8 +145,8 @@ func TestValidateContractAcceptsVariants(t *testing.T) {
 	}
 }
 
-func TestContractsListsHFStaticV1(t *testing.T) {
-	if got := Contracts(); !slices.Equal(got, []string{"hf_static/v1"}) {
+func TestContractsListsHFStaticV1AndHFEncodeV1(t *testing.T) {
+	if got := Contracts(); !slices.Equal(got, []string{"hf_encode/v1", "hf_static/v1"}) {
 		t.Errorf("Contracts() = %v", got)
 	}
 }

@@ -19,6 +19,13 @@ import (
 	"github.com/hfstatic/hfstatic/program"
 )
 
+// ErrNotGenerative is returned (wrapped) by New for an hf_encode program, and
+// ErrNotEncoder by NewEncoder for an hf_static one.
+var (
+	ErrNotGenerative = errors.New("not a generative program")
+	ErrNotEncoder    = errors.New("not an embedding or scoring program")
+)
+
 // Step is one method bound to a session's buffers.
 type Step interface {
 	// Run executes the method once over the bound buffers.
@@ -70,6 +77,10 @@ func New(m *program.Manifest, fingerprint string, exe Executor, opts Options) (*
 	}
 	if err := ValidateContract(m); err != nil {
 		return nil, err
+	}
+	if c := m.Metadata.Contract; c != program.ContractName {
+		return nil, fmt.Errorf("runner: the program follows %s v%d, not %s: its models embed or score text and do not generate (drive it with NewEncoder): %w",
+			c, m.Metadata.Version, program.ContractName, ErrNotGenerative)
 	}
 	r := &Runner{man: m, fingerprint: fingerprint, exe: exe, alloc: opts.Allocator}
 	if r.alloc == nil {

@@ -205,7 +205,12 @@ func (m *metrics) retryAfter(sessions, queue int) int {
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.metrics.write(w, s.o.Pool.Stats(), s.batch.Stats(), s.o.MaxSessions, s.o.MaxQueue)
+	var ps PoolStats
+	var bs batchStats
+	if s.batch != nil { // a server without generation has neither
+		ps, bs = s.o.Pool.Stats(), s.batch.Stats()
+	}
+	s.metrics.write(w, ps, bs, s.o.MaxSessions, s.o.MaxQueue)
 }
 
 // write prints every metric in the Prometheus text exposition format.

@@ -1,7 +1,9 @@
 // Package server is hfstatic's OpenAI-compatible HTTP API: GET /v1/models,
 // POST /v1/completions and POST /v1/chat/completions (JSON or Server-Sent Events),
-// GET /health and GET /metrics (Prometheus text format); with Options.UI, GET / and /ui/...
-// answer with that handler (hfstatic serve's chat page, package server/webui).
+// POST /v1/embeddings and POST /v1/rerank for embedding and reranking models
+// (embeddings.go), GET /health and GET /metrics (Prometheus text format); with Options.UI,
+// GET / and /ui/... answer with that handler (hfstatic serve's chat page, package
+// server/webui).
 //
 // It owns request validation (OpenAI-style error objects), admission (at most
 // MaxSessions generations at once, a bounded queue behind them, 429/503 with
@@ -30,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hfstatic/hfstatic/encode"
 	"github.com/hfstatic/hfstatic/internal/chat"
 	"github.com/hfstatic/hfstatic/runner"
 	"github.com/hfstatic/hfstatic/tokenizer"
@@ -82,6 +85,14 @@ type Options struct {
 	Limits Limits
 	// Logger receives one record per request and every recovered panic; nil discards.
 	Logger *slog.Logger
+
+	// Encoder, if set, answers POST /v1/embeddings (a model that embeds) or POST /v1/rerank
+	// (one that scores pairs). A server with an Encoder and no Runner serves no generation
+	// and needs only ModelID, MaxBodyBytes and the limits (embeddings.go).
+	Encoder *encode.Model
+	// MaxEmbedInputs bounds the inputs of an embeddings request and the documents of a
+	// rerank request (0: DefaultMaxEmbedInputs).
+	MaxEmbedInputs int
 	// UI, if set, answers GET / and GET /ui/... (the browser page of package
 	// server/webui); nil leaves / a 404 like any unknown path.
 	UI http.Handler
@@ -91,6 +102,9 @@ type Options struct {
 var ErrOptions = errors.New("server: invalid options")
 
 func (o *Options) validate() error {
+	if o.Runner == nil && o.Encoder != nil {
+		return o.validateEncoderOnly()
+	}
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: Options.%s %s", ErrOptions, field, fmt.Sprintf(format, args...))
 	}
@@ -151,19 +165,22 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: opts, log: opts.Logger, created: time.Now().Unix(),
-		slots: make(chan struct{}, opts.MaxSessions), metrics: newMetrics(), guards: newGuards(limits, opts.MaxSessions)}
-	if s.batch, err = newBatcher(opts.Runner, runner.BatchOptions{MaxBatch: opts.MaxBatch, PrefillChunk: opts.PrefillChunk, ChunkBudget: opts.ChunkBudget}, s.metrics.step); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		slots: make(chan struct{}, max(opts.MaxSessions, 1)), metrics: newMetrics(), guards: newGuards(limits, max(opts.MaxSessions, 1))}
+	if opts.Runner != nil {
+		if s.batch, err = newBatcher(opts.Runner, runner.BatchOptions{MaxBatch: opts.MaxBatch, PrefillChunk: opts.PrefillChunk, ChunkBudget: opts.ChunkBudget}, s.metrics.step); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.eos = opts.Runner.Metadata().Tokens.EOSIDs()
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s.eos = opts.Runner.Metadata().Tokens.EOSIDs()
 	s.mux = http.NewServeMux()
 	s.route("/v1/models", http.MethodGet, s.handleModels)
 	s.route("/v1/models/{id}", http.MethodGet, s.handleModel)
-	s.route("/v1/completions", http.MethodPost, s.handleCompletions)
-	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
+	s.route("/v1/completions", http.MethodPost, s.generative(s.handleCompletions))
+	s.route("/v1/chat/completions", http.MethodPost, s.generative(s.handleChat))
+	s.routeEncoders()
 	s.route("/health", http.MethodGet, s.handleHealth)
 	s.route("/metrics", http.MethodGet, s.handleMetrics)
 	if opts.UI != nil {
@@ -172,14 +189,19 @@ func New(opts Options) (*Server, error) {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Code: "unknown_url",
-			Message: fmt.Sprintf("no endpoint %s %s; see /v1/models, /v1/completions, /v1/chat/completions, /health, /metrics", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no endpoint %s %s; see /v1/models, /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/rerank, /health, /metrics", r.Method, r.URL.Path)})
 	})
 	return s, nil
 }
 
 // Close stops the batcher behind the generations; call it once Serve has returned (or the
 // Handler is no longer used).
-func (s *Server) Close() error { return s.batch.Close() }
+func (s *Server) Close() error {
+	if s.batch == nil {
+		return nil
+	}
+	return s.batch.Close()
+}
 
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.mux }

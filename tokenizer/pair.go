@@ -38,11 +38,54 @@ func (t *Tokenizer) EncodeSequence(text string, maxLen int) (Encoding, error) {
 			ids, e.Truncated = ids[:room], true
 		}
 	}
+	t.single(&e, ids)
+	return e, nil
+}
+
+// single fills e with ids and the post-processor's special tokens and type ids.
+func (t *Tokenizer) single(e *Encoding, ids []int) {
 	e.IDs = t.post.apply(ids)
 	e.TypeIDs = make([]int, len(e.IDs))
 	if tp, ok := t.post.(*templateProcessing); ok && len(tp.single) > 0 {
 		_, e.TypeIDs = tp.lay(tp.single, ids, nil)
 	}
+}
+
+// EncodeSequenceLimit is EncodeSequence for a caller that refuses a text longer than
+// maxLen (> 0) instead of truncating it: it stops as soon as the text is known to need
+// more, with an error wrapping ErrTooLong, without encoding the rest (as EncodeLimit).
+func (t *Tokenizer) EncodeSequenceLimit(text string, maxLen int) (Encoding, error) {
+	room := maxLen - t.post.count(false)
+	if room < 0 {
+		return Encoding{}, fmt.Errorf("%w: %d, the template adds %d", ErrTooShort, maxLen, t.post.count(false))
+	}
+	ids, err := t.encode(text, false, room)
+	if err != nil {
+		return Encoding{}, err
+	}
+	var e Encoding
+	t.single(&e, ids)
+	return e, nil
+}
+
+// EncodePairLimit is EncodePair for a caller that refuses a pair longer than maxLen (> 0)
+// instead of truncating it, stopping as soon as the pair is known to need more (an error
+// wrapping ErrTooLong).
+func (t *Tokenizer) EncodePairLimit(a, b string, maxLen int) (Encoding, error) {
+	room := maxLen - t.post.count(true)
+	if room < 0 {
+		return Encoding{}, fmt.Errorf("%w: %d, the pair template adds %d", ErrTooShort, maxLen, t.post.count(true))
+	}
+	ia, err := t.encode(a, false, room)
+	if err != nil {
+		return Encoding{}, err
+	}
+	ib, err := t.encode(b, false, room-len(ia))
+	if err != nil {
+		return Encoding{}, err
+	}
+	var e Encoding
+	e.IDs, e.TypeIDs = t.post.applyPair(ia, ib)
 	return e, nil
 }
 

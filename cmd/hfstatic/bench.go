@@ -29,6 +29,7 @@ type benchOptions struct {
 	repeat       int    // measured repeats; medians are reported
 	asJSON       bool   // print benchReport as JSON
 	cpuProfile   string // file for a CPU profile of the measured repeats; "" for none
+	sentences    int    // embedding and reranking programs: sentences per run
 }
 
 // benchReport is the --json output of bench; its field names are a stable interface.
@@ -54,6 +55,11 @@ type benchReport struct {
 	DecodeTokS   float64   `json:"decode_tok_s"`
 	PrefillRuns  []float64 `json:"prefill_runs_tok_s"`
 	DecodeRuns   []float64 `json:"decode_runs_tok_s"`
+	// An embedding or reranking program's figures (bench_encode.go): Sentences of
+	// PromptTokens tokens embedded (or scored) per run, their rate and each run's.
+	Sentences     int       `json:"sentences,omitempty"`
+	SentencesS    float64   `json:"sentences_s,omitempty"`
+	SentencesRuns []float64 `json:"sentences_runs_s,omitempty"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -72,7 +78,9 @@ the median tokens per second of --repeat runs (like llama-bench -p and -n).
 against a cache of N tokens (like llama-bench -d).
 --batch B runs B sessions joined to one batcher: each prefills the prompt, then all
 decode together; the rates are totals over the B sessions (like llama-batched-bench's
-S_PP and S_TG).`,
+S_PP and S_TG).
+An embedding or reranking program instead embeds (or scores) --sentences sequences of
+--prompt-tokens pseudo-random ids per run and prints the median sentences per second.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := runBench(cmd, argOr(args, 0), o, &ef)
@@ -95,6 +103,7 @@ S_PP and S_TG).`,
 	f.IntVar(&o.batch, "batch", 1, "sessions that prefill, then decode together (rates are their totals)")
 	f.IntVar(&o.threads, "threads", defaultThreads(), "worker threads")
 	f.IntVar(&o.repeat, "repeat", 3, "measured repeats (medians are reported)")
+	f.IntVar(&o.sentences, "sentences", 32, "embedding and reranking programs: sentences of --prompt-tokens tokens per run")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured repeats to this file")
 	ef.register(f)
@@ -116,12 +125,15 @@ func runBench(cmd *cobra.Command, path string, o benchOptions, ef *exportFlags) 
 		return benchReport{}, usagef("--batch %d must be ≥ 1", o.batch)
 	}
 	start := time.Now()
-	m, err := openProgram(cmd, path, o.threads, ef)
+	m, err := openAny(cmd, path, o.threads, ef)
 	if err != nil {
 		return benchReport{}, err
 	}
 	defer m.Close()
 	loadS := time.Since(start).Seconds()
+	if m.Encoder != nil {
+		return benchEncoder(ctx, m, o, loadS)
+	}
 
 	md := m.Runner.Metadata()
 	shape := m.Runner.Planner()
@@ -290,6 +302,10 @@ func median(xs []float64) float64 {
 }
 
 func printBench(w io.Writer, r benchReport) {
+	if r.Sentences > 0 {
+		printEncodeBench(w, r)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "program\t%s (%s bytes, weights %s)\n", r.Program, groupDigits(r.ProgramBytes), r.Weights)
 	fmt.Fprintf(tw, "shape\tcontext %d, prefill step %d\n", r.Context, r.PrefillStep)

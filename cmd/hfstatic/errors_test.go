@@ -74,7 +74,7 @@ func TestMistakesSayWhatToDo(t *testing.T) {
 		{"newer file format", []string{"generate", write("newer.hfs", newer), "--prompt", "hi"}, 1,
 			"program format version 2 was made by a newer hfstatic (this build reads version 1): upgrade hfstatic"},
 		{"newer contract", []string{"generate", write("newer-contract.hfs", newerContract), "--prompt", "hi"}, 1,
-			`contract: "hf_static" version 2 is not supported (supported: [hf_static/v1]): the program was made by a newer hfstatic`},
+			`contract: "hf_static" version 2 is not supported (supported: [hf_encode/v1 hf_static/v1]): the program was made by a newer hfstatic`},
 		{"folder without tokenizer.json", []string{"export", noTokenizer, "-o", filepath.Join(dir, "x.hfs"), "-q"}, 1,
 			"has no tokenizer.json: a program without one cannot turn text into tokens"},
 		{"directory that is no model", []string{"generate", dir, "--prompt", "hi"}, 1, "is a directory without config.json"},

@@ -34,6 +34,7 @@ func newExportCmd() *cobra.Command {
 		prefill, context                                              int
 		keep, tensorWeights                                           []string
 		quiet, noTokenizer                                            bool
+		enc                                                           encodeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "export [MODEL] -o PROGRAM",
@@ -86,6 +87,12 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, TensorWeights: rules, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
 				Model: name, Writer: "hfstatic " + hfstatic.Version(), Delegate: delegate, Rotate: rotate,
+			}
+			if err := enc.apply(&opts); err != nil {
+				return err
+			}
+			if enc.encodes(ckpt) && calibrate == "" {
+				calibrate = "none" // calibration runs generative programs
 			}
 			if opts.Calibration, err = calibrationStats(cmd, ckpt, calibrate, weights, embedWeights, rotate); err != nil {
 				return err
@@ -154,6 +161,9 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			if sum.Prefill > 0 {
 				methods = fmt.Sprintf("decode, prefill(%d)", sum.Prefill)
 			}
+			if sum.Task != export.TaskGenerate {
+				methods = "encode (" + string(sum.Task) + ")"
+			}
 			if delegate != "" {
 				methods += " (and their " + strings.ToUpper(delegate) + " graphs)"
 			}
@@ -161,6 +171,9 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 				out, sum.Architecture, sum.Spec, sum.Context, methods, strings.Join(tl, ", "), groupDigits(sum.Bytes), sum.Fingerprint)
 			if len(sum.Ignored) > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "ignored %d checkpoint tensors the program does not use: %s\n", len(sum.Ignored), ignoredGroups(sum.Ignored))
+			}
+			for _, n := range sum.Notes {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
 			}
 			return nil
 		},
@@ -181,6 +194,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 	f.StringVar(&rotate, "rotate", export.RotateNone, "rotate the residual stream before converting the weights: none, or hadamard (norm gains fused into the matrices, a fixed signed Hadamard rotation; the float model is unchanged, a tied output matrix is written untied; Llama-like families only). On stories260K it lowers q8's error and raises q4's (docs/quantization.md)")
 	f.StringVar(&delegate, "delegate", "", "also store each method as a graph for another engine: onnx (ONNX graphs over the same weights, for --executor ort and inspect --extract-onnx)")
 	f.BoolVar(&noTokenizer, "no-tokenizer", false, "export a folder without tokenizer.json (the program then takes token ids only)")
+	enc.register(f)
 	return cmd
 }
 

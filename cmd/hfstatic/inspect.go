@@ -41,6 +41,8 @@ type inspectReport struct {
 	// Tokenizer and ChatTemplate say whether the program carries them.
 	Tokenizer    bool `json:"tokenizer"`
 	ChatTemplate bool `json:"chat_template"`
+	// Encoder is an embedding or reranking program's metadata (hf_encode); absent otherwise.
+	Encoder *program.Encoder `json:"encoder,omitempty"`
 }
 
 type inspectMethod struct {
@@ -79,7 +81,7 @@ func newInspectCmd() *cobra.Command {
 		Short: "Show a program's contract, methods, per-layer caches, sizes and source",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := openProgram(cmd, argOr(args, 0), 1, &ef)
+			m, err := openAny(cmd, argOr(args, 0), 1, &ef)
 			if err != nil {
 				return err
 			}
@@ -117,8 +119,11 @@ func buildInspect(m *loaded) inspectReport {
 	rep := inspectReport{Program: m.name, Fingerprint: m.File.Fingerprint, FileBytes: m.File.Size(),
 		Contract: md.Contract, Version: md.Version, Context: md.MaxContext, VocabSize: md.VocabSize,
 		CacheDType: md.CacheDType, Window: md.SlidingWindow, Layout: string(md.SlidingLayout),
-		Tokens: md.Tokens, Source: md.Source, SessionBytes: m.Runner.SessionBytes(),
+		Tokens: md.Tokens, Source: md.Source, Encoder: md.Encoder,
 		WeightBytes: map[string]int64{}}
+	if m.Runner != nil {
+		rep.SessionBytes = m.Runner.SessionBytes()
+	}
 	for _, mt := range man.Methods {
 		rep.Methods = append(rep.Methods, inspectMethod{Name: mt.Name, Step: mt.Step, Logits: string(mt.Logits), Ops: len(mt.Ops), Inputs: mt.Inputs})
 	}
@@ -188,7 +193,11 @@ func printInspect(w io.Writer, r inspectReport, tensors bool) {
 	for _, mt := range r.Methods {
 		fmt.Fprintf(tw, "method %s\tstep %d, logits %s, %d ops\n", mt.Name, mt.Step, mt.Logits, mt.Ops)
 	}
-	fmt.Fprintf(tw, "caches\t%s, %s bytes per session (all I/O buffers: %s bytes)\n", r.CacheDType, groupDigits(r.CacheBytes), groupDigits(r.SessionBytes))
+	if e := r.Encoder; e != nil {
+		fmt.Fprintf(tw, "encoder\t%s of %d per sequence, %s pooling, normalized %v; %d sequences of %d tokens per call\n", e.Output, e.Dim, e.Pooling, e.Normalized, e.Batch, r.Context)
+	} else {
+		fmt.Fprintf(tw, "caches\t%s, %s bytes per session (all I/O buffers: %s bytes)\n", r.CacheDType, groupDigits(r.CacheBytes), groupDigits(r.SessionBytes))
+	}
 	for _, d := range []string{"f32", "f16", "bf16", "q8", "q4"} {
 		if b, ok := r.WeightBytes[d]; ok {
 			fmt.Fprintf(tw, "weights %s\t%s bytes\n", d, groupDigits(b))
@@ -198,7 +207,9 @@ func printInspect(w io.Writer, r inspectReport, tensors bool) {
 		fmt.Fprintf(tw, "assets\t%v\n", r.Assets)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nlayer  type     kv_heads  k_dim  v_dim  cache_rows  cache_bytes")
+	if len(r.Layers) > 0 {
+		fmt.Fprintln(w, "\nlayer  type     kv_heads  k_dim  v_dim  cache_rows  cache_bytes")
+	}
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "%5d  %-7s  %8d  %5d  %5d  %10d  %11s\n", l.Index, l.Type, l.KVHeads, l.KHeadDim, l.VHeadDim, l.CacheRows, groupDigits(l.CacheBytes))
 	}

@@ -76,12 +76,24 @@ var ortProvider = string(ort.ProviderCPU)
 // notes receives what commands say on the side (the command's standard error).
 var notes io.Writer = os.Stderr
 
-// openProgram opens a command's PROGRAM argument: a program file as --load says; a model
+// openProgram opens a generative program as openAny does; an embedding or reranking
+// program is an error saying which commands run it.
+func openProgram(cmd *cobra.Command, arg string, threads int, e *exportFlags) (*loaded, error) {
+	m, err := openAny(cmd, arg, threads, e)
+	if err == nil && m.Runner == nil {
+		m.Close()
+		return nil, fmt.Errorf("%s: %w", m.name, errEncoderProgram)
+	}
+	return m, err
+}
+
+// openAny opens a command's PROGRAM argument: a program file as --load says; a model
 // name (ORG/NAME[@REVISION]) as its program in the program cache, exported once; a Hugging
 // Face folder exported in memory (with a note saying how to save the export); or, for "",
 // the embedded default model. e holds the command's export flags (nil: it has none); given
-// with a program file, they are a usage error, since a program's shape is fixed.
-func openProgram(cmd *cobra.Command, arg string, threads int, e *exportFlags) (*loaded, error) {
+// with a program file, they are a usage error, since a program's shape is fixed. The
+// program may generate (m.Runner) or embed and rerank (m.Encoder).
+func openAny(cmd *cobra.Command, arg string, threads int, e *exportFlags) (*loaded, error) {
 	ctx := cmd.Context()
 	if threads < 1 {
 		return nil, usagef("--threads %d must be ≥ 1", threads)

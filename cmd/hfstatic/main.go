@@ -157,5 +157,6 @@ Usage errors exit with 2, other failures with 1.`,
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newPullCmd(), newRunCmd(), newListCmd(), newRmCmd())
+	root.AddCommand(newEmbedCmd(), newRerankCmd())
 	return root
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hfstatic/hfstatic"
 	"github.com/hfstatic/hfstatic/hub"
 	"github.com/hfstatic/hfstatic/internal/arch"
+	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
@@ -123,18 +124,25 @@ func isModelName(arg string) bool {
 // options (run's defaults: weights q8, a context fitted to this machine's memory, prefill
 // 64); later calls with the same options open that program at once.
 func nameProgram(cmd *cobra.Command, arg string, e exportFlags) (string, error) {
-	if err := e.check(); err != nil {
-		return "", err
-	}
-	ref, err := hub.ParseRef(arg)
-	if err != nil {
-		return "", usageError{err}
-	}
-	dir, err := resolveModelDir(cmd, arg, e.quiet)
+	ref, dir, err := nameFolder(cmd, arg, e)
 	if err != nil {
 		return "", err
 	}
 	return cachedExport(cmd, ref, dir, e)
+}
+
+// nameFolder resolves a model name to its folder in the Hugging Face cache, downloading
+// it there first if needed.
+func nameFolder(cmd *cobra.Command, arg string, e exportFlags) (hub.Ref, string, error) {
+	if err := e.check(); err != nil {
+		return hub.Ref{}, "", err
+	}
+	ref, err := hub.ParseRef(arg)
+	if err != nil {
+		return hub.Ref{}, "", usageError{err}
+	}
+	dir, err := resolveModelDir(cmd, arg, e.quiet)
+	return ref, dir, err
 }
 
 // cachedExport returns the program of the model folder dir, known as ref, in the program
@@ -144,7 +152,8 @@ func cachedExport(cmd *cobra.Command, ref hub.Ref, dir string, e exportFlags) (s
 		return "", err
 	}
 	o := runOptions{weights: cmp.Or(e.weights, defaultNameWeights), context: e.context, prefill: e.prefill}
-	if o.context == 0 {
+	if o.context == 0 && folderTask(dir) == export.TaskGenerate {
+		// An encoder's program takes the model's own sequence length.
 		raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", ref, err)

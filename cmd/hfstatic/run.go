@@ -12,6 +12,7 @@ import (
 	"github.com/hfstatic/hfstatic"
 	"github.com/hfstatic/hfstatic/generate"
 	"github.com/hfstatic/hfstatic/hub"
+	"github.com/hfstatic/hfstatic/internal/export"
 )
 
 func newRunCmd() *cobra.Command {
@@ -28,7 +29,9 @@ func newRunCmd() *cobra.Command {
 into the program cache (HFSTATIC_HOME, default hfstatic/ under the user cache folder; keyed by the
 checkpoint's fingerprint and the export options, so the next run starts at once), then starts a chat,
 or answers --prompt: as one chat turn through the chat template (with --system) when the model has
-one, as plain continuation of the prompt's text with --raw or without a template.
+one, as plain continuation of the prompt's text with --raw or without a template. An embedding model
+embeds --prompt, or each line of standard input (JSON lines, as hfstatic embed); a reranking model
+ranks the lines of standard input against the query --prompt (as hfstatic rerank).
 
 Defaults: weights q8; the model's context capped at 4096 and halved until one session's caches fit in
 a quarter of the available memory; prefill 64. Each choice is printed.
@@ -49,9 +52,21 @@ a quarter of the available memory; prefill 64. Each choice is printed.
 			if raw && !cmd.Flags().Changed("prompt") {
 				return usagef("--raw applies to --prompt")
 			}
-			prog, err := runProgram(cmd, args[0], ef)
+			prog, task, err := runProgram(cmd, args[0], ef)
 			if err != nil {
 				return err
+			}
+			if task != export.TaskGenerate {
+				sub, subArgs, err := encodeRun(task, prog, prompt)
+				if err != nil {
+					return err
+				}
+				sub.SetContext(cmd.Context())
+				sub.SetIn(cmd.InOrStdin())
+				sub.SetOut(cmd.OutOrStdout())
+				sub.SetErr(cmd.ErrOrStderr())
+				sub.SetArgs(subArgs)
+				return sub.Execute()
 			}
 			m, err := openProgram(cmd, prog, cf.threads, nil)
 			if err != nil {
@@ -76,16 +91,22 @@ a quarter of the available memory; prefill 64. Each choice is printed.
 }
 
 // runProgram returns the program run opens for arg: a model name's, or a local folder's,
-// from the program cache (exported once).
-func runProgram(cmd *cobra.Command, arg string, ef exportFlags) (string, error) {
+// from the program cache (exported once), and what it does (generate, embed or rerank).
+func runProgram(cmd *cobra.Command, arg string, ef exportFlags) (string, export.Task, error) {
 	if st, err := os.Stat(arg); err == nil && st.IsDir() {
 		ref := hub.Ref{Repo: "local/" + filepath.Base(filepath.Clean(arg)), Revision: "main"}
-		return cachedExport(cmd, ref, arg, ef)
+		prog, err := cachedExport(cmd, ref, arg, ef)
+		return prog, folderTask(arg), err
 	}
 	if !hub.LooksLikeRef(arg) {
-		return "", usageError{fmt.Errorf("%s: no such folder, and not a Hugging Face model name (ORG/NAME[@REVISION])", arg)}
+		return "", "", usageError{fmt.Errorf("%s: no such folder, and not a Hugging Face model name (ORG/NAME[@REVISION])", arg)}
 	}
-	return nameProgram(cmd, arg, ef)
+	ref, dir, err := nameFolder(cmd, arg, ef)
+	if err != nil {
+		return "", "", err
+	}
+	prog, err := cachedExport(cmd, ref, dir, ef)
+	return prog, folderTask(dir), err
 }
 
 // answer streams the reply to one prompt: a chat turn through the template (plain

@@ -32,6 +32,7 @@ func newServeCmd() *cobra.Command {
 		timeout, queueTimeout, grace time.Duration
 		logJSON, mlock, noUI         bool
 		limits                       server.Limits
+		maxInputs                    int
 		ef                           exportFlags
 	)
 	cmd := &cobra.Command{
@@ -41,7 +42,9 @@ func newServeCmd() *cobra.Command {
 with "stream": true, Server-Sent Events), GET /health and GET /metrics (Prometheus text), and
 shows a chat page at / (embedded in the binary; it loads nothing from other hosts; --no-ui
 turns it off). PROGRAM is a program file, a Hugging Face folder or a model name
-(ORG/NAME[@REVISION], exported once as run does); without it, the embedded stories260K model.
+(ORG/NAME[@REVISION], exported once as run does); without it, the embedded stories260K model. An
+embedding program answers POST /v1/embeddings instead, a reranking one POST /v1/rerank (the
+generation flags below and the chat page do not apply to them).
 
 Up to --sessions generations run at once, each on a pooled session; a request whose prompt
 starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
@@ -83,11 +86,15 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			log := slog.New(handler)
 
 			path := argOr(args, 0)
-			m, err := openProgram(cmd, path, threads, &ef)
+			m, err := openAny(cmd, path, threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			if m.Encoder != nil {
+				return serveEncoder(cmd, m, encodeServe{addr: addr, modelID: modelID, aliases: aliases, maxBody: maxBody,
+					maxInputs: maxInputs, limits: limits, log: log, grace: grace, mlock: mlock, threads: threads, path: path})
+			}
 			if mlock && m.file != nil {
 				// A server sits idle between requests; unlocked, the program's pages may be
 				// reclaimed and come back from disk (in small pages) on the next request.
@@ -183,6 +190,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.BoolVar(&noUI, "no-ui", false, "serve no chat page at / (the API only)")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
+	f.IntVar(&maxInputs, "max-inputs", server.DefaultMaxEmbedInputs, "embedding and reranking programs: most inputs of one /v1/embeddings request, documents of one /v1/rerank request")
 	ef.register(f)
 	return cmd
 }

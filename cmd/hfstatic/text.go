@@ -39,7 +39,7 @@ func openTokenizer(cmd *cobra.Command, path string) (*tokenizer.Tokenizer, error
 			return tokenizer.Load(tj, cfg)
 		}
 	}
-	m, err := openProgram(cmd, path, 1, nil)
+	m, err := openAny(cmd, path, 1, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/synthckpt -shape qwen3-0.6b -dtype bf16 -o /tmp/qwen3-0.6b
 //
-// Shapes: smollm2-135m, qwen3-0.6b, llama3.2-1b, phi4-mini, and the names of the
+// Shapes: all-minilm-l6-v2, smollm2-135m, qwen3-0.6b, llama3.2-1b, phi4-mini, and the names of the
 // internal/testckpt fixtures (llama, qwen3, gemma3, …; with their model seed,
 // -seed 0, the weights are the fixture's exactly). Weights follow
 // testckpt.Synthesize and are streamed to disk. No tokenizer is written.
@@ -93,15 +93,44 @@ func run(args []string, stderr io.Writer) error {
 	if err := os.WriteFile(filepath.Join(*out, "config.json"), config, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "generation_config.json"), generation, 0o644); err != nil {
-		return err
+	if generation != nil {
+		if err := os.WriteFile(filepath.Join(*out, "generation_config.json"), generation, 0o644); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(testckpt.Names(), *shape) {
+		if err := writeExtras(*out, *shape); err != nil {
+			return err
+		}
 	}
 	return writeWeights(filepath.Join(*out, "model.safetensors"), spec, dt.st, stderr)
 }
 
+// writeExtras writes a fixture's other files (sentence-transformers modules, model card).
+func writeExtras(dir, name string) error {
+	extra, err := testckpt.Extras(name)
+	if err != nil {
+		return err
+	}
+	for p, data := range extra {
+		path := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func lookupShape(name string) (config, generation []byte, seed uint64, err error) {
 	if s, ok := shapes[name]; ok {
-		return []byte(s.config), []byte(s.generation + "\n"), 1, nil
+		var gen []byte
+		if s.generation != "" {
+			gen = []byte(s.generation + "\n")
+		}
+		return []byte(s.config), gen, 1, nil
 	}
 	if !slices.Contains(testckpt.Names(), name) {
 		return nil, nil, 0, fmt.Errorf("-shape %q: want one of %s", name, strings.Join(shapeNames(), ", "))
@@ -114,7 +143,11 @@ func lookupShape(name string) (config, generation []byte, seed uint64, err error
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	return fsys["config.json"].Data, fsys["generation_config.json"].Data, spec.ModelSeed, nil
+	var gen []byte
+	if f, ok := fsys["generation_config.json"]; ok {
+		gen = f.Data
+	}
+	return fsys["config.json"].Data, gen, spec.ModelSeed, nil
 }
 
 // withTorchDType returns config with "torch_dtype" set, keys sorted and

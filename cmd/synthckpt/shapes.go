@@ -4,6 +4,30 @@ package main
 // reproduces (values as in each model repository's config.json and
 // generation_config.json; torch_dtype is replaced by the -dtype flag).
 var shapes = map[string]struct{ config, generation string }{
+	"all-minilm-l6-v2": { // sentence-transformers/all-MiniLM-L6-v2 (BertModel; no generation_config.json)
+		config: `{
+  "_name_or_path": "nreimers/MiniLM-L6-H384-uncased",
+  "architectures": ["BertModel"],
+  "attention_probs_dropout_prob": 0.1,
+  "gradient_checkpointing": false,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 384,
+  "initializer_range": 0.02,
+  "intermediate_size": 1536,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "bert",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 6,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "transformers_version": "4.8.2",
+  "type_vocab_size": 2,
+  "use_cache": true,
+  "vocab_size": 30522
+}`,
+	},
 	"smollm2-135m": { // HuggingFaceTB/SmolLM2-135M
 		config: `{
   "architectures": ["LlamaForCausalLM"],

@@ -8,8 +8,9 @@ import (
 )
 
 func TestRegistryListsEveryFamilyOnce(t *testing.T) {
-	want := []string{"Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "GraniteForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
-		"MixtralForCausalLM", "Olmo2ForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "SmolLM3ForCausalLM"}
+	want := []string{"BertForSequenceClassification", "BertModel", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "GraniteForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
+		"MixtralForCausalLM", "Olmo2ForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+		"RobertaForSequenceClassification", "RobertaModel", "SmolLM3ForCausalLM", "XLMRobertaForSequenceClassification", "XLMRobertaModel"}
 	if diff := cmp.Diff(want, Supported()); diff != "" {
 		t.Errorf("Supported (-want +got):\n%s", diff)
 	}
@@ -27,5 +28,18 @@ func TestLookupNamesTheSupportedClasses(t *testing.T) {
 	var u *UnsupportedError
 	if !errors.As(err, &u) || u.Name != "PhiForCausalLM" || len(u.Supported) != len(Supported()) {
 		t.Errorf("Lookup(PhiForCausalLM) = %v, want an *UnsupportedError listing the supported classes", err)
+	}
+}
+
+func TestLookupTellsEncodersFromDecoders(t *testing.T) {
+	var k *KindError
+	if _, err := Lookup("BertModel"); !errors.As(err, &k) || !k.Encoder {
+		t.Errorf("Lookup(BertModel) = %v, want a *KindError for an encoder", err)
+	}
+	if _, err := LookupEncoder("Qwen3ForCausalLM"); !errors.As(err, &k) || k.Encoder {
+		t.Errorf("LookupEncoder(Qwen3ForCausalLM) = %v, want a *KindError for a decoder", err)
+	}
+	if _, err := LookupEncoder("XLMRobertaModel"); err != nil || !IsEncoder("XLMRobertaModel") || IsEncoder("LlamaForCausalLM") {
+		t.Errorf("XLMRobertaModel is not found as an encoder: %v", err)
 	}
 }

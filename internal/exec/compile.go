@@ -67,6 +67,11 @@ func rows2(o operand) (rows, width int) {
 
 func (p *Program) compile(spec *program.Method) (*Method, error) {
 	m := &Method{prog: p, spec: spec, buffers: map[string]program.IO{}, selected: make([]bool, len(p.index)), output: -1}
+	m.batch, m.seqLen = sequenceShape(spec)
+	if m.batch > 0 && m.batch*m.seqLen != spec.Step {
+		return nil, &program.FormatError{Item: fmt.Sprintf("method %q", spec.Name),
+			Problem: fmt.Sprintf("step %d is not B·S of its [%d,%d] attention_mask", spec.Step, m.batch, m.seqLen)}
+	}
 	for _, list := range [][]program.IO{spec.Inputs, spec.Outputs, spec.Activations} {
 		for _, b := range list {
 			m.buffers[b.Name] = b
@@ -107,6 +112,10 @@ func (p *Program) compile(spec *program.Method) (*Method, error) {
 			return nil, opErr(spec, i, op, err)
 		}
 		m.ops = append(m.ops, o)
+	}
+	if m.batch > 0 && (m.output < 0 || !m.selected[m.output]) {
+		return nil, &program.FormatError{Item: fmt.Sprintf("method %q", spec.Name),
+			Problem: "a method over sequences must write one output row per sequence (pool before it)"}
 	}
 	return m, nil
 }
@@ -170,6 +179,18 @@ func (m *Method) compileOp(op *program.Op, in []operand, out operand) (op, error
 		return m.compileScale(op, in, out)
 	case program.OpMoE:
 		return m.compileMoE(op, in, out)
+	case program.OpLayerNorm:
+		return m.compileLayerNorm(op, in, out)
+	case program.OpActivation:
+		return m.compileActivation(op, in, out)
+	case program.OpPositionEmbed:
+		return m.compilePositionEmbed(op, in, out)
+	case program.OpSelfAttention:
+		return m.compileSelfAttention(op, in, out)
+	case program.OpPool:
+		return m.compilePool(op, in, out)
+	case program.OpL2Normalize:
+		return m.compileL2Normalize(op, in, out)
 	}
 	return nil, fmt.Errorf("op kind %q is not implemented by this executor", op.Kind)
 }

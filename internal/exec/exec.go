@@ -53,6 +53,15 @@ type Program struct {
 	batchable bool
 	maxStep   int  // the largest method step (rows)
 	pass      pass // the running pass's scratch, reused
+	// sequences: a method runs a batch of sequences (hf_encode); its steps run alone.
+	sequences bool
+	// The running parallel call (encoder.go), and its item function, built once.
+	// onePools are one-thread kernel pools, one per pool thread, for products inside a
+	// parallel loop (self_attention); made on first use.
+	onePools     []*kernels.Pool
+	parFn        func(lo, hi int)
+	parN, parPer int
+	parItem      func(worker, i int)
 
 	// Scratch memory shared by the ops of every method (they run one pass at a time), so
 	// that it stays warm in the caches and page tables.
@@ -116,16 +125,32 @@ func Load(f *program.File, opts Options) (*Program, error) {
 			return nil, err
 		}
 		p.methods[m.spec.Name] = m
+		p.sequences = p.sequences || m.batch > 0
 	}
 	p.batchable = sameOps(f.Manifest.Methods)
 	p.pool = kernels.NewPool(opts.Threads)
+	p.parItem = p.parRange
 	return p, nil
 }
 
 // Close stops the thread pool. The program must not be used afterwards.
 func (p *Program) Close() error {
 	p.pool.Close()
+	for _, op := range p.onePools {
+		op.Close()
+	}
 	return nil
+}
+
+// onePool returns the one-thread pool of pool thread w.
+func (p *Program) onePool(w int) *kernels.Pool {
+	if p.onePools == nil {
+		p.onePools = make([]*kernels.Pool, p.threads)
+	}
+	if p.onePools[w] == nil {
+		p.onePools[w] = kernels.NewPool(1)
+	}
+	return p.onePools[w]
 }
 
 // Method returns a compiled method by name.
@@ -144,9 +169,12 @@ type Method struct {
 	// selected[i] reports that buffer i (program index) holds only the selected rows of
 	// each step (those a last_row linear keeps), not all of them.
 	selected []bool
-	selects  bool // an op selects rows (a last_row linear)
+	selects  bool // an op selects rows (a last_row linear, a pool)
 	output   int  // program index of the logits-like output written by the ops, or -1
 	outWidth int  // its last dimension
+	// batch and seqLen are B and S of a method over a batch of independent sequences (its
+	// attention_mask is [B, S]: an hf_encode method); 0 for hf_static methods.
+	batch, seqLen int
 }
 
 // Spec is the method's description from the program.
@@ -159,11 +187,12 @@ type Step struct {
 	bufs [][]byte // by program buffer index; nil for buffers the method does not bind
 
 	ids, positions []int64
-	mask           []byte // attention_mask, one byte per bool: [S][C]
+	mask           []byte // attention_mask, one byte per bool: [S][C] (sequences: [B][S])
 	counters       []*int64
-	context        int // C, the mask's last dimension
-	pos, n         int // per run: absolute position of row 0, real rows
-	outRows        int // rows of the output buffer that may hold values of an earlier run
+	context        int        // C, the mask's last dimension
+	pos, n         int        // per run: absolute position of row 0, real rows
+	outRows        int        // rows of the output buffer that may hold values of an earlier run
+	seq            *sequences // a method over a batch of sequences; nil otherwise
 }
 
 // Bind binds buffers to a method: every input and output by name (an in-place buffer,
@@ -205,6 +234,9 @@ func (m *Method) Bind(io map[string][]byte) (*Step, error) {
 	if m.output >= 0 {
 		s.outRows = len(s.bufs[m.output]) / 4 / m.outWidth // the first run clears every padding row
 	}
+	if m.batch > 0 {
+		s.bindSequences(io)
+	}
 	return s, nil
 }
 
@@ -215,6 +247,9 @@ func (s *Step) Run(ctx context.Context) error {
 	p := s.m.prog
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if s.seq != nil {
+		return p.runSequences(s)
+	}
 	one := [1]*Step{s}
 	var err [1]error
 	p.runPass(one[:], err[:])
@@ -238,6 +273,9 @@ func (s *Step) begin() error {
 }
 
 func (s *Step) readInputs() error {
+	if s.seq != nil {
+		return s.readSequences()
+	}
 	S := s.m.spec.Step
 	s.pos, s.n = 0, S
 	if s.positions != nil {

@@ -29,19 +29,24 @@ func (m *Method) rowsOf(ps *pass, o operand) int {
 	return ps.rows
 }
 
-// embedOp gathers the embedding rows of the input ids: x = table[ids] * scale.
+// embedOp gathers the embedding rows of the input ids (or token types): x = table[ids] * scale.
 type embedOp struct {
 	ids   operand
 	table kernels.Matrix // (vocab, dim)
 	out   operand        // (rows, dim)
 	width int
 	scale float32
+	types bool // ids are token_type_ids
 }
 
 func (m *Method) compileEmbed(op *program.Op, in []operand, out operand) (op, error) {
 	ids, table := in[0], in[1]
-	if ids.dtype != program.I64 || ids.name != program.InputIDs {
-		return nil, fmt.Errorf("ids %q (%s) are not the i64 %s input", ids.name, ids.dtype, program.InputIDs)
+	if ids.dtype != program.I64 || (ids.name != program.InputIDs && ids.name != program.TokenTypeIDs) || ids.idx < 0 {
+		return nil, fmt.Errorf("ids %q (%s) are not the i64 %s or %s input", ids.name, ids.dtype, program.InputIDs, program.TokenTypeIDs)
+	}
+	types := ids.name == program.TokenTypeIDs
+	if types && m.batch == 0 {
+		return nil, fmt.Errorf("%s is an input of methods over sequences only", program.TokenTypeIDs)
 	}
 	mat, err := table.matrix()
 	if err != nil {
@@ -54,20 +59,28 @@ func (m *Method) compileEmbed(op *program.Op, in []operand, out operand) (op, er
 	if width != mat.Cols || rows != ids.elems() {
 		return nil, fmt.Errorf("embedding %v of %d ids into %v", table.shape, ids.elems(), out.shape)
 	}
-	return &embedOp{ids: ids, table: mat, out: out, width: width, scale: op.Attr.Scale}, nil
+	return &embedOp{ids: ids, table: mat, out: out, width: width, scale: op.Attr.Scale, types: types}, nil
 }
 
 func (o *embedOp) check(s *Step) error {
-	for i, id := range s.ids[:s.n] {
+	ids, what := s.ids[:s.n], "token id"
+	if o.types {
+		ids, what = s.realTypes(), "token type"
+	}
+	for i, id := range ids {
 		if id < 0 || id >= int64(o.table.Rows) {
-			return fmt.Errorf("%w: token id %d at row %d is outside the vocabulary [0,%d)", ErrStep, id, i, o.table.Rows)
+			return fmt.Errorf("%w: %s %d at row %d is outside the table [0,%d)", ErrStep, what, id, i, o.table.Rows)
 		}
 	}
 	return nil
 }
 
 func (o *embedOp) run(ps *pass) {
-	kernels.GatherRows(ps.f32(o.out)[:ps.rows*o.width], o.table, ps.ids[:ps.rows], o.scale)
+	ids := ps.ids
+	if o.types {
+		ids = ps.types
+	}
+	kernels.GatherRows(ps.f32(o.out)[:ps.rows*o.width], o.table, ids[:ps.rows], o.scale)
 }
 
 // rmsNormOp normalizes each group of width values of every row: y = x/rms(x) * w.
@@ -142,6 +155,9 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (op, e
 	if err := wantF32(x, out); err != nil {
 		return nil, err
 	}
+	if x.idx >= 0 && x.idx == out.idx {
+		return nil, fmt.Errorf("linear writes into its input %q", x.name)
+	}
 	rows, k := rows2(x)
 	orows, n := rows2(out)
 	if k != w.Cols || n != w.Rows {
@@ -208,20 +224,27 @@ type ropeOp struct {
 }
 
 func (m *Method) compileRoPE(op *program.Op, in []operand, out operand) (op, error) {
-	x, positions, cos, sin := in[0], in[1], in[2], in[3]
+	x, cos, sin := in[0], in[len(in)-2], in[len(in)-1]
 	if err := wantF32(x, cos, sin); err != nil {
 		return nil, err
 	}
 	if x.name != out.name {
 		return nil, fmt.Errorf("rope is in place")
 	}
-	if positions.dtype != program.I64 || positions.name != program.PositionIDs {
-		return nil, fmt.Errorf("positions %q (%s) are not the i64 %s input", positions.name, positions.dtype, program.PositionIDs)
-	}
 	rows, width := rows2(x)
+	npos := rows
+	if len(in) == 4 {
+		positions := in[1]
+		if positions.dtype != program.I64 || positions.name != program.PositionIDs {
+			return nil, fmt.Errorf("positions %q (%s) are not the i64 %s input", positions.name, positions.dtype, program.PositionIDs)
+		}
+		npos = positions.elems()
+	} else if m.batch == 0 {
+		return nil, fmt.Errorf("rope without %s: positions are implicit only in methods over sequences", program.PositionIDs)
+	}
 	hd := op.Attr.HeadDim
-	if hd <= 0 || width%hd != 0 || positions.elems() != rows {
-		return nil, fmt.Errorf("rope over %v with head_dim %d and %d positions", x.shape, hd, positions.elems())
+	if hd <= 0 || width%hd != 0 || npos != rows {
+		return nil, fmt.Errorf("rope over %v with head_dim %d and %d positions", x.shape, hd, npos)
 	}
 	if len(cos.shape) != 2 || !cos.shape.Equal(sin.shape) || 2*cos.shape[1] > hd {
 		return nil, fmt.Errorf("rope tables %v and %v do not fit head_dim %d", cos.shape, sin.shape, hd)

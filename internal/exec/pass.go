@@ -25,6 +25,7 @@ type pass struct {
 	actRows int // rows the activation scratch holds
 
 	ids, positions []int64   // (rows): the steps' ids and positions, concatenated
+	types          []int64   // (rows): token types (a step over sequences with token_type_ids)
 	idsBuf, posBuf []int64   // scratch for them when there are several steps
 	rowSeg         []int32   // (rows): the segment of each row
 	xsel           []float32 // (sel, k): the kept rows of a last_row linear's input
@@ -65,6 +66,16 @@ func (ps *pass) selRows(k int) []float32 {
 func (p *Program) RunBatch(_ context.Context, steps []*Step, errs []error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sequences {
+		for i, s := range steps {
+			if s != nil && s.seq != nil && s.m.prog == p && errs[i] == nil {
+				errs[i] = p.runSequences(s) // a step is a batch already
+			} else if errs[i] == nil {
+				p.runPass(steps[i:i+1], errs[i:i+1])
+			}
+		}
+		return
+	}
 	if !p.batchable {
 		for i := range steps {
 			p.runPass(steps[i:i+1], errs[i:i+1])
@@ -121,25 +132,7 @@ func (p *Program) runPass(steps []*Step, errs []error) {
 // prepare sizes the scratch for the pass's rows and gathers the steps' inputs.
 func (p *Program) prepare(m *Method) {
 	ps := &p.pass
-	if ps.act == nil {
-		ps.act = make([][]float32, len(p.index))
-	}
-	if ps.rows > ps.actRows {
-		rows := max(ps.rows, p.maxStep)
-		for _, mt := range p.methods {
-			for _, a := range mt.spec.Activations {
-				ps.act[p.index[a.Name]] = align.AsF32(align.Bytes(4 * rows * a.Shape[len(a.Shape)-1]))
-			}
-		}
-		ps.idsBuf, ps.posBuf, ps.rowSeg = make([]int64, rows), make([]int64, rows), make([]int32, rows)
-		ps.cur16k, ps.cur16v = make([]uint16, rows*ps.f16Width), make([]uint16, rows*ps.f16Width)
-		ps.actRows = rows
-	}
-	for i, g := range ps.segs {
-		for r := g.off; r < g.off+g.n; r++ {
-			ps.rowSeg[r] = int32(i)
-		}
-	}
+	p.grow()
 	if len(ps.segs) == 1 {
 		s := ps.segs[0].s
 		ps.ids, ps.positions = s.ids, s.positions
@@ -159,6 +152,33 @@ func (p *Program) prepare(m *Method) {
 			ps.outBuf = align.AsF32(align.Bytes(4 * ps.actRows * w))
 		}
 		ps.act[m.output] = ps.outBuf
+	}
+}
+
+// grow sizes the pass's scratch for its rows and maps each row to its segment.
+func (p *Program) grow() {
+	ps := &p.pass
+	if ps.act == nil {
+		ps.act = make([][]float32, len(p.index))
+	}
+	if ps.rows > ps.actRows {
+		rows := max(ps.rows, p.maxStep)
+		if p.sequences { // B·S rows may be many more than a call holds: grow with the calls
+			rows = min(max(ps.rows, 2*ps.actRows), p.maxStep)
+		}
+		for _, mt := range p.methods {
+			for _, a := range mt.spec.Activations {
+				ps.act[p.index[a.Name]] = align.AsF32(align.Bytes(4 * rows * a.Shape[len(a.Shape)-1]))
+			}
+		}
+		ps.idsBuf, ps.posBuf, ps.rowSeg = make([]int64, rows), make([]int64, rows), make([]int32, rows)
+		ps.cur16k, ps.cur16v = make([]uint16, rows*ps.f16Width), make([]uint16, rows*ps.f16Width)
+		ps.actRows = rows
+	}
+	for i, g := range ps.segs {
+		for r := g.off; r < g.off+g.n; r++ {
+			ps.rowSeg[r] = int32(i)
+		}
 	}
 }
 

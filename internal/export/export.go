@@ -71,6 +71,23 @@ type Options struct {
 	// Delegate adds, beside the op lists, each method as a graph for another engine:
 	// DelegateONNX stores ONNX graphs (internal/onnx) as assets; "" stores none.
 	Delegate string
+	// Task is what the program does: TaskGenerate (hf_static: decode and prefill), TaskEmbed
+	// or TaskRerank (hf_encode: one embedding per text, one score per query and document);
+	// "" means DefaultTask's choice for the checkpoint. Prefill, PrefillLogits, CacheDType
+	// and SlidingLayout concern generation: embedding and reranking programs ignore them.
+	Task Task
+	// Batch is the sequences one call of an embedding or reranking program takes; 0 means
+	// DefaultBatch. With them, Context is the tokens per sequence (0: the model's
+	// sentence-transformers max_seq_length, else its longest, capped at
+	// MaxDefaultEncodeContext).
+	Batch int
+	// Pooling overrides an embedding program's pooling (program.PoolCLS, PoolMean, PoolMax,
+	// PoolLast); "" keeps sentence-transformers' Pooling module, else the model's default
+	// (mean for an encoder, the last token for a decoder).
+	Pooling string
+	// Matryoshka declares that an embedding model was trained so that its embeddings can be
+	// truncated (config.json's is_matryoshka or matryoshka_dimensions say so too).
+	Matryoshka bool
 	// Rotate is RotateHadamard or RotateNone: whether the residual stream is rotated before
 	// the weights are converted: the pre-norms' gains fused into the matrices that read them,
 	// then every matrix reading the stream multiplied by a fixed orthogonal matrix Q (W·Q) and
@@ -110,6 +127,10 @@ type Summary struct {
 	// Ignored lists the checkpoint tensors the program does not use, sorted (a multimodal
 	// folder's vision tower and projector; nil when every tensor is read).
 	Ignored []string
+	// Task is what the program does.
+	Task Task
+	// Notes are things the exporter worked around, for the user to read.
+	Notes []string
 }
 
 // TensorError reports a checkpoint tensor that is missing or has the wrong shape or dtype.
@@ -129,6 +150,19 @@ func Export(ctx context.Context, ckpt *hf.Checkpoint, w io.Writer, opts Options)
 		return nil, fmt.Errorf("config.json: architectures is empty; cannot tell the model family (supported: %v)", arch.Supported())
 	}
 	name := ckpt.Config.Architectures[0]
+	task := opts.Task
+	if task == "" {
+		task = DefaultTask(ckpt)
+	}
+	if !task.valid() {
+		return nil, fmt.Errorf("%w: task %q: want %s, %s or %s", ErrOptions, task, TaskGenerate, TaskEmbed, TaskRerank)
+	}
+	if task != TaskGenerate {
+		return exportEncode(ctx, ckpt, w, opts, name, task)
+	}
+	if opts.Batch != 0 || opts.Pooling != "" || opts.Matryoshka {
+		return nil, fmt.Errorf("%w: batch, pooling and matryoshka are for embedding and reranking programs", ErrOptions)
+	}
 	a, err := arch.Lookup(name)
 	if err != nil {
 		return nil, err
@@ -205,50 +239,8 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 		return nil, err
 	}
 	p.src = src
-	embed, _ := ckpt.Tensor(src(spec.Names.Embed))
-	switch embed.DType.String() {
-	case "F16":
-		p.float = kernels.F16
-	case "BF16":
-		p.float = kernels.BF16
-	default:
-		p.float = kernels.F32
-	}
-	p.weights = p.float
-	if opts.Weights != "" {
-		t, err := kernels.ParseWeightType(opts.Weights)
-		if err != nil {
-			return nil, fmt.Errorf("%w: weights: %v", ErrOptions, err)
-		}
-		p.weights = t
-	}
-	p.embed = p.weights
-	if p.weights == kernels.Q4 {
-		p.embed = kernels.Q8
-	}
-	if opts.EmbedWeights != "" {
-		t, err := kernels.ParseWeightType(opts.EmbedWeights)
-		if err != nil {
-			return nil, fmt.Errorf("%w: embed weights: %v", ErrOptions, err)
-		}
-		p.embed = t
-	}
-	matrices := matrixNames(spec)
-	for _, r := range opts.TensorWeights {
-		t, err := kernels.ParseWeightType(r.Type)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tensor weights %s=%s: %v", ErrOptions, r.Match, r.Type, err)
-		}
-		if r.Match == "" || !slices.ContainsFunc(matrices, func(n string) bool { return strings.Contains(n, r.Match) }) {
-			return nil, fmt.Errorf("%w: tensor weights %q=%s matches no weight matrix of the program", ErrOptions, r.Match, r.Type)
-		}
-		p.rules = append(p.rules, typeRule{r.Match, t})
-	}
-	for _, n := range opts.Keep {
-		if _, ok := ckpt.Tensor(n); !ok {
-			return nil, fmt.Errorf("%w: --weights-keep names %q, which is not in the checkpoint", ErrOptions, n)
-		}
-		p.keep[n] = true
+	if err := p.chooseTypes(src(spec.Names.Embed), matrixNames(spec)); err != nil {
+		return nil, err
 	}
 	if err := p.checkClaims(); err != nil {
 		return nil, err
@@ -260,6 +252,59 @@ func newPlan(ckpt *hf.Checkpoint, spec *decoder.Spec, trained int, opts Options)
 		return nil, err
 	}
 	return p, nil
+}
+
+// chooseTypes sets the weight types of the program's matrices from the options: the
+// checkpoint's float type (that of its tensor embed) unless Weights says otherwise, the
+// embedding type, the TensorWeights rules (each must match one of matrices, the program's
+// matrix names) and the tensors kept in the float type.
+func (p *plan) chooseTypes(embed string, matrices []string) error {
+	opts := p.opts
+	t, _ := p.ckpt.Tensor(embed)
+	switch t.DType.String() {
+	case "F16":
+		p.float = kernels.F16
+	case "BF16":
+		p.float = kernels.BF16
+	default:
+		p.float = kernels.F32
+	}
+	p.weights = p.float
+	if opts.Weights != "" {
+		t, err := kernels.ParseWeightType(opts.Weights)
+		if err != nil {
+			return fmt.Errorf("%w: weights: %v", ErrOptions, err)
+		}
+		p.weights = t
+	}
+	p.embed = p.weights
+	if p.weights == kernels.Q4 {
+		p.embed = kernels.Q8
+	}
+	if opts.EmbedWeights != "" {
+		t, err := kernels.ParseWeightType(opts.EmbedWeights)
+		if err != nil {
+			return fmt.Errorf("%w: embed weights: %v", ErrOptions, err)
+		}
+		p.embed = t
+	}
+	for _, r := range opts.TensorWeights {
+		t, err := kernels.ParseWeightType(r.Type)
+		if err != nil {
+			return fmt.Errorf("%w: tensor weights %s=%s: %v", ErrOptions, r.Match, r.Type, err)
+		}
+		if r.Match == "" || !slices.ContainsFunc(matrices, func(n string) bool { return strings.Contains(n, r.Match) }) {
+			return fmt.Errorf("%w: tensor weights %q=%s matches no weight matrix of the program", ErrOptions, r.Match, r.Type)
+		}
+		p.rules = append(p.rules, typeRule{r.Match, t})
+	}
+	for _, n := range opts.Keep {
+		if _, ok := p.ckpt.Tensor(n); !ok {
+			return fmt.Errorf("%w: --weights-keep names %q, which is not in the checkpoint", ErrOptions, n)
+		}
+		p.keep[n] = true
+	}
+	return nil
 }
 
 // layout picks the first of the spec's layouts under which the checkpoint has the
@@ -370,7 +415,7 @@ func (p *plan) write(ctx context.Context, w io.Writer) (*Summary, error) {
 		return nil, fmt.Errorf("finish program: %w", err)
 	}
 	return &Summary{Fingerprint: fp, Architecture: p.arch, Spec: p.spec.Describe(), Bytes: cw.n,
-		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors(), Ignored: p.ignored()}, nil
+		Context: p.context, Prefill: p.opts.Prefill, Tensors: pw.Tensors(), Ignored: p.ignored(), Task: TaskGenerate}, nil
 }
 
 // writeWeight writes checkpoint tensor it into the program: as it is, or cut into its
@@ -421,17 +466,23 @@ func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, v
 		}
 		return pw.WriteTensor(it.Name, program.F32, it.Shape, f32Bytes(vals))
 	}
+	return p.writeMatrix(pw, it.Name, name, it.Shape, vals, it.Role == decoder.Embed || it.Role == decoder.LMHead)
+}
+
+// writeMatrix writes matrix name (checkpoint tensor src) in the program's weight type, or
+// its embedding type when embed is set, as the options' rules and kept tensors amend them.
+func (p *plan) writeMatrix(pw *program.Writer, name, src string, shape program.Shape, vals []float32, embed bool) error {
 	wt := p.weights
-	if it.Role == decoder.Embed || it.Role == decoder.LMHead {
+	if embed {
 		wt = p.embed
 	}
 	for _, r := range p.rules {
-		if strings.Contains(it.Name, r.match) {
+		if strings.Contains(name, r.match) {
 			wt = r.t
 			break
 		}
 	}
-	rows, cols := it.Shape[0], it.Shape[1]
+	rows, cols := shape[0], shape[1]
 	if (wt == kernels.Q8 || wt == kernels.Q4) && cols%kernels.BlockSize != 0 {
 		// A partial last block costs a whole one and its products take the slower routes;
 		// llama.cpp's quantizer makes the same choice.
@@ -440,14 +491,14 @@ func (p *plan) writeValues(pw *program.Writer, it decoder.Weight, name string, v
 			wt = kernels.BF16 // bf16 checkpoints, and values beyond binary16's range
 		}
 	}
-	if p.keep[name] {
+	if p.keep[src] {
 		wt = p.float
 	}
 	buf := make([]byte, rows*wt.RowBytes(cols))
-	if err := kernels.QuantizeCalibrated(wt, buf, vals, rows, cols, p.opts.Calibration[it.Name]); err != nil {
-		return &TensorError{Name: name, Problem: err.Error()}
+	if err := kernels.QuantizeCalibrated(wt, buf, vals, rows, cols, p.opts.Calibration[name]); err != nil {
+		return &TensorError{Name: src, Problem: err.Error()}
 	}
-	return pw.WriteTensor(it.Name, programDType(wt), it.Shape, buf)
+	return pw.WriteTensor(name, programDType(wt), shape, buf)
 }
 
 // typeRule is a parsed TensorWeight.
@@ -494,7 +545,9 @@ func programDType(t kernels.WeightType) program.DType {
 	return program.F32
 }
 
-func (p *plan) metadata() program.Metadata {
+// tokens are the special token ids of the checkpoint's configs; pad falls back to the first
+// EOS id.
+func (p *plan) tokens() program.Tokens {
 	g := p.ckpt.Generation
 	tok := program.Tokens{EOS: []int64{}}
 	if g.BOSID != nil {
@@ -510,6 +563,11 @@ func (p *plan) metadata() program.Metadata {
 	case len(tok.EOS) > 0:
 		tok.Pad = tok.EOS[0]
 	}
+	return tok
+}
+
+func (p *plan) metadata() program.Metadata {
+	tok := p.tokens()
 	window := 0
 	if slices.Contains(p.spec.LayerTypes, program.LayerSliding) {
 		window = p.spec.Window

@@ -1,6 +1,8 @@
-// Package hf reads a Hugging Face causal-LM checkpoint folder through an
-// fs.FS: config.json, generation_config.json, model.safetensors or a sharded
-// model.safetensors.index.json, and the tokenizer files (kept as raw bytes).
+// Package hf reads a Hugging Face checkpoint folder through an fs.FS:
+// config.json, generation_config.json, model.safetensors or a sharded
+// model.safetensors.index.json, the tokenizer files (kept as raw bytes), and
+// sentence-transformers' metadata where the folder has it (modules.json, the
+// Pooling and Dense modules, prompts; sentence.go).
 //
 // It owns locating files, parsing the generic config fields (architecture
 // class, model type, dtype, token ids) and giving access to tensors by name.
@@ -42,6 +44,14 @@ type Checkpoint struct {
 	TokenizerJSON        []byte
 	TokenizerConfigJSON  []byte
 
+	// SentenceTransformers is the folder's sentence-transformers metadata (modules.json and
+	// the module files it names), nil when it has none. Its Dense modules' weights are
+	// tensors of the checkpoint, named "<module folder>/<tensor>" ("2_Dense/linear.weight").
+	SentenceTransformers *SentenceTransformers
+	// ReadmeTitle is the first level-1 heading of README.md (the model card's title, e.g.
+	// "Qwen3-Reranker-0.6B"), "" when there is none.
+	ReadmeTitle string
+
 	shards []shard
 	where  map[string]int // tensor name → index in shards
 	names  []string       // sorted
@@ -51,6 +61,14 @@ type shard struct {
 	name   string
 	file   *safetensors.File
 	closer io.Closer // nil when the data was read into memory
+	// prefix is put before the file's tensor names in the checkpoint's table (a
+	// sentence-transformers module's folder: "2_Dense/"); "" for the model's own files.
+	prefix string
+}
+
+// tensor looks up a checkpoint tensor name in the shard's file.
+func (sh shard) tensor(name string) (safetensors.Tensor, bool) {
+	return sh.file.Lookup(strings.TrimPrefix(name, sh.prefix))
 }
 
 // Open reads the checkpoint folder fsys. Files that implement io.ReaderAt
@@ -86,6 +104,9 @@ func Open(fsys fs.FS) (*Checkpoint, error) {
 		return nil, &FileError{File: name, Err: err}
 	}
 	c.Generation = gen
+	if c.ReadmeTitle, err = readmeTitle(fsys); err != nil {
+		return nil, err
+	}
 	if c.TokenizerJSON, err = readOptional(fsys, TokenizerName); err != nil {
 		return nil, err
 	}
@@ -93,6 +114,10 @@ func Open(fsys fs.FS) (*Checkpoint, error) {
 		return nil, err
 	}
 	if err := c.openWeights(fsys); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.openSentenceTransformers(fsys); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -227,7 +252,7 @@ func (c *Checkpoint) Tensor(name string) (safetensors.Tensor, bool) {
 	if !ok {
 		return safetensors.Tensor{}, false
 	}
-	return c.shards[i].file.Lookup(name)
+	return c.shards[i].tensor(name)
 }
 
 // File returns the name of the file holding the named tensor.
@@ -245,7 +270,7 @@ func (c *Checkpoint) lookup(name string) (shard, safetensors.Tensor, error) {
 		return shard{}, safetensors.Tensor{}, &TensorError{Tensor: name, Err: ErrTensorNotFound}
 	}
 	sh := c.shards[i]
-	t, _ := sh.file.Lookup(name)
+	t, _ := sh.tensor(name)
 	return sh, t, nil
 }
 

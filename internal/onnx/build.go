@@ -58,20 +58,13 @@ func buildMethod(md *program.Metadata, m *program.Method, w *weights, B int) (*g
 	if B < 1 {
 		return nil, fmt.Errorf("onnx: %d sessions in a graph", B)
 	}
-	name := m.Name
+	b := newBuilder(md, m, w, m.Step, md.MaxContext)
+	b.cache = cache
 	if B > 1 {
-		name = fmt.Sprintf("%s.batch%d", m.Name, B)
-	}
-	b := &builder{g: newGraph(name), w: w, md: md, m: m, B: B, S: m.Step, C: md.MaxContext, cache: cache,
-		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[[2]string]string{}}
-	for i := range B {
-		b.slots = append(b.slots, &slot{b: i, first: int64(i * m.Step), visible: map[[2]int]string{}, held: map[int64]string{}})
-	}
-	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
-		for _, io := range list {
-			if len(io.Shape) > 0 {
-				b.width[io.Name] = io.Shape[len(io.Shape)-1]
-			}
+		b.g = newGraph(fmt.Sprintf("%s.batch%d", m.Name, B))
+		b.B, b.slots = B, nil
+		for i := range B {
+			b.slots = append(b.slots, &slot{b: i, first: int64(i * m.Step), visible: map[[2]int]string{}, held: map[int64]string{}})
 		}
 	}
 	S, C := int64(b.S), int64(b.C)
@@ -96,6 +89,22 @@ func buildMethod(md *program.Metadata, m *program.Method, w *weights, B int) (*g
 
 // R is the rows of the activations: every slot's S rows.
 func (b *builder) R() int64 { return int64(b.B * b.S) }
+
+// newBuilder starts the graph of method m over rows rows of a program of context c, for
+// one session (buildMethod widens it to B).
+func newBuilder(md *program.Metadata, m *program.Method, w *weights, rows, c int) *builder {
+	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, B: 1, S: rows, C: c,
+		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[[2]string]string{},
+		slots: []*slot{{visible: map[[2]int]string{}, held: map[int64]string{}}}}
+	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
+		for _, io := range list {
+			if len(io.Shape) > 0 {
+				b.width[io.Name] = io.Shape[len(io.Shape)-1]
+			}
+		}
+	}
+	return b
+}
 
 // outputs names the graph's outputs: the logits [B, rows, V] and every slot's cache rows.
 func (b *builder) outputs() error {
@@ -367,7 +376,8 @@ func (b *builder) matmul(x string, t program.Tensor, bias string) (string, error
 // rope rotates the first 2·half dims of each head by the row's position (rotate-half).
 func (b *builder) rope(op *program.Op, in []string) (string, error) {
 	g := b.g
-	cos, err := b.tensor(op.In[2])
+	nin := len(op.In) // [x, position_ids, cos, sin], or [x, cos, sin] with implicit positions
+	cos, err := b.tensor(op.In[nin-2])
 	if err != nil {
 		return "", err
 	}
@@ -377,8 +387,8 @@ func (b *builder) rope(op *program.Op, in []string) (string, error) {
 	}
 	// positions past the table (padding rows only) are clamped: their rows are never used
 	pos := g.op("Min", []string{b.positions(), g.ints(int64(cos.Shape[0] - 1))})
-	c := g.op("Unsqueeze", []string{g.op("Gather", []string{in[2], pos}, attrInt("axis", 0)), g.ints(1)}) // [S, 1, half]
-	s := g.op("Unsqueeze", []string{g.op("Gather", []string{in[3], pos}, attrInt("axis", 0)), g.ints(1)})
+	c := g.op("Unsqueeze", []string{g.op("Gather", []string{in[nin-2], pos}, attrInt("axis", 0)), g.ints(1)}) // [S, 1, half]
+	s := g.op("Unsqueeze", []string{g.op("Gather", []string{in[nin-1], pos}, attrInt("axis", 0)), g.ints(1)})
 	x := g.reshape(in[0], b.R(), W/hd, hd)
 	x1, x2 := g.slice(x, 2, 0, half), g.slice(x, 2, half, 2*half)
 	y1 := g.binary("Sub", g.binary("Mul", x1, c), g.binary("Mul", x2, s))

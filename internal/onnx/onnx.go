@@ -88,11 +88,17 @@ func Build(man *program.Manifest, version string) ([]Asset, error) {
 	for i := range man.Methods {
 		m := &man.Methods[i]
 		sizes := []int{1}
-		if m.Name == program.MethodDecode && m.Step == 1 {
+		if m.Name == program.MethodDecode && m.Step == 1 && man.Metadata.Contract != program.EncodeContractName {
 			sizes = append(sizes, BatchSizes...)
 		}
 		for _, B := range sizes {
-			g, err := buildMethod(&man.Metadata, m, w, B)
+			var g *graph
+			var err error
+			if man.Metadata.Contract == program.EncodeContractName {
+				g, err = buildEncodeMethod(&man.Metadata, m, w) // encode.go
+			} else {
+				g, err = buildMethod(&man.Metadata, m, w, B)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -58,8 +58,9 @@ type Resolved struct {
 	// Supplied are the supplied initializers the graph declares (the values the runtime
 	// must be given), sorted.
 	Supplied []string
-	// Folded are those of Supplied that a top-level node reads with nothing but constants
-	// (a Cast of a float16 weight, say): a runtime folds such nodes while it optimizes the
+	// Folded are those of Supplied that a top-level node reads with nothing but constants,
+	// initializers or values computed from them alone (a Cast of a float16 weight; an
+	// encoder's rotary table gathered at fixed positions): a runtime folds such nodes while it optimizes the
 	// graph, reading the initializer from the graph itself, so these must be given as
 	// graph data (ONNX Runtime's AddExternalInitializers, a copy) rather than as values
 	// read in place.
@@ -86,11 +87,15 @@ func Resolve(model []byte, supplied map[string]Supplied) (*Resolved, error) {
 		res.Supplied = append(res.Supplied, name)
 	}
 	slices.Sort(res.Supplied)
+	// a node reading only constants makes constants (ONNX graphs are sorted: one pass)
 	for _, n := range r.topNodes {
-		if slices.ContainsFunc(n, func(in string) bool { return in != "" && !r.consts[in] }) {
+		if slices.ContainsFunc(n.in, func(in string) bool { return in != "" && !r.consts[in] }) {
 			continue
 		}
-		for _, in := range n {
+		for _, out := range n.out {
+			r.consts[out] = true
+		}
+		for _, in := range n.in {
 			if r.seen[in] && !r.folded[in] {
 				r.folded[in] = true
 				res.Folded = append(res.Folded, in)
@@ -101,11 +106,14 @@ func Resolve(model []byte, supplied map[string]Supplied) (*Resolved, error) {
 	return res, nil
 }
 
+// topNode is a top-level node's inputs and outputs.
+type topNode struct{ in, out []string }
+
 type resolver struct {
 	supplied map[string]Supplied
 	seen     map[string]bool // supplied initializers found at the top level
-	consts   map[string]bool // names of the top-level initializers
-	topNodes [][]string      // the inputs of every top-level node
+	consts   map[string]bool // names of the top-level initializers (then of every constant)
+	topNodes []topNode       // every top-level node, in order
 	folded   map[string]bool
 	ops      map[string]int
 }
@@ -303,11 +311,11 @@ func (r *resolver) graph(msg []byte, depth int, top bool) ([]byte, error) {
 				return nil, err
 			}
 			if top {
-				ins, op, err := nodeInputs(f.payload)
+				ins, outs, op, err := nodeInputs(f.payload)
 				if err != nil {
 					return nil, badModel("node", err)
 				}
-				r.topNodes = append(r.topNodes, ins)
+				r.topNodes = append(r.topNodes, topNode{ins, outs})
 				r.ops[op]++
 			}
 		}
@@ -342,12 +350,12 @@ func (r *resolver) node(msg []byte, depth int, where string) error {
 	return nil
 }
 
-// nodeInputs returns a NodeProto's inputs and its operator type (domain.type outside the
-// ONNX domain).
-func nodeInputs(msg []byte) (in []string, op string, err error) {
+// nodeInputs returns a NodeProto's inputs, outputs and operator type (domain.type outside
+// the ONNX domain).
+func nodeInputs(msg []byte) (in, out []string, op string, err error) {
 	fs, err := fields(msg)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	domain := ""
 	for _, f := range fs {
@@ -357,6 +365,8 @@ func nodeInputs(msg []byte) (in []string, op string, err error) {
 		switch f.num {
 		case nodeInput:
 			in = append(in, string(f.payload))
+		case nodeOutput:
+			out = append(out, string(f.payload))
 		case nodeOpType:
 			op = string(f.payload)
 		case nodeDomain:
@@ -366,7 +376,7 @@ func nodeInputs(msg []byte) (in []string, op string, err error) {
 	if domain != "" && domain != "ai.onnx" {
 		op = domain + "." + op
 	}
-	return in, op, nil
+	return in, out, op, nil
 }
 
 func (r *resolver) attribute(msg []byte, depth int, where string) error {

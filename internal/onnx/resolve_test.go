@@ -142,3 +142,21 @@ func TestResolveRefusesDataOutsideTheProgram(t *testing.T) {
 		})
 	}
 }
+
+// A node is folded too when its other inputs are computed from constants only: an
+// encoder's rotary table gathered at Min(fixed positions, the table's end).
+func TestResolveFoldsThroughComputedConstants(t *testing.T) {
+	g := newGraph("t")
+	g.external("cos", Float, []int64{4, 2}, "cos.bin", 32)
+	g.input("x", Float, 3, 2)
+	pos := g.op("Min", []string{g.ints(0, 1, 5), g.ints(3)})
+	g.opNamed("Mul", "y", []string{"x", g.op("Gather", []string{"cos", pos}, attrInt("axis", 0))})
+	g.outputs = []valueInfo{{name: "y", typ: Float, dims: []int64{3, 2}}}
+	res, err := Resolve(g.encode(Producer, "test", nil), map[string]Supplied{"cos": {DType: Float, Dims: []int64{4, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Folded, []string{"cos"}) {
+		t.Fatalf("Folded = %v, want [cos] (gathered at positions computed from constants)", res.Folded)
+	}
+}

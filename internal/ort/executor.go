@@ -146,6 +146,7 @@ type method struct {
 	spec    *program.Method
 	session uintptr
 	layers  []layerRows
+	encode  bool // an hf_encode method (encode.go): no caches
 }
 
 // layerRows is the scratch ORT writes a layer's current rows into.
@@ -312,6 +313,10 @@ func (e *Executor) load(spec *program.Method, g *onnx.Resolved, data map[string]
 		return nil, err
 	}
 	m := &method{spec: spec, session: sess}
+	if e.file.Manifest.Metadata.Contract == program.EncodeContractName {
+		m.encode = true // no caches, no rows
+		return m, nil
+	}
 	if m.layers, err = e.newRows(spec.Step); err != nil {
 		e.lib.release(fnReleaseSession, sess)
 		return nil, err
@@ -430,6 +435,7 @@ type Step struct {
 	counters       []*int64
 	caches         []cacheBuf // per layer: K then V
 	inputs         map[string]uintptr
+	seqs           *sequences // an hf_encode method's inputs (encode.go); nil otherwise
 }
 
 // cacheBuf is one layer's caller-owned caches.
@@ -445,6 +451,9 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 	m, ok := e.methods[name]
 	if !ok {
 		return nil, fmt.Errorf("ort: program has no method %q", name)
+	}
+	if m.encode {
+		return e.bindEncode(m, bufs)
 	}
 	spec := m.spec
 	for _, list := range [][]program.IO{spec.Inputs, spec.Outputs} {
@@ -568,6 +577,9 @@ var ErrStep = errors.New("invalid step input")
 // Run runs the graph over the bound buffers, then writes the real rows into the caches
 // and advances the counters. It allocates nothing on the Go side.
 func (s *Step) Run(ctx context.Context) error {
+	if s.seqs != nil {
+		return s.runEncode()
+	}
 	pos, n, err := s.rows()
 	if err != nil {
 		return fmt.Errorf("method %q: %w", s.m.spec.Name, err)

@@ -15,14 +15,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
+	"strings"
 	"sync"
 	"testing/fstest"
 
 	"github.com/hfstatic/hfstatic/internal/safetensors"
 )
 
-//go:embed testdata/*/*.json
+//go:embed testdata/*/*.json testdata/*/*/*.json testdata/*/*.md
 var fixtures embed.FS
 
 // Names returns the names of the embedded fixtures, sorted
@@ -92,15 +94,11 @@ func weights(name string) ([]byte, error) {
 }
 
 // Random returns fixture name as an in-memory Hugging Face folder:
-// config.json, generation_config.json and model.safetensors (generated once
-// per process and shared: do not modify the files' Data). There is no
+// config.json, generation_config.json (decoders) and model.safetensors (generated once
+// per process and shared: do not modify the files' Data), and the Extras. There is no
 // tokenizer.
 func Random(name string) (fstest.MapFS, error) {
 	cfg, err := readFixture(name, "config.json")
-	if err != nil {
-		return nil, err
-	}
-	gen, err := readFixture(name, "generation_config.json")
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +106,65 @@ func Random(name string) (fstest.MapFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fstest.MapFS{
-		"config.json":            {Data: cfg, Mode: 0o444},
-		"generation_config.json": {Data: gen, Mode: 0o444},
-		"model.safetensors":      {Data: w, Mode: 0o444},
-	}, nil
+	fsys := fstest.MapFS{
+		"config.json":       {Data: cfg, Mode: 0o444},
+		"model.safetensors": {Data: w, Mode: 0o444},
+	}
+	// Encoders' folders have no generation_config.json.
+	if gen, err := fs.ReadFile(fixtures, "testdata/"+name+"/generation_config.json"); err == nil {
+		fsys["generation_config.json"] = &fstest.MapFile{Data: gen, Mode: 0o444}
+	}
+	extra, err := Extras(name)
+	if err != nil {
+		return nil, err
+	}
+	for p, data := range extra {
+		fsys[p] = &fstest.MapFile{Data: data, Mode: 0o444}
+	}
+	return fsys, nil
+}
+
+// Extras returns the files of fixture name beyond config.json, generation_config.json and
+// the model's weights, by path: sentence-transformers' modules (modules.json, each module
+// folder's config.json, and its model.safetensors generated from its weights_spec.json),
+// config_sentence_transformers.json, README.md. References and weight specs are left out.
+func Extras(name string) (map[string][]byte, error) {
+	root := "testdata/" + name
+	out := map[string][]byte{}
+	err := fs.WalkDir(fixtures, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		base := path.Base(rel)
+		switch {
+		case rel == "config.json" || rel == "generation_config.json" || rel == "weights_spec.json" || strings.HasPrefix(base, "reference"):
+			return nil
+		case base == "weights_spec.json": // a module's weights
+			b, err := fs.ReadFile(fixtures, p)
+			if err != nil {
+				return err
+			}
+			spec, err := ParseSpec(b)
+			if err != nil {
+				return fmt.Errorf("testckpt: %s/%s: %w", name, rel, err)
+			}
+			dt, _ := safetensors.ParseDType(spec.DType)
+			data, err := Generate(spec, dt)
+			if err != nil {
+				return err
+			}
+			out[path.Join(path.Dir(rel), "model.safetensors")] = data
+			return nil
+		}
+		b, err := fs.ReadFile(fixtures, p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("testckpt: fixture %q: %w", name, err)
+	}
+	return out, nil
 }
 
 // Summary is a reference run on a fixture: llama.cpp's (reference.summary.json: CPU, f32
@@ -189,6 +241,45 @@ func readSummary(name, file string) (*Summary, error) {
 	if len(s.Positions) != s.NPositions || len(s.InputIDs) != s.NPositions {
 		return nil, fmt.Errorf("testckpt: %s/%s: %d positions and %d input ids, header says %d",
 			name, file, len(s.Positions), len(s.InputIDs), s.NPositions)
+	}
+	return &s, nil
+}
+
+// EncodeSummary is a float64 reference run of an embedding or reranking fixture
+// (reference64.encode.json, written by tools/refs/encode64.py from transformers' modeling
+// code and sentence-transformers' modules): each input run alone, unpadded.
+type EncodeSummary struct {
+	Reference string        `json:"reference"`
+	Model     string        `json:"model"`
+	Task      string        `json:"task"` // "embed" or "rerank"
+	Inputs    []EncodeInput `json:"inputs"`
+	// Outputs has one row per input: its embedding, or its scores (a cross-encoder's logit;
+	// Qwen3-Reranker's logit(yes) - logit(no)).
+	Outputs [][]float64 `json:"outputs"`
+	// Relevance (rerank) is each input's relevance: sigmoid(score), softmax([no, yes])[yes]
+	// for Qwen3-Reranker.
+	Relevance []float64 `json:"relevance,omitempty"`
+}
+
+// EncodeInput is one sequence of an EncodeSummary: token ids and types (nil: all 0).
+type EncodeInput struct {
+	IDs   []int `json:"ids"`
+	Types []int `json:"types,omitempty"`
+}
+
+// EncodeReference returns the parsed reference64.encode.json of fixture name.
+func EncodeReference(name string) (*EncodeSummary, error) {
+	b, err := readFixture(name, "reference64.encode.json")
+	if err != nil {
+		return nil, err
+	}
+	var s EncodeSummary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("testckpt: %s/reference64.encode.json: %w", name, err)
+	}
+	if len(s.Inputs) == 0 || len(s.Outputs) != len(s.Inputs) || (s.Task == "rerank") != (len(s.Relevance) == len(s.Inputs)) {
+		return nil, fmt.Errorf("testckpt: %s/reference64.encode.json: %d inputs, %d outputs, %d relevances for task %q",
+			name, len(s.Inputs), len(s.Outputs), len(s.Relevance), s.Task)
 	}
 	return &s, nil
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/hfstatic/hfstatic/internal/safetensors"
 )
 
-var allFixtures = []string{"gemma3", "gemma3-bf16", "granite", "granite-bf16", "llama", "llama-bf16", "mistral",
-	"mixtral", "mixtral-bf16", "olmo2", "olmo2-bf16", "phi3", "phi35", "phi4mini", "phi4mini-bf16", "qwen2", "qwen3", "qwen3-bf16", "qwen3moe", "qwen3moe-bf16", "smollm3", "smollm3-bf16", "smollm3-swa"}
+var allFixtures = []string{"bert", "bert-dense", "bert-rerank", "gemma3", "gemma3-bf16", "granite", "granite-bf16", "llama", "llama-bf16", "mistral",
+	"mixtral", "mixtral-bf16", "olmo2", "olmo2-bf16", "phi3", "phi35", "phi4mini", "phi4mini-bf16", "qwen2", "qwen3", "qwen3-bf16",
+	"qwen3-embed", "qwen3-rerank", "qwen3moe", "qwen3moe-bf16", "smollm3", "smollm3-bf16", "smollm3-swa", "xlmr", "xlmr-rerank"}
 
 func TestNamesListsEveryFixture(t *testing.T) {
 	if diff := cmp.Diff(allFixtures, Names()); diff != "" {
@@ -123,14 +124,21 @@ func TestRandomFilesAreWellFormed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, file := range []string{"config.json", "generation_config.json", "model.safetensors"} {
-				if len(fsys[file].Data) == 0 {
+			files := []string{"config.json", "model.safetensors"}
+			if !encoderFixture(name) {
+				files = append(files, "generation_config.json")
+			}
+			for _, file := range files {
+				if f, ok := fsys[file]; !ok || len(f.Data) == 0 {
 					t.Errorf("%s is missing or empty", file)
 				}
 			}
 			data := fsys["model.safetensors"].Data
-			if !bytes.HasPrefix(data[8:], []byte(`{"__metadata__":{"format":"pt"},"lm_head.weight"`)) &&
-				!bytes.HasPrefix(data[8:], []byte(`{"__metadata__":{"format":"pt"},"model.embed_tokens.weight"`)) {
+			first := spec.Tensors[0].Name
+			for _, ts := range spec.Tensors {
+				first = min(first, ts.Name)
+			}
+			if !bytes.HasPrefix(data[8:], []byte(`{"__metadata__":{"format":"pt"},"`+first+`"`)) {
 				t.Errorf("header starts %q; want metadata then the first tensor by name", data[8:80])
 			}
 			f, err := safetensors.FromBytes(data)
@@ -357,8 +365,13 @@ func TestReference(t *testing.T) {
 				found++
 				checkSummary(t, r.file, s)
 			}
+			if _, err := EncodeReference(name); err == nil {
+				found++
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
 			if found == 0 {
-				t.Errorf("no reference summary (%s or %s)", readers[0].file, readers[1].file)
+				t.Errorf("no reference summary (%s, %s or reference64.encode.json)", readers[0].file, readers[1].file)
 			}
 		})
 	}
@@ -433,4 +446,47 @@ func TestParseSpecRejectsBadSpecs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestSynthesizeLinearReproducesTheDenseModuleSpec(t *testing.T) {
+	b, err := fs.ReadFile(fixtures, "testdata/bert-dense/2_Dense/weights_spec.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ParseSpec(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SynthesizeLinear("2_Dense", 32, 16, true, want.ModelSeed, want.DType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SynthesizeLinear differs from 2_Dense/weights_spec.json (-want +got):\n%s", diff)
+	}
+}
+
+func TestRandomHasTheSentenceTransformersModules(t *testing.T) {
+	fsys, err := Random("bert-dense")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"modules.json", "1_Pooling/config.json", "2_Dense/config.json", "2_Dense/model.safetensors"} {
+		if _, ok := fsys[f]; !ok {
+			t.Errorf("bert-dense has no %s", f)
+		}
+	}
+	for f := range fsys {
+		if strings.Contains(f, "weights_spec") || strings.Contains(f, "reference") {
+			t.Errorf("Random includes %s", f)
+		}
+	}
+	if _, ok := fsys["generation_config.json"]; ok {
+		t.Error("an encoder fixture has a generation_config.json")
+	}
+}
+
+// encoderFixture reports whether a fixture is a BERT or XLM-RoBERTa one.
+func encoderFixture(name string) bool {
+	return strings.HasPrefix(name, "bert") || strings.HasPrefix(name, "xlmr")
 }

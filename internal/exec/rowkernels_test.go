@@ -1,0 +1,97 @@
+package exec
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestErfRationalIsWithin2e8OfMathErf(t *testing.T) {
+	worst, at := 0.0, 0.0
+	for i := -200000; i <= 200000; i++ {
+		z := float64(i) * 3e-5 // [-6, 6]
+		if d := math.Abs(erfRational(z) - math.Erf(z)); d > worst {
+			worst, at = d, z
+		}
+	}
+	if worst > 2.2e-8 {
+		t.Errorf("erfRational is %.3g off math.Erf at %g, want ≤ 2.2e-8", worst, at)
+	}
+}
+
+// Every row kernel against its float64 definition.
+func TestRowKernelsMatchFloat64(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	x := make([]float32, 997)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 3)
+	}
+	x[0], x[1], x[2] = 0, 40, -40
+	ref := map[string]func(float64) float64{
+		"gelu":      func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) },
+		"gelu_tanh": func(v float64) float64 { return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v))) },
+		"silu":      func(v float64) float64 { return v / (1 + math.Exp(-v)) },
+		"tanh":      math.Tanh,
+		"relu":      func(v float64) float64 { return max(v, 0) },
+	}
+	kernel := map[string]func(dst, x []float32){"gelu": geluErf, "gelu_tanh": geluTanh, "silu": silu, "tanh": tanh32, "relu": relu}
+	for name, f := range kernel {
+		y := make([]float32, len(x))
+		f(y, x)
+		for i, v := range x {
+			want := ref[name](float64(v))
+			if d := math.Abs(float64(y[i]) - want); d > 2e-7*max(1, math.Abs(want)) {
+				t.Errorf("%s(%g) = %g, float64 %g", name, v, y[i], want)
+			}
+		}
+	}
+	w, b := make([]float32, len(x)), make([]float32, len(x))
+	for i := range w {
+		w[i], b[i] = float32(r.Float64()+0.5), float32(r.Float64()-0.5)
+	}
+	y := make([]float32, len(x))
+	layerNorm(y, x, w, b, 1e-5)
+	var mean, v float64
+	for _, a := range x {
+		mean += float64(a)
+	}
+	mean /= float64(len(x))
+	for _, a := range x {
+		v += (float64(a) - mean) * (float64(a) - mean)
+	}
+	v /= float64(len(x))
+	for i, a := range x {
+		want := (float64(a)-mean)/math.Sqrt(v+1e-5)*float64(w[i]) + float64(b[i])
+		if d := math.Abs(float64(y[i]) - want); d > 1e-6*max(1, math.Abs(want)) {
+			t.Fatalf("layerNorm[%d] = %g, float64 %g", i, y[i], want)
+		}
+	}
+	l2Normalize(y, x, 1e-12)
+	var n float64
+	for _, a := range x {
+		n += float64(a) * float64(a)
+	}
+	for i, a := range x {
+		if d := math.Abs(float64(y[i]) - float64(a)/math.Sqrt(n)); d > 1e-7 {
+			t.Fatalf("l2Normalize[%d] = %g, float64 %g", i, y[i], float64(a)/math.Sqrt(n))
+		}
+	}
+	zero := make([]float32, 4)
+	l2Normalize(zero, zero, 1e-12)
+	if zero[0] != 0 {
+		t.Errorf("l2Normalize of zeros = %v", zero)
+	}
+}
+
+func BenchmarkGELU(b *testing.B) {
+	x := make([]float32, 1536*128)
+	for i := range x {
+		x[i] = float32(i%1000)/100 - 5
+	}
+	y := make([]float32, len(x))
+	b.ReportAllocs()
+	b.SetBytes(int64(4 * len(x)))
+	for b.Loop() {
+		geluErf(y, x)
+	}
+}
