@@ -65,6 +65,9 @@ type Options struct {
 	Executor string
 	// ORTLib is the path of ONNX Runtime's shared library (libonnxruntime.so), for "ort".
 	ORTLib string
+	// ORTProvider is the ONNX Runtime execution provider for "ort": "" or "cpu" (the only
+	// one tested), "cuda", "coreml", "directml", "qnn", "xnnpack", "openvino" or "webgpu".
+	ORTProvider string
 }
 
 // LoadMode says how a program file is brought into memory.
@@ -202,7 +205,7 @@ func load(data []byte, name string, opts Options) (*Model, error) {
 	if len(data) >= 4 && string(data[:4]) == "GGUF" {
 		return nil, ErrGGUF
 	}
-	eng, err := engine.Load(data, engine.Options{Threads: threads, Allocator: opts.Allocator, Executor: opts.Executor, ORTLib: opts.ORTLib})
+	eng, err := engine.Load(data, engine.Options{Threads: threads, Allocator: opts.Allocator, Executor: opts.Executor, ORTLib: opts.ORTLib, ORTProvider: opts.ORTProvider})
 	if err != nil {
 		return nil, err
 	}

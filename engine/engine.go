@@ -28,6 +28,9 @@ type Options struct {
 	Executor string
 	// ORTLib is the path of ONNX Runtime's shared library, for ExecutorORT.
 	ORTLib string
+	// ORTProvider is the execution provider ExecutorORT runs on: "" or "cpu", "cuda",
+	// "coreml", "directml", "qnn", ... (ort.Providers; only cpu is tested).
+	ORTProvider string
 	// MaxEncodeTokens bounds the real tokens of one call of an hf_encode program's method
 	// (runner.EncoderOptions.MaxTokens); 0 means runner.DefaultEncodeTokens.
 	MaxEncodeTokens int
@@ -80,7 +83,11 @@ func load(data []byte, opts Options, xopts exec.Options) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := ort.New(lib, f, ort.Options{Threads: opts.Threads})
+		p, err := ort.ParseProvider(opts.ORTProvider)
+		if err != nil {
+			return nil, err
+		}
+		e, err := ort.New(lib, f, ort.Options{Threads: opts.Threads, Provider: p})
 		if err != nil {
 			return nil, err
 		}

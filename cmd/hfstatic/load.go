@@ -61,11 +61,17 @@ func checkRootFlags() error {
 	if executorName != engine.ExecutorGo && executorName != engine.ExecutorORT {
 		return usagef("--executor %q: want go or ort", executorName)
 	}
+	if _, err := ort.ParseProvider(ortProvider); err != nil {
+		return usagef("--ort-provider: %v", err)
+	}
 	return nil
 }
 
 // executorName and ortLib are the root --executor and --ort-lib flags.
 var executorName, ortLib = engine.ExecutorGo, ""
+
+// ortProvider is the root --ort-provider flag.
+var ortProvider = string(ort.ProviderCPU)
 
 // notes receives what commands say on the side (the command's standard error).
 var notes io.Writer = os.Stderr
@@ -110,7 +116,7 @@ func openAny(cmd *cobra.Command, arg string, threads int, e *exportFlags) (*load
 		}
 		given = e.given(cmd.Flags())
 	}
-	opts := hfstatic.Options{Threads: threads, Executor: executorName, ORTLib: ortLib}
+	opts := hfstatic.Options{Threads: threads, Executor: executorName, ORTLib: ortLib, ORTProvider: ortProvider}
 	path, name := arg, arg
 	switch {
 	case arg != "" && isModelName(arg):

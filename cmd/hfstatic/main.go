@@ -149,6 +149,8 @@ Usage errors exit with 2, other failures with 1.`,
 		"what runs the program: go (hfstatic's kernels) or ort (ONNX Runtime over the program's ONNX graphs: export with --delegate onnx; needs a build with the ort tag)")
 	root.PersistentFlags().StringVar(&ortLib, "ort-lib", os.Getenv("HFSTATIC_ORT_LIB"),
 		"path of ONNX Runtime "+ort.Version+"'s library (libonnxruntime.so.1, libonnxruntime.1.dylib or onnxruntime.dll) for --executor ort, in a build with the ort tag (default $HFSTATIC_ORT_LIB)")
+	root.PersistentFlags().StringVar(&ortProvider, "ort-provider", string(ort.ProviderCPU),
+		"ONNX Runtime execution provider for --executor ort: cpu (tested), or cuda, coreml, directml, qnn, xnnpack, openvino, webgpu (untested; the library must have it built in)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{suggestFlag(c, err)} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd(), newVersionCmd())

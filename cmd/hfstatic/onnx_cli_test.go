@@ -17,7 +17,7 @@ func TestExportDelegateONNXAndExtract(t *testing.T) {
 	if !strings.Contains(out, "(and their ONNX graphs)") {
 		t.Errorf("export said %q", out)
 	}
-	if out := mustRun(t, "inspect", prog); !strings.Contains(out, "onnx/decode.onnx onnx/prefill.onnx onnx/initializers.json") {
+	if out := mustRun(t, "inspect", prog); !strings.Contains(out, "onnx/decode.onnx onnx/decode.batch2.onnx onnx/decode.batch4.onnx onnx/decode.batch8.onnx onnx/prefill.onnx onnx/initializers.json") {
 		t.Errorf("inspect does not list the graphs:\n%s", out)
 	}
 	ids := strings.TrimSpace(mustRun(t, "generate", prog, "--tokens", "1", "-n", "5", "--temperature", "0", "--ids"))
@@ -26,7 +26,7 @@ func TestExportDelegateONNXAndExtract(t *testing.T) {
 	}
 	x := filepath.Join(dir, "graphs")
 	out = mustRun(t, "inspect", prog, "--extract-onnx", x)
-	if !strings.Contains(out, "wrote decode.onnx, prefill.onnx into "+x+" with 49 external data files") {
+	if !strings.Contains(out, "wrote decode.onnx, prefill.onnx, decode.batch2.onnx, decode.batch4.onnx, decode.batch8.onnx into "+x+" with 49 external data files") {
 		t.Errorf("inspect --extract-onnx said %q", out)
 	}
 	for name, size := range map[string]int64{"model.embed_tokens.weight": 512 * 64 * 4, "model.norm.weight": 64 * 4, "rope.full.cos": 64 * 4 * 4} {
@@ -34,7 +34,7 @@ func TestExportDelegateONNXAndExtract(t *testing.T) {
 			t.Errorf("extracted %s: %v, want %d bytes", name, err, size)
 		}
 	}
-	for _, name := range []string{"decode.onnx", "prefill.onnx"} {
+	for _, name := range []string{"decode.onnx", "prefill.onnx", "decode.batch2.onnx", "decode.batch8.onnx"} {
 		if st, err := os.Stat(filepath.Join(x, name)); err != nil || st.Size() == 0 {
 			t.Errorf("extracted %s: %v", name, err)
 		}

@@ -65,6 +65,24 @@ func TestCommandsRunOnORT(t *testing.T) {
 	}
 }
 
+// --ort-provider names a provider the library must have: an unknown one is a usage error,
+// one the library lacks (this CPU build has no CUDA) an error naming what it has.
+func TestORTProviderFlag(t *testing.T) {
+	lib := orttest.LibPath(t)
+	prog := filepath.Join(t.TempDir(), "o.hfs")
+	mustRun(t, "export", storiesDir, "-o", prog, "--context", "64", "--prefill", "16", "--delegate", "onnx", "-q")
+	gen := []string{"generate", prog, "--prompt", "Once", "-n", "2", "--temperature", "0", "--executor", "ort", "--ort-lib", lib}
+	if out := mustRun(t, append(gen, "--ort-provider", "cpu")...); out == "" {
+		t.Error("generate --ort-provider cpu printed nothing")
+	}
+	if _, _, err := run(t, "", append(gen, "--ort-provider", "tpu")...); err == nil || !strings.Contains(err.Error(), "--ort-provider") || !strings.Contains(err.Error(), "cuda") {
+		t.Errorf("--ort-provider tpu: %v, want a usage error listing the providers", err)
+	}
+	if _, _, err := run(t, "", append(gen, "--ort-provider", "cuda")...); err == nil || !strings.Contains(err.Error(), "CPUExecutionProvider") {
+		t.Errorf("--ort-provider cuda on a CPU-only library: %v, want an error naming the providers it has", err)
+	}
+}
+
 // The server on ONNX Runtime: the runner, pool and batcher drive it unchanged.
 func TestServeOnORT(t *testing.T) {
 	lib := orttest.LibPath(t)

@@ -7,13 +7,14 @@ import (
 	"github.com/hfstatic/hfstatic/program"
 )
 
-// attention translates the attention op. Keys and values are the first m = min(pos, L)
-// slots of the incoming cache (the others hold no position yet) followed by the S current
-// rows (rounded to the cache dtype, as the cache will hold them): [Hkv, m+S, D], so a step
-// early in a long context does not pay for the whole cache. Query head h = g·group + r
-// reads kv head g, so the queries are laid out [Hkv, group·S, Dk] and one batched MatMul
-// per kv head gives the scores. Which of the m+S columns row i sees is the same for every
-// layer with the same cache rows and window (visibility).
+// attention translates the attention op, slot by slot (a batched graph concatenates the
+// slots' outputs). Keys and values are the first m = min(pos, L) slots of the incoming
+// cache (the others hold no position yet) followed by the S current rows (rounded to the
+// cache dtype, as the cache will hold them): [Hkv, m+S, D], so a step early in a long
+// context does not pay for the whole cache. Query head h = g·group + r reads kv head g,
+// so the queries are laid out [Hkv, group·S, Dk] and one batched MatMul per kv head gives
+// the scores. Which of the m+S columns row i sees is the same for every layer with the
+// same cache rows and window (visibility).
 func (b *builder) attention(op *program.Op, in []string) (string, error) {
 	g, at := b.g, op.Attr
 	kc, vc := op.In[3], op.In[4]
@@ -21,7 +22,7 @@ func (b *builder) attention(op *program.Op, in []string) (string, error) {
 		if _, ok := b.m.Input(c); !ok {
 			return "", fmt.Errorf("attention over %q, which is not a cache input", c)
 		}
-		if _, written := b.rows[c]; written {
+		if _, written := b.rows[SlotName(c, 0, b.B)]; written {
 			return "", fmt.Errorf("attention reads %q after a cache_write of this step", c)
 		}
 	}
@@ -46,40 +47,46 @@ func (b *builder) attention(op *program.Op, in []string) (string, error) {
 		}
 	}
 	group := Hq / Hkv
-
-	// keys and values: [Hkv, m+S, D] f32, where only the first m = min(pos, L) slots of a
-	// cache can hold a position (every later slot would be masked anyway)
-	m := b.heldSlots(L)
-	kv := func(cache, cur string, D int64) string {
-		held := g.op("Slice", []string{g.reshape(cache, Hkv, L, D), g.ints(0), m, g.ints(1)})
-		all := g.op("Concat", []string{held, g.reshape(b.kvRowsOf(cur, Hkv, D), Hkv, S, D)}, attrInt("axis", 1))
-		if b.cache != Float {
-			all = g.cast(all, Float)
+	var outs []string
+	for _, sl := range b.slots {
+		// keys and values: [Hkv, m+S, D] f32, where only the first m = min(pos, L) slots
+		// of a cache can hold a position (every later slot would be masked anyway)
+		m := b.heldSlots(sl, L)
+		kv := func(cache, cur string, D int64) string {
+			held := g.op("Slice", []string{g.reshape(SlotName(cache, sl.b, b.B), Hkv, L, D), g.ints(0), m, g.ints(1)})
+			all := g.op("Concat", []string{held, g.reshape(b.kvRowsOf(sl, cur, Hkv, D), Hkv, S, D)}, attrInt("axis", 1))
+			if b.cache != Float {
+				all = g.cast(all, Float)
+			}
+			return all
 		}
-		return all
-	}
-	keys, vals := kv(in[3], in[1], Dk), kv(in[4], in[2], Dv)
+		keys, vals := kv(kc, in[1], Dk), kv(vc, in[2], Dv)
 
-	q := g.reshape(g.transpose(g.reshape(in[0], S, Hq, Dk), 1, 0, 2), Hkv, group*S, Dk)
-	scores := g.op("MatMul", []string{q, g.transpose(keys, 0, 2, 1)}) // [Hkv, group·S, m+S]
-	scores = g.binary("Mul", scores, g.f32(at.Scale))
-	if at.SoftCap > 0 {
-		scores = b.softCap(scores, at.SoftCap)
+		q := g.reshape(g.transpose(g.reshape(b.slotRows(sl, in[0]), S, Hq, Dk), 1, 0, 2), Hkv, group*S, Dk)
+		scores := g.op("MatMul", []string{q, g.transpose(keys, 0, 2, 1)}) // [Hkv, group·S, m+S]
+		scores = g.binary("Mul", scores, g.f32(at.Scale))
+		if at.SoftCap > 0 {
+			scores = b.softCap(scores, at.SoftCap)
+		}
+		scores = g.reshape(scores, Hkv, group, S, -1)
+		scores = g.op("Where", []string{b.visibility(sl, L, at.Window), scores, g.f32(float32(math.Inf(-1)))})
+		p := g.reshape(g.op("Softmax", []string{scores}, attrInt("axis", -1)), Hkv, group*S, -1)
+		o := g.op("MatMul", []string{p, vals}) // [Hkv, group·S, Dv]
+		outs = append(outs, g.reshape(g.transpose(g.reshape(o, Hq, S, Dv), 1, 0, 2), S, Hq*Dv))
 	}
-	scores = g.reshape(scores, Hkv, group, S, -1)
-	scores = g.op("Where", []string{b.visibility(L, at.Window), scores, g.f32(float32(math.Inf(-1)))})
-	p := g.reshape(g.op("Softmax", []string{scores}, attrInt("axis", -1)), Hkv, group*S, -1)
-	o := g.op("MatMul", []string{p, vals}) // [Hkv, group·S, Dv]
-	return g.reshape(g.transpose(g.reshape(o, Hq, S, Dv), 1, 0, 2), S, Hq*Dv), nil
+	if len(outs) == 1 {
+		return outs[0], nil
+	}
+	return g.op("Concat", outs, attrInt("axis", 0)), nil
 }
 
 // heldSlots is m = min(pos, L) as [1]: the cache slots that hold a position.
-func (b *builder) heldSlots(L int64) string {
-	if m, ok := b.held[L]; ok {
+func (b *builder) heldSlots(sl *slot, L int64) string {
+	if m, ok := sl.held[L]; ok {
 		return m
 	}
-	m := b.g.op("Min", []string{b.position(), b.g.ints(L)})
-	b.held[L] = m
+	m := b.g.op("Min", []string{b.position(sl), b.g.ints(L)})
+	sl.held[L] = m
 	return m
 }
 
@@ -96,14 +103,14 @@ func (b *builder) heldSlots(L int64) string {
 // Column j = i of row i is always kept, so that a padding row never has all its columns
 // masked (softmax would make NaN, and NaN·0 would reach the real rows through the values).
 // For a real row the column is visible anyway.
-func (b *builder) visibility(L int64, window int) string {
+func (b *builder) visibility(sl *slot, L int64, window int) string {
 	key := [2]int{int(L), window}
-	if v, ok := b.visible[key]; ok {
+	if v, ok := sl.visible[key]; ok {
 		return v
 	}
 	g := b.g
 	S, C := int64(b.S), int64(b.C)
-	pos := b.position() // [1]
+	pos := b.position(sl) // [1]
 	pm1 := g.binary("Sub", pos, g.ints(1))
 	slotPos := g.binary("Sub", pm1, g.op("Mod", []string{g.binary("Sub", pm1, g.ints(iota64(int(L))...)), g.ints(L)})) // [L]
 	curPos := g.binary("Add", pos, g.ints(iota64(int(S))...))                                                          // [S]
@@ -114,7 +121,7 @@ func (b *builder) visibility(L int64, window int) string {
 	}, attrInt("axis", 0))
 	rel := g.binary("Sub", abs, pos)                  // a - pos: < 0 for the cache, j for row j
 	row := g.reshape(g.ints(iota64(int(S))...), S, 1) // i
-	inMask := g.op("Gather", []string{b.mask(), g.op("Max", []string{g.op("Min", []string{abs, g.ints(C - 1)}), g.ints(0)})}, attrInt("axis", 1))
+	inMask := g.op("Gather", []string{b.mask(sl), g.op("Max", []string{g.op("Min", []string{abs, g.ints(C - 1)}), g.ints(0)})}, attrInt("axis", 1))
 	vis := g.op("And", []string{g.op("And", []string{valid, inMask}), g.op("LessOrEqual", []string{rel, row})})
 	if window > 0 {
 		// a > pos+i-W ⇔ (a-pos) - i > -W
@@ -123,9 +130,9 @@ func (b *builder) visibility(L int64, window int) string {
 	vis = g.op("Or", []string{vis, g.op("Equal", []string{rel, row})})
 	// drop the slots past m: [S, L+S] → [S, m+S]
 	vis = g.op("Concat", []string{
-		g.op("Slice", []string{vis, g.ints(0), b.heldSlots(L), g.ints(1)}),
+		g.op("Slice", []string{vis, g.ints(0), b.heldSlots(sl, L), g.ints(1)}),
 		g.slice(vis, 1, L, L+S),
 	}, attrInt("axis", 1))
-	b.visible[key] = vis
+	sl.visible[key] = vis
 	return vis
 }

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -8,42 +9,74 @@ import (
 	"github.com/hfstatic/hfstatic/program"
 )
 
-// builder translates one method's op list. Activations are 2-D values [rows, width]
-// (rows = S, or 1 after a last_row linear); a program buffer written in place gets a
-// new value each time (cur holds the latest).
+// builder translates one method's op list, for B sessions at once (a batched graph;
+// B = 1 is the method's own graph). Activations are 2-D values [rows, width] (rows = R =
+// B·S, the slots one after another, or B after a last_row linear); a program buffer written
+// in place gets a new value each time (cur holds the latest). Attention and the cache rows
+// are per slot: slot b has its own position, mask and caches.
 type builder struct {
-	g      *graph
-	w      *weights
-	md     *program.Metadata
-	m      *program.Method
-	S, C   int
-	cache  ElemType
-	cur    map[string]string // program buffer → its current value
-	width  map[string]int    // program buffer → last dimension
-	rows   map[string]string // cache → the rows output value (cache_write)
-	kvRows map[string]string // current-rows value → its [1,H,S,D] cache-dtype form
+	g       *graph
+	w       *weights
+	md      *program.Metadata
+	m       *program.Method
+	B, S, C int
+	cache   ElemType
+	cur     map[string]string // program buffer → its current value
+	width   map[string]int    // program buffer → last dimension
+	rows    map[string]string // slot cache name (SlotName) → the rows output value (cache_write)
+	kvRows  map[[2]string]string
+	slots   []*slot
 
 	// Values computed once per graph, on first use.
-	posFlat, pos1, ids, mask2d, last string
-	visible                          map[[2]int]string // (cache rows, window) → [S, m+S] bool
-	held                             map[int64]string  // cache rows L → min(pos, L) as [1]
+	posFlat, ids, last string
 }
 
-func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, error) {
+// slot holds the values of one session of a (batched) graph, computed on first use.
+type slot struct {
+	b            int
+	first        int64             // its rows are first … first+S-1 of the activations
+	pos1, mask2d string            // pos = position_ids[b][0] as [1]; attention_mask[b] as [S, C]
+	visible      map[[2]int]string // (cache rows, window) → [S, m+S] bool
+	held         map[int64]string  // cache rows L → min(pos, L) as [1]
+}
+
+// SlotName is the name of a per-session input or output of a batched graph: name for
+// slot b (k_cache_3 of slot 2 is k_cache_3.2, k_rows_3 is k_rows_3.2). A graph of one
+// session (B = 1) uses the names themselves.
+func SlotName(name string, b, B int) string {
+	if B == 1 {
+		return name
+	}
+	return fmt.Sprintf("%s.%d", name, b)
+}
+
+func buildMethod(md *program.Metadata, m *program.Method, w *weights, B int) (*graph, error) {
 	cache, ok := elemType(md.CacheDType)
 	if !ok || (cache != Float && cache != Float16) {
 		return nil, fmt.Errorf("onnx: cache dtype %q is not f32 or f16", md.CacheDType)
 	}
+	if B < 1 {
+		return nil, fmt.Errorf("onnx: %d sessions in a graph", B)
+	}
 	b := newBuilder(md, m, w, m.Step, md.MaxContext)
 	b.cache = cache
+	if B > 1 {
+		b.g = newGraph(fmt.Sprintf("%s.batch%d", m.Name, B))
+		b.B, b.slots = B, nil
+		for i := range B {
+			b.slots = append(b.slots, &slot{b: i, first: int64(i * m.Step), visible: map[[2]int]string{}, held: map[int64]string{}})
+		}
+	}
 	S, C := int64(b.S), int64(b.C)
-	b.g.input(program.InputIDs, Int64, 1, S)
-	b.g.input(program.AttentionMask, Bool, 1, 1, S, C)
-	b.g.input(program.PositionIDs, Int64, 1, S)
-	for l, ly := range md.Layers {
-		H, L := int64(ly.KVHeads), int64(ly.CacheRows)
-		b.g.input(program.KCache(l), cache, 1, H, L, int64(ly.KHeadDim))
-		b.g.input(program.VCache(l), cache, 1, H, L, int64(ly.VHeadDim))
+	b.g.input(program.InputIDs, Int64, int64(B), S)
+	b.g.input(program.AttentionMask, Bool, int64(B), 1, S, C)
+	b.g.input(program.PositionIDs, Int64, int64(B), S)
+	for s := range B {
+		for l, ly := range md.Layers {
+			H, L := int64(ly.KVHeads), int64(ly.CacheRows)
+			b.g.input(SlotName(program.KCache(l), s, B), cache, 1, H, L, int64(ly.KHeadDim))
+			b.g.input(SlotName(program.VCache(l), s, B), cache, 1, H, L, int64(ly.VHeadDim))
+		}
 	}
 	for i := range m.Ops {
 		op := &m.Ops[i]
@@ -54,11 +87,15 @@ func buildMethod(md *program.Metadata, m *program.Method, w *weights) (*graph, e
 	return b.g, b.outputs()
 }
 
-// newBuilder starts the graph of method m over rows rows of a program of context c.
+// R is the rows of the activations: every slot's S rows.
+func (b *builder) R() int64 { return int64(b.B * b.S) }
+
+// newBuilder starts the graph of method m over rows rows of a program of context c, for
+// one session (buildMethod widens it to B).
 func newBuilder(md *program.Metadata, m *program.Method, w *weights, rows, c int) *builder {
-	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, S: rows, C: c,
-		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[string]string{},
-		visible: map[[2]int]string{}, held: map[int64]string{}}
+	b := &builder{g: newGraph(m.Name), w: w, md: md, m: m, B: 1, S: rows, C: c,
+		cur: map[string]string{}, width: map[string]int{}, rows: map[string]string{}, kvRows: map[[2]string]string{},
+		slots: []*slot{{visible: map[[2]int]string{}, held: map[int64]string{}}}}
 	for _, list := range [][]program.IO{m.Inputs, m.Outputs, m.Activations} {
 		for _, io := range list {
 			if len(io.Shape) > 0 {
@@ -69,28 +106,38 @@ func newBuilder(md *program.Metadata, m *program.Method, w *weights, rows, c int
 	return b
 }
 
-// outputs names the graph's outputs: the logits and every cache's rows.
+// outputs names the graph's outputs: the logits [B, rows, V] and every slot's cache rows.
 func (b *builder) outputs() error {
 	out, ok := b.m.Output(program.Logits)
 	logits, written := b.cur[program.Logits]
 	if !ok || !written || len(out.Shape) != 3 {
 		return fmt.Errorf("onnx: method %q writes no logits [1,rows,V]", b.m.Name)
 	}
-	dims := []int64{int64(out.Shape[0]), int64(out.Shape[1]), int64(out.Shape[2])}
+	dims := []int64{int64(b.B), int64(out.Shape[1]), int64(out.Shape[2])}
 	b.g.opNamed("Reshape", program.Logits, []string{logits, b.g.ints(dims...)})
 	b.g.outputs = append(b.g.outputs, valueInfo{name: program.Logits, typ: Float, dims: dims})
-	for l, ly := range b.md.Layers {
-		for _, c := range []struct {
-			name string
-			d    int
-		}{{program.KCache(l), ly.KHeadDim}, {program.VCache(l), ly.VHeadDim}} {
-			rows, ok := b.rows[c.name]
-			if !ok {
-				return fmt.Errorf("onnx: method %q never writes %s", b.m.Name, c.name)
+	renamed := map[string]string{} // rows value → the output it was renamed to
+	for s := range b.B {
+		for l, ly := range b.md.Layers {
+			for _, c := range []struct {
+				name string
+				d    int
+			}{{program.KCache(l), ly.KHeadDim}, {program.VCache(l), ly.VHeadDim}} {
+				cache := SlotName(c.name, s, b.B)
+				rows, ok := b.rows[cache]
+				if !ok {
+					return fmt.Errorf("onnx: method %q never writes %s", b.m.Name, c.name)
+				}
+				name := SlotName(RowsName(c.name), s, b.B)
+				if r, ok := renamed[rows]; ok {
+					b.g.opNamed("Identity", name, []string{r}) // rows two outputs share
+				} else if b.g.rename(rows, name) {
+					renamed[rows] = name
+				} else {
+					b.g.opNamed("Identity", name, []string{rows})
+				}
+				b.g.outputs = append(b.g.outputs, valueInfo{name: name, typ: b.cache, dims: []int64{1, int64(ly.KVHeads), int64(b.S), int64(c.d)}})
 			}
-			name := RowsName(c.name)
-			b.g.opNamed("Identity", name, []string{rows})
-			b.g.outputs = append(b.g.outputs, valueInfo{name: name, typ: b.cache, dims: []int64{1, int64(ly.KVHeads), int64(b.S), int64(c.d)}})
 		}
 	}
 	return nil
@@ -232,17 +279,20 @@ func (b *builder) gatherQuantized(t program.Tensor, ids string) string {
 		hi := g.cast(g.op("BitShift", []string{q, g.u8(4)}, attrString("direction", "RIGHT")), Float)
 		lo := g.binary("Sub", g.cast(q, Float), g.binary("Mul", hi, g.f32(16)))
 		pairs := g.op("Concat", []string{g.op("Unsqueeze", []string{lo, g.ints(-1)}), g.op("Unsqueeze", []string{hi, g.ints(-1)})}, attrInt("axis", -1))
-		vals = g.binary("Sub", g.reshape(pairs, int64(b.S), nb, kernels.BlockSize), g.f32(8))
+		vals = g.binary("Sub", g.reshape(pairs, b.R(), nb, kernels.BlockSize), g.f32(8))
 	}
 	d := g.op("Unsqueeze", []string{g.op("Gather", []string{scales, ids}, attrInt("axis", 0)), g.ints(-1)}) // [S, nb, 1]
-	x := g.reshape(g.binary("Mul", vals, d), int64(b.S), nb*kernels.BlockSize)
+	x := g.reshape(g.binary("Mul", vals, d), b.R(), nb*kernels.BlockSize)
 	if nb*kernels.BlockSize != D {
 		x = g.slice(x, 1, 0, D)
 	}
 	return x
 }
 
-// rmsNorm normalizes each group of width values: x · 1/sqrt(mean(x²)+eps) · weight.
+// rmsNorm normalizes each group of width values: x · 1/sqrt(mean(x²)+eps) · weight, as
+// ONNX Runtime's SimplifiedLayerNormalization (x / sqrt(mean(x²)+eps) · weight, one node;
+// ORT fuses it with a residual Add before it into SkipSimplifiedLayerNormalization). A norm
+// without a weight multiplies by ones.
 func (b *builder) rmsNorm(op *program.Op, in []string) (string, error) {
 	g, w := b.g, op.Attr.Width
 	W := b.width[op.In[0]]
@@ -253,16 +303,26 @@ func (b *builder) rmsNorm(op *program.Op, in []string) (string, error) {
 	if w != W {
 		x = g.reshape(x, -1, int64(w))
 	}
-	ms := g.op("ReduceMean", []string{g.binary("Mul", x, x)}, attrInts("axes", -1), attrInt("keepdims", 1))
-	inv := g.op("Reciprocal", []string{g.op("Sqrt", []string{g.binary("Add", ms, g.f32(op.Attr.Eps))})})
-	y := g.binary("Mul", x, inv)
+	scale := ""
 	if len(in) == 2 {
-		y = g.binary("Mul", y, in[1])
+		scale = in[1]
+	} else {
+		scale = g.constant(Float, []int64{int64(w)}, ones32(w))
 	}
+	y := g.op("SimplifiedLayerNormalization", []string{x, scale}, attrInt("axis", -1), attrFloat("epsilon", op.Attr.Eps), attrInt("stash_type", 1))
 	if w != W {
 		y = g.reshape(y, -1, int64(W))
 	}
 	return y, nil
+}
+
+// ones32 is n float32 ones, little-endian.
+func ones32(n int) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
+	}
+	return b
 }
 
 // linear is y = x Wᵀ + bias, over the last real row only with last_row.
@@ -273,8 +333,8 @@ func (b *builder) linear(op *program.Op, in []string) (string, error) {
 		return "", err
 	}
 	x := in[0]
-	if op.Attr.LastRow {
-		x = g.op("Gather", []string{x, b.lastRow()}, attrInt("axis", 0)) // [1, K]
+	if op.Attr.LastRow && b.S > 1 {
+		x = g.op("Gather", []string{x, b.lastRows()}, attrInt("axis", 0)) // [B, K]
 	}
 	bias := ""
 	if len(in) == 3 {
@@ -304,7 +364,7 @@ func (b *builder) matmul(x string, t program.Tensor, bias string) (string, error
 	case program.Q8, program.Q4:
 		blocks, scales, bits := b.w.quantized(g, t)
 		y := g.msOp("MatMulNBits", []string{x, blocks, scales},
-			attrInt("K", K), attrInt("N", N), attrInt("bits", int64(bits)), attrInt("block_size", kernels.BlockSize))
+			attrInt("K", K), attrInt("N", N), attrInt("bits", int64(bits)), attrInt("block_size", kernels.BlockSize), attrInt("accuracy_level", 4))
 		if bias != "" {
 			y = g.binary("Add", y, bias)
 		}
@@ -329,7 +389,7 @@ func (b *builder) rope(op *program.Op, in []string) (string, error) {
 	pos := g.op("Min", []string{b.positions(), g.ints(int64(cos.Shape[0] - 1))})
 	c := g.op("Unsqueeze", []string{g.op("Gather", []string{in[nin-2], pos}, attrInt("axis", 0)), g.ints(1)}) // [S, 1, half]
 	s := g.op("Unsqueeze", []string{g.op("Gather", []string{in[nin-1], pos}, attrInt("axis", 0)), g.ints(1)})
-	x := g.reshape(in[0], int64(b.S), W/hd, hd)
+	x := g.reshape(in[0], b.R(), W/hd, hd)
 	x1, x2 := g.slice(x, 2, 0, half), g.slice(x, 2, half, 2*half)
 	y1 := g.binary("Sub", g.binary("Mul", x1, c), g.binary("Mul", x2, s))
 	y2 := g.binary("Add", g.binary("Mul", x2, c), g.binary("Mul", x1, s))
@@ -337,7 +397,7 @@ func (b *builder) rope(op *program.Op, in []string) (string, error) {
 	if 2*half < hd {
 		parts = append(parts, g.slice(x, 2, 2*half, hd))
 	}
-	return g.reshape(g.op("Concat", parts, attrInt("axis", 2)), int64(b.S), W), nil
+	return g.reshape(g.op("Concat", parts, attrInt("axis", 2)), b.R(), W), nil
 }
 
 // glu is act(gate) · up.
@@ -365,88 +425,107 @@ func (b *builder) softCap(x string, c float32) string {
 }
 
 // cacheWrite records the rows the caller writes into cache: x as [1, H, S, D] in the
-// cache dtype.
+// cache dtype, per slot.
 func (b *builder) cacheWrite(op *program.Op, in []string) error {
 	cache := op.In[1]
 	io, ok := b.m.Input(cache)
 	if !ok || op.Out[0] != cache || len(io.Shape) != 4 {
 		return fmt.Errorf("cache_write into %q, which is not an in-place [1,H,L,D] cache input", cache)
 	}
-	if _, done := b.rows[cache]; done {
-		return fmt.Errorf("writes %q twice in one step", cache)
-	}
 	if b.width[op.In[0]] != io.Shape[1]*io.Shape[3] {
 		return fmt.Errorf("cache_write of %q (width %d) into %q %v", op.In[0], b.width[op.In[0]], cache, io.Shape)
 	}
-	b.rows[cache] = b.kvRowsOf(in[0], int64(io.Shape[1]), int64(io.Shape[3]))
+	for _, sl := range b.slots {
+		name := SlotName(cache, sl.b, b.B)
+		if _, done := b.rows[name]; done {
+			return fmt.Errorf("writes %q twice in one step", cache)
+		}
+		b.rows[name] = b.kvRowsOf(sl, in[0], int64(io.Shape[1]), int64(io.Shape[3]))
+	}
 	return nil
 }
 
-// kvRowsOf turns current rows x [S, H·D] into [1, H, S, D] in the cache dtype (rounded
-// to f16 for f16 caches), once per value.
-func (b *builder) kvRowsOf(x string, H, D int64) string {
-	if r, ok := b.kvRows[x]; ok {
+// kvRowsOf turns slot sl's current rows of x [R, H·D] into [1, H, S, D] in the cache
+// dtype (rounded to f16 for f16 caches), once per value and slot.
+func (b *builder) kvRowsOf(sl *slot, x string, H, D int64) string {
+	key := [2]string{x, fmt.Sprint(sl.b)}
+	if r, ok := b.kvRows[key]; ok {
 		return r
 	}
 	g := b.g
-	r := g.transpose(g.reshape(x, 1, int64(b.S), H, D), 0, 2, 1, 3)
+	r := g.transpose(g.reshape(b.slotRows(sl, x), 1, int64(b.S), H, D), 0, 2, 1, 3)
 	if b.cache != Float {
 		r = g.cast(r, b.cache)
 	}
-	b.kvRows[x] = r
+	b.kvRows[key] = r
 	return r
 }
 
-// idsFlat is input_ids as [S].
+// slotRows is slot sl's S rows of the activation x [R, width] (x itself when B = 1).
+func (b *builder) slotRows(sl *slot, x string) string {
+	if b.B == 1 {
+		return x
+	}
+	return b.g.slice(x, 0, sl.first, sl.first+int64(b.S))
+}
+
+// idsFlat is input_ids as [R].
 func (b *builder) idsFlat() string {
 	if b.ids == "" {
-		b.ids = b.g.reshape(program.InputIDs, int64(b.S))
+		b.ids = b.g.reshape(program.InputIDs, b.R())
 	}
 	return b.ids
 }
 
-// positions is position_ids as [S], clamped at 0.
+// positions is position_ids as [R], clamped at 0.
 func (b *builder) positions() string {
 	if b.posFlat == "" {
-		b.posFlat = b.g.op("Max", []string{b.g.reshape(program.PositionIDs, int64(b.S)), b.g.ints(0)})
+		b.posFlat = b.g.op("Max", []string{b.g.reshape(program.PositionIDs, b.R()), b.g.ints(0)})
 	}
 	return b.posFlat
 }
 
-// position is pos = position_ids[0] as [1].
-func (b *builder) position() string {
-	if b.pos1 == "" {
-		b.pos1 = b.g.slice(b.positions(), 0, 0, 1)
+// position is slot sl's pos = position_ids[b][0] as [1].
+func (b *builder) position(sl *slot) string {
+	if sl.pos1 == "" {
+		sl.pos1 = b.g.slice(b.positions(), 0, sl.first, sl.first+1)
 	}
-	return b.pos1
+	return sl.pos1
 }
 
-// mask is attention_mask as [S, C].
-func (b *builder) mask() string {
-	if b.mask2d == "" {
-		b.mask2d = b.g.reshape(program.AttentionMask, int64(b.S), int64(b.C))
+// mask is slot sl's attention_mask as [S, C].
+func (b *builder) mask(sl *slot) string {
+	if sl.mask2d == "" {
+		m := b.g.reshape(program.AttentionMask, b.R(), int64(b.C))
+		if b.B > 1 {
+			m = b.g.slice(m, 0, sl.first, sl.first+int64(b.S))
+		}
+		sl.mask2d = m
 	}
-	return b.mask2d
+	return sl.mask2d
 }
 
-// lastRow is the index of the last real row as [1]: n-1, where row i is real when
-// pos+i < C and attention_mask[i][pos+i].
-func (b *builder) lastRow() string {
+// lastRows is, for every slot, the row of its last real token among the R rows, as [B]:
+// b·S + n_b-1, where row i of slot b is real when pos+i < C and attention_mask[b][i][pos+i].
+func (b *builder) lastRows() string {
 	if b.last != "" {
 		return b.last
 	}
 	g := b.g
-	if b.S == 1 {
-		b.last = g.ints(0)
-		return b.last
+	var parts []string
+	for _, sl := range b.slots {
+		abs := g.binary("Add", b.position(sl), g.ints(iota64(b.S)...)) // [S]
+		inside := g.binary("Less", abs, g.ints(int64(b.C)))
+		idx := g.reshape(g.op("Min", []string{abs, g.ints(int64(b.C - 1))}), int64(b.S), 1)
+		diag := g.reshape(g.op("GatherElements", []string{b.mask(sl), idx}, attrInt("axis", 1)), int64(b.S))
+		real := g.cast(g.op("And", []string{diag, inside}), Int64)
+		n := g.op("ReduceSum", []string{real, g.ints(0)}, attrInt("keepdims", 1)) // [1]
+		parts = append(parts, g.binary("Add", g.op("Max", []string{g.binary("Sub", n, g.ints(1)), g.ints(0)}), g.ints(sl.first)))
 	}
-	abs := g.binary("Add", b.position(), g.ints(iota64(b.S)...)) // [S]
-	inside := g.binary("Less", abs, g.ints(int64(b.C)))
-	idx := g.reshape(g.op("Min", []string{abs, g.ints(int64(b.C - 1))}), int64(b.S), 1)
-	diag := g.reshape(g.op("GatherElements", []string{b.mask(), idx}, attrInt("axis", 1)), int64(b.S))
-	real := g.cast(g.op("And", []string{diag, inside}), Int64)
-	n := g.op("ReduceSum", []string{real, g.ints(0)}, attrInt("keepdims", 1)) // [1]
-	b.last = g.op("Max", []string{g.binary("Sub", n, g.ints(1)), g.ints(0)})
+	b.last = parts[0]
+	if len(parts) > 1 {
+		b.last = g.op("Concat", parts, attrInt("axis", 0))
+	}
 	return b.last
 }
 

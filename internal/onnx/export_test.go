@@ -24,7 +24,7 @@ func QuantGraphs(tensors []program.Tensor, name string, R int) (product, rows []
 
 	g = newGraph("rows")
 	g.input("ids", Int64, int64(R))
-	b := &builder{g: g, w: w, S: R}
+	b := &builder{g: g, w: w, B: 1, S: R}
 	g.opNamed("Identity", "y", []string{b.gatherQuantized(t, "ids")})
 	g.outputs = []valueInfo{{name: "y", typ: Float, dims: []int64{int64(R), K}}}
 	rows = g.encode(Producer, "test", nil)

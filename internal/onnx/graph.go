@@ -98,6 +98,42 @@ func (g *graph) msOp(opType string, in []string, attrs ...attr) string {
 	return out
 }
 
+// rename gives the value old the name new in the node that makes it and in every node
+// that reads it, so that a graph output needs no Identity node (ORT runs those: 56 copies
+// per Qwen3 decode step). It does nothing and returns false unless exactly one node makes
+// old and old is no graph output.
+func (g *graph) rename(old, new string) bool {
+	made := 0
+	for i := range g.nodes {
+		for _, out := range g.nodes[i].out {
+			if out == old {
+				made++
+			}
+		}
+	}
+	if made != 1 {
+		return false
+	}
+	for _, v := range g.outputs {
+		if v.name == old {
+			return false
+		}
+	}
+	for i := range g.nodes {
+		for j, in := range g.nodes[i].in {
+			if in == old {
+				g.nodes[i].in[j] = new
+			}
+		}
+		for j, out := range g.nodes[i].out {
+			if out == old {
+				g.nodes[i].out[j] = new
+			}
+		}
+	}
+	return true
+}
+
 // constant returns the name of an inline initializer, made once per distinct value.
 func (g *graph) constant(t ElemType, dims []int64, raw []byte) string {
 	key := fmt.Sprint(t, dims, string(raw))

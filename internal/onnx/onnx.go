@@ -36,6 +36,22 @@ const (
 // GraphAsset is the asset name of a method's graph, e.g. onnx/decode.onnx.
 func GraphAsset(method string) string { return assetPrefix + method + graphSuffix }
 
+// BatchGraphAsset is the asset name of a method's graph for B sessions at once, e.g.
+// onnx/decode.batch4.onnx.
+func BatchGraphAsset(method string, B int) string {
+	return fmt.Sprintf("%s%s.batch%d%s", assetPrefix, method, B, graphSuffix)
+}
+
+// BatchSizes are the session counts of the batched decode graphs Build writes (a step of
+// k sessions runs in the smallest graph of at least k, the other slots idle).
+var BatchSizes = []int{2, 4, 8}
+
+// GraphVersion is recorded in every graph's metadata (hfstatic.graph). Version 1 (no
+// entry) had no batched graphs and computed q4/q8 products in float32; version 2 adds the
+// batched decode graphs, MatMulNBits with accuracy_level 4 and fused norms. A reader runs
+// either.
+const GraphVersion = 2
+
 // RowsName is the graph output holding the step's rows for cache: k_cache_3 → k_rows_3.
 func RowsName(cache string) string { return strings.Replace(cache, "_cache_", "_rows_", 1) }
 
@@ -71,16 +87,30 @@ func Build(man *program.Manifest, version string) ([]Asset, error) {
 	var assets []Asset
 	for i := range man.Methods {
 		m := &man.Methods[i]
-		build := buildMethod
-		if man.Metadata.Contract == program.EncodeContractName {
-			build = buildEncodeMethod // encode.go
+		sizes := []int{1}
+		if m.Name == program.MethodDecode && m.Step == 1 && man.Metadata.Contract != program.EncodeContractName {
+			sizes = append(sizes, BatchSizes...)
 		}
-		g, err := build(&man.Metadata, m, w)
-		if err != nil {
-			return nil, err
+		for _, B := range sizes {
+			var g *graph
+			var err error
+			if man.Metadata.Contract == program.EncodeContractName {
+				g, err = buildEncodeMethod(&man.Metadata, m, w) // encode.go
+			} else {
+				g, err = buildMethod(&man.Metadata, m, w, B)
+			}
+			if err != nil {
+				return nil, err
+			}
+			meta := [][2]string{{"hfstatic.method", m.Name}, {"hfstatic.contract", fmt.Sprintf("%s/%d", man.Metadata.Contract, man.Metadata.Version)},
+				{"hfstatic.graph", fmt.Sprint(GraphVersion)}}
+			name := GraphAsset(m.Name)
+			if B > 1 {
+				meta = append(meta, [2]string{"hfstatic.batch", fmt.Sprint(B)})
+				name = BatchGraphAsset(m.Name, B)
+			}
+			assets = append(assets, Asset{Name: name, Data: g.encode(Producer, version, meta)})
 		}
-		meta := [][2]string{{"hfstatic.method", m.Name}, {"hfstatic.contract", fmt.Sprintf("%s/%d", man.Metadata.Contract, man.Metadata.Version)}}
-		assets = append(assets, Asset{Name: GraphAsset(m.Name), Data: g.encode(Producer, version, meta)})
 	}
 	js, err := json.Marshal(w.list)
 	if err != nil {
@@ -93,6 +123,9 @@ func Build(man *program.Manifest, version string) ([]Asset, error) {
 type Payload struct {
 	// Graphs maps a method name to its serialized ModelProto (aliasing the file's data).
 	Graphs map[string][]byte
+	// Batches maps B to the graph of the decode method for B sessions (programs exported
+	// before graph version 2 have none).
+	Batches map[int][]byte
 	// Initializers are the external initializers of every graph.
 	Initializers []Initializer
 }
@@ -103,7 +136,7 @@ func ReadPayload(f *program.File) (*Payload, error) {
 	if !ok {
 		return nil, ErrNoPayload
 	}
-	p := &Payload{Graphs: map[string][]byte{}}
+	p := &Payload{Graphs: map[string][]byte{}, Batches: map[int][]byte{}}
 	if err := json.Unmarshal(js, &p.Initializers); err != nil {
 		return nil, fmt.Errorf("onnx: asset %s: %w", AssetInitializers, err)
 	}
@@ -113,6 +146,13 @@ func ReadPayload(f *program.File) (*Payload, error) {
 			return nil, fmt.Errorf("onnx: method %q has no graph %s: %w", m.Name, GraphAsset(m.Name), ErrNoPayload)
 		}
 		p.Graphs[m.Name] = g
+		if m.Name == program.MethodDecode && m.Step == 1 {
+			for _, B := range BatchSizes {
+				if g, ok := f.Asset(BatchGraphAsset(m.Name, B)); ok {
+					p.Batches[B] = g
+				}
+			}
+		}
 	}
 	for _, in := range p.Initializers {
 		if in.Location == "" || strings.ContainsAny(in.Location, `/\`) || strings.HasPrefix(in.Location, ".") {
@@ -123,7 +163,8 @@ func ReadPayload(f *program.File) (*Payload, error) {
 }
 
 // Extract writes f's payload as standalone ONNX files through write: each method's graph
-// as "<method>.onnx" (its bytes as stored) and each initializer's data as the external
+// as "<method>.onnx" (its bytes as stored), the batched decode graphs as
+// "decode.batch<B>.onnx" and each initializer's data as the external
 // data file the graphs name (Initializer.Location, converted layouts included), so that
 // any ONNX tool loads a graph from a folder holding these files.
 func Extract(f *program.File, write func(name string, data []byte) error) error {
@@ -134,6 +175,13 @@ func Extract(f *program.File, write func(name string, data []byte) error) error 
 	for _, m := range f.Manifest.Methods {
 		if err := write(m.Name+graphSuffix, p.Graphs[m.Name]); err != nil {
 			return err
+		}
+	}
+	for _, B := range BatchSizes {
+		if g, ok := p.Batches[B]; ok {
+			if err := write(strings.TrimPrefix(BatchGraphAsset(program.MethodDecode, B), assetPrefix), g); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range p.Initializers {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -14,6 +16,9 @@ import (
 	"github.com/hfstatic/hfstatic/runner"
 )
 
+// matMulNBits is the operator of q4/q8 products, as onnx.Resolved.Ops counts it.
+const matMulNBits = onnx.MSDomain + ".MatMulNBits"
+
 // ErrNoGraph reports a program without the ONNX graph of a method.
 var ErrNoGraph = errors.New("the program has no ONNX graphs: export it with `hfstatic export DIR -o X.hfs --delegate onnx` to run it with --executor ort")
 
@@ -22,6 +27,10 @@ var ErrNoGraph = errors.New("the program has no ONNX graphs: export it with `hfs
 type Payload struct {
 	// Graphs maps a method name to its serialized ModelProto; ORT copies it while parsing.
 	Graphs map[string][]byte
+	// Batches maps B to the decode graph for B sessions at once (onnx.BatchSizes; none in
+	// programs exported before graph version 2: then batched steps run one by one).
+	Batches map[int][]byte
+
 	// Initializers are supplied to every session by name.
 	Initializers []Initializer
 }
@@ -38,7 +47,8 @@ type Initializer struct {
 
 // ReadPayload reads the ONNX payload that `hfstatic export --delegate onnx` stores in a
 // program (internal/onnx): raw weights alias the file, q4/q8 ones are converted to
-// MatMulNBits' layout (one copy in memory, made here).
+// MatMulNBits' layout (one copy in memory, made here), after which the program's pages of
+// those tensors are given back (pageOut: the executor reads them no more).
 func ReadPayload(f *program.File) (*Payload, error) {
 	p, err := onnx.ReadPayload(f)
 	if errors.Is(err, onnx.ErrNoPayload) {
@@ -47,7 +57,8 @@ func ReadPayload(f *program.File) (*Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Payload{Graphs: p.Graphs}
+	out := &Payload{Graphs: p.Graphs, Batches: p.Batches}
+	converted := map[string]bool{}
 	for i := range p.Initializers {
 		in := &p.Initializers[i]
 		data, err := in.Data(f)
@@ -55,6 +66,14 @@ func ReadPayload(f *program.File) (*Payload, error) {
 			return nil, err
 		}
 		out.Initializers = append(out.Initializers, Initializer{Name: in.Name, Elem: int(in.DType), Shape: in.Dims, Data: data})
+		if in.Layout != onnx.LayoutRaw {
+			converted[in.Tensor] = true
+		}
+	}
+	for name := range converted {
+		if _, data, ok := f.TensorData(name); ok {
+			pageOut(data)
+		}
 	}
 	return out, nil
 }
@@ -65,12 +84,33 @@ type Options struct {
 	Threads int
 	// Payload returns the graphs and initializers to run; nil means ReadPayload.
 	Payload func(f *program.File) (*Payload, error)
-	// Spin lets ORT's worker threads spin between ops (ORT's default; faster, but it
-	// takes CPU from other processes). Off, they sleep.
+	// Spin lets ORT's worker threads spin as long as ORT likes between ops (its default:
+	// milliseconds, which takes CPU from other processes). Off, they spin 50 µs, then
+	// sleep, as the Go executor's do.
 	Spin bool
 	// ProfilePrefix turns on ORT's profiler, writing JSON files with this prefix on Close.
 	ProfilePrefix string
+	// Provider is the execution provider the sessions run on ("" means ProviderCPU).
+	Provider Provider
+	// SessionConfig adds session configuration entries (ORT's session.* keys) after the
+	// executor's own, for experiments.
+	SessionConfig [][2]string
+	// Batch says when the sessions of the batched decode graphs are created (the graphs
+	// themselves are checked by New either way): BatchLazy (the default) in the background
+	// at the first RunBatch with two decode steps, which run one by one until they exist;
+	// BatchEager in New; BatchOff never.
+	Batch BatchMode
 }
+
+// BatchMode says when the batched decode graphs get their sessions (Options.Batch).
+type BatchMode int
+
+// Batch modes.
+const (
+	BatchLazy BatchMode = iota
+	BatchEager
+	BatchOff
+)
 
 // Executor runs a program's methods on ONNX Runtime (one session per method). It
 // implements runner.Executor; steps run one at a time (they share the rows scratch).
@@ -79,11 +119,26 @@ type Executor struct {
 	file    *program.File
 	opts    Options
 	methods map[string]*method
-	weights map[string]uintptr // OrtValues over initializer data, until the sessions exist
-	keep    [][]byte           // the initializers' data, referenced until then
+	weights map[string]uintptr // OrtValues over the initializers' data, read by the sessions in place
+	keep    [][]byte           // the initializers' data, referenced while the sessions live
+	prepack uintptr            // the sessions' shared prepacked weights
+	packs   bool               // the graphs have kernels that prepack (MatMulNBits)
+	config  [][2]string        // session configuration entries
 	mu      sync.Mutex         // one step at a time
 	closed  bool
 	steps   map[*Step]struct{} // bound steps not yet closed (released by Close before the sessions)
+	batches []*batchGraph      // the batched decode graphs that have sessions, by size
+
+	// The batched graphs waiting for their sessions (Options.Batch), and their creation.
+	pending  map[int]*onnx.Resolved
+	data     map[string]*Initializer
+	creating bool
+	created  sync.WaitGroup
+	batchErr error
+	wmu      sync.Mutex // guards weights and keep (sessions are created outside mu)
+	runs     []*Step    // RunBatch's scratch: the steps of one batched run
+
+	batchStats BatchStats
 }
 
 // method is one method's session and its scratch for the returned K/V rows.
@@ -102,7 +157,9 @@ type layerRows struct {
 }
 
 // New creates an ORT session for every method of f. f's bytes must stay mapped while the
-// executor lives.
+// executor lives. Every graph is checked first (onnx.Resolve): a graph that refers to
+// tensor data the payload does not supply from the program fails with an error wrapping
+// onnx.ErrExternalData before any session exists, so ONNX Runtime never reads a file.
 func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if opts.Threads < 1 {
 		return nil, fmt.Errorf("ort: Options.Threads = %d, must be ≥ 1", opts.Threads)
@@ -110,87 +167,194 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if opts.Payload == nil {
 		opts.Payload = ReadPayload
 	}
+	if err := lib.checkProvider(opts.Provider); err != nil {
+		return nil, err
+	}
 	p, err := opts.Payload(f)
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
-	for _, in := range p.Initializers {
-		if _, dup := e.weights[in.Name]; dup {
-			e.Close()
+	supplied := map[string]onnx.Supplied{}
+	data := map[string]*Initializer{}
+	for i := range p.Initializers {
+		in := &p.Initializers[i]
+		if _, dup := supplied[in.Name]; dup {
 			return nil, fmt.Errorf("ort: initializer %q given twice", in.Name)
 		}
-		v, err := lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape)
-		if err != nil {
-			e.Close()
-			return nil, err
+		supplied[in.Name] = onnx.Supplied{DType: onnx.ElemType(in.Elem), Dims: in.Shape}
+		data[in.Name] = in
+	}
+	graphs := map[string]*onnx.Resolved{}
+	for _, spec := range f.Manifest.Methods {
+		g, ok := p.Graphs[spec.Name]
+		if !ok {
+			return nil, fmt.Errorf("method %q: %w", spec.Name, ErrNoGraph)
 		}
-		e.weights[in.Name] = v
-		e.keep = append(e.keep, in.Data)
+		if graphs[spec.Name], err = onnx.Resolve(g, supplied); err != nil {
+			return nil, fmt.Errorf("ort: method %q: %w", spec.Name, err)
+		}
+	}
+	batches := map[int]*onnx.Resolved{}
+	for B, g := range p.Batches {
+		if batches[B], err = onnx.Resolve(g, supplied); err != nil {
+			return nil, fmt.Errorf("ort: decode graph for %d sessions: %w", B, err)
+		}
+	}
+	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
+	// MatMulNBits (q4/q8 weights) has no fast path without its prepacked form; float
+	// weights are multiplied where they are (prepacking would copy every matrix)
+	for _, g := range graphs {
+		e.packs = e.packs || g.Ops[matMulNBits] > 0
+	}
+	if !e.packs {
+		e.config = append(e.config, [2]string{"session.disable_prepacking", "1"})
+	}
+	e.config = append(e.config, opts.SessionConfig...)
+	if e.prepack, err = lib.newPrepackedWeights(); err != nil {
+		return nil, err
 	}
 	for i := range f.Manifest.Methods {
 		spec := &f.Manifest.Methods[i]
-		model, ok := p.Graphs[spec.Name]
-		if !ok {
-			e.Close()
-			return nil, fmt.Errorf("method %q: %w", spec.Name, ErrNoGraph)
-		}
-		m, err := e.load(spec, model)
+		m, err := e.load(spec, graphs[spec.Name], data)
 		if err != nil {
 			e.Close()
 			return nil, err
 		}
 		e.methods[spec.Name] = m
 	}
-	// The sessions hold their own copies of the initializers now (AddExternalInitializers
-	// copies them): release the values and let converted buffers go.
-	e.releaseWeights()
+	if dec, ok := e.methods[program.MethodDecode]; ok && dec.spec.Step == 1 && opts.Batch != BatchOff && len(batches) > 0 {
+		e.pending, e.data = batches, data
+		if opts.Batch == BatchEager {
+			e.creating = true
+			if err := e.createBatches(); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
+	}
 	return e, nil
 }
 
-func (e *Executor) releaseWeights() {
-	for name, v := range e.weights {
-		e.lib.release(fnReleaseValue, v)
-		delete(e.weights, name)
+// createBatches creates the sessions of the pending batched graphs, smallest first, each
+// usable as soon as it exists. It does not hold e.mu while ORT works.
+func (e *Executor) createBatches() error {
+	spec := e.methods[program.MethodDecode].spec
+	for _, B := range slices.Sorted(maps.Keys(e.pending)) {
+		bg, err := e.loadBatch(spec, B, e.pending[B], e.data)
+		if err != nil {
+			return err
+		}
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			bg.release(e)
+			return nil
+		}
+		e.batches = append(e.batches, bg)
+		e.mu.Unlock()
 	}
-	e.keep = nil
+	return nil
 }
 
-func (e *Executor) load(spec *program.Method, model []byte) (*method, error) {
-	prefix := ""
-	if e.opts.ProfilePrefix != "" {
-		prefix = e.opts.ProfilePrefix + "-" + spec.Name
+// startBatches starts creating the batched graphs' sessions in the background, once (in
+// New for BatchEager). The caller holds e.mu.
+func (e *Executor) startBatches() {
+	if e.creating || len(e.pending) == 0 {
+		return
 	}
-	sess, err := e.lib.newSession(fmt.Sprintf("method %q", spec.Name), model, sessionOptions{
-		threads: e.opts.Threads, spin: e.opts.Spin, profile: prefix, weights: e.weights, optLevel: ortEnableAll})
+	e.creating = true
+	e.created.Add(1)
+	go func() {
+		defer e.created.Done()
+		if err := e.createBatches(); err != nil {
+			e.mu.Lock()
+			e.batchErr = err
+			e.mu.Unlock()
+		}
+	}()
+}
+
+// session creates a session for the resolved graph g, giving it the initializers it
+// declares (OrtValues over data, made once and shared by every session).
+func (e *Executor) session(what, profile string, g *onnx.Resolved, data map[string]*Initializer) (uintptr, error) {
+	weights, copied := map[string]uintptr{}, map[string]uintptr{}
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	for _, name := range g.Supplied {
+		v, ok := e.weights[name]
+		if !ok {
+			in := data[name]
+			var err error
+			if v, err = e.lib.tensor("initializer "+in.Name, in.Data, in.Elem, in.Shape); err != nil {
+				return 0, err
+			}
+			e.weights[name] = v
+			e.keep = append(e.keep, in.Data)
+		}
+		if slices.Contains(g.Folded, name) {
+			copied[name] = v
+		} else {
+			weights[name] = v
+		}
+	}
+	if profile != "" && e.opts.ProfilePrefix != "" {
+		profile = e.opts.ProfilePrefix + "-" + profile
+	} else {
+		profile = ""
+	}
+	return e.lib.newSession(what, g.Model, sessionOptions{
+		threads: e.opts.Threads, spin: e.opts.Spin, profile: profile, weights: weights, copied: copied, optLevel: ortEnableAll,
+		prepack: e.prepack, provider: e.opts.Provider, config: e.config})
+}
+
+func (e *Executor) load(spec *program.Method, g *onnx.Resolved, data map[string]*Initializer) (*method, error) {
+	sess, err := e.session(fmt.Sprintf("method %q", spec.Name), spec.Name, g, data)
 	if err != nil {
 		return nil, err
 	}
 	m := &method{spec: spec, session: sess}
-	md := e.file.Manifest.Metadata
-	if md.Contract == program.EncodeContractName {
-		m.encode = true
+	if e.file.Manifest.Metadata.Contract == program.EncodeContractName {
+		m.encode = true // no caches, no rows
 		return m, nil
 	}
-	S := spec.Step
+	if m.layers, err = e.newRows(spec.Step); err != nil {
+		e.lib.release(fnReleaseSession, sess)
+		return nil, err
+	}
+	return m, nil
+}
+
+// newRows makes the scratch a graph writes one session's current K/V rows into, S rows
+// per layer.
+func (e *Executor) newRows(S int) ([]layerRows, error) {
+	md := e.file.Manifest.Metadata
 	elem, err := elemType(md.CacheDType)
 	if err != nil {
 		return nil, err
 	}
 	es := md.CacheDType.ElemBytes()
+	var out []layerRows
 	for l, ly := range md.Layers {
 		r := layerRows{H: ly.KVHeads, Dk: ly.KHeadDim, Dv: ly.VHeadDim}
 		r.k = align.Bytes(es * ly.KVHeads * S * ly.KHeadDim)
 		r.v = align.Bytes(es * ly.KVHeads * S * ly.VHeadDim)
-		if r.kVal, err = e.lib.tensor(rowsName("k", l), r.k, elem, []int64{1, int64(r.H), int64(S), int64(r.Dk)}); err != nil {
+		if r.kVal, err = e.lib.tensor(rowsName("k", l), r.k, elem, []int64{1, int64(r.H), int64(S), int64(r.Dk)}); err == nil {
+			r.vVal, err = e.lib.tensor(rowsName("v", l), r.v, elem, []int64{1, int64(r.H), int64(S), int64(r.Dv)})
+		}
+		out = append(out, r)
+		if err != nil {
+			e.releaseRows(out)
 			return nil, err
 		}
-		if r.vVal, err = e.lib.tensor(rowsName("v", l), r.v, elem, []int64{1, int64(r.H), int64(S), int64(r.Dv)}); err != nil {
-			return nil, err
-		}
-		m.layers = append(m.layers, r)
 	}
-	return m, nil
+	return out, nil
+}
+
+func (e *Executor) releaseRows(rows []layerRows) {
+	for _, r := range rows {
+		e.lib.release(fnReleaseValue, r.kVal)
+		e.lib.release(fnReleaseValue, r.vVal)
+	}
 }
 
 // rowsName is the graph output holding layer l's current keys ("k") or values ("v").
@@ -209,14 +373,19 @@ func f32Bytes(x []float32) []byte {
 // have fixed shapes), so the runner sends one-token appends through decode (runner.PaddingExecutor).
 func (e *Executor) ComputesPadding() bool { return true }
 
-// Close ends profiling (when on), then releases the sessions and the values.
+// Close ends profiling (when on), then releases the sessions and the values (after the
+// batched graphs' sessions being created in the background, if any, exist).
 func (e *Executor) Close() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return nil
 	}
 	e.closed = true
+	e.mu.Unlock()
+	e.created.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for s := range e.steps { // bindings go before their sessions
 		s.release()
 	}
@@ -228,12 +397,25 @@ func (e *Executor) Close() error {
 			}
 		}
 		e.lib.release(fnReleaseSession, m.session)
-		for _, r := range m.layers {
-			e.lib.release(fnReleaseValue, r.kVal)
-			e.lib.release(fnReleaseValue, r.vVal)
-		}
+		e.releaseRows(m.layers)
 	}
-	e.releaseWeights()
+	for _, bg := range e.batches {
+		if e.opts.ProfilePrefix != "" {
+			if _, err := e.lib.endProfiling(bg.session); err != nil && first == nil {
+				first = err
+			}
+		}
+		bg.release(e)
+	}
+	e.batches = nil
+	// the values and the container go after the sessions that use them
+	for name, v := range e.weights {
+		e.lib.release(fnReleaseValue, v)
+		delete(e.weights, name)
+	}
+	e.keep = nil
+	e.lib.release(fnReleasePrepackedWeights, e.prepack)
+	e.prepack = 0
 	return first
 }
 
@@ -248,17 +430,20 @@ type Step struct {
 
 	ids, positions []int64
 	mask           []byte // [S][C]
+	logits         []byte // the caller's logits buffer
 	context        int    // C
 	counters       []*int64
 	caches         []cacheBuf // per layer: K then V
+	inputs         map[string]uintptr
 	seqs           *sequences // an hf_encode method's inputs (encode.go); nil otherwise
 }
 
 // cacheBuf is one layer's caller-owned caches.
 type cacheBuf struct {
-	k, v []byte // [1, H, L, D] in the cache dtype, written in place
-	L    int
-	es   int // bytes per element of the cache dtype
+	k, v       []byte  // [1, H, L, D] in the cache dtype, written in place
+	kVal, vVal uintptr // OrtValues over k and v (read by the graphs)
+	L          int
+	es         int // bytes per element of the cache dtype
 }
 
 // Bind binds every input and output of the method by name to the caller's buffers.
@@ -285,7 +470,7 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 			}
 		}
 	}
-	s := &Step{e: e, m: m}
+	s := &Step{e: e, m: m, inputs: map[string]uintptr{}}
 	if err := e.lib.call(fmt.Sprintf("create I/O binding for method %q", name), fnCreateIoBinding, m.session, uintptr(unsafe.Pointer(&s.binding))); err != nil {
 		return nil, err
 	}
@@ -303,6 +488,9 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 			return err
 		}
 		s.values = append(s.values, v)
+		if fn == fnBindInput {
+			s.inputs[b.Name] = v
+		}
 		return e.bindValue(s, fn, b.Name, v)
 	}
 	md := e.file.Manifest.Metadata
@@ -330,11 +518,12 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 		if err := e.bindValue(s, fnBindOutput, rowsName("v", l), r.vVal); err != nil {
 			return fail(err)
 		}
-		k, v := bufs[fmt.Sprintf("k_cache_%d", l)], bufs[fmt.Sprintf("v_cache_%d", l)]
-		if k == nil || v == nil {
+		k, v := bufs[program.KCache(l)], bufs[program.VCache(l)]
+		kVal, vVal := s.inputs[program.KCache(l)], s.inputs[program.VCache(l)]
+		if k == nil || v == nil || kVal == 0 || vVal == 0 {
 			return fail(fmt.Errorf("ort: method %q: no cache buffers for layer %d", name, l))
 		}
-		s.caches = append(s.caches, cacheBuf{k: k, v: v, L: md.Layers[l].CacheRows, es: md.CacheDType.ElemBytes()})
+		s.caches = append(s.caches, cacheBuf{k: k, v: v, kVal: kVal, vVal: vVal, L: md.Layers[l].CacheRows, es: md.CacheDType.ElemBytes()})
 	}
 	s.runArgs = []uintptr{m.session, 0, s.binding}
 	e.mu.Lock()
@@ -347,6 +536,7 @@ func (e *Executor) Bind(name string, bufs map[string][]byte) (runner.Step, error
 	s.ids = align.AsI64(bufs[program.InputIDs])
 	s.positions = align.AsI64(bufs[program.PositionIDs])
 	s.mask = bufs[program.AttentionMask]
+	s.logits = bufs[program.Logits]
 	s.context = md.MaxContext
 	return s, nil
 }
@@ -376,6 +566,9 @@ func (s *Step) release() {
 	}
 	s.values = nil
 	delete(s.e.steps, s)
+	for _, bg := range s.e.batches {
+		bg.forget(s)
+	}
 }
 
 // ErrStep reports step inputs that violate the contract (as internal/exec's ErrStep).
@@ -394,11 +587,16 @@ func (s *Step) Run(ctx context.Context) error {
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return s.run(pos, n)
+}
+
+// run is Run after the inputs were checked; the caller holds e.mu.
+func (s *Step) run(pos, n int) error {
+	e := s.e
 	if e.closed || s.binding == 0 {
 		return fmt.Errorf("ort: method %q: step used after Close", s.m.spec.Name)
 	}
-	st := syscallN(e.lib.fn[fnRunWithBinding], s.runArgs...) // a stored slice: nothing allocated
-	if st != 0 {
+	if st := e.lib.callStatus(fnRunWithBinding, s.runArgs); st != 0 { // a stored slice: nothing allocated
 		return e.lib.status(fmt.Sprintf("run method %q", s.m.spec.Name), st)
 	}
 	S := s.m.spec.Step

@@ -46,6 +46,7 @@ const (
 	fnCreateSessionFromArray         = 8
 	fnCreateSessionOptions           = 10
 	fnSetSessionExecutionMode        = 13
+	fnDisableMemPattern              = 17
 	fnEnableProfiling                = 14
 	fnSetSessionGraphOptimizationLvl = 23
 	fnSetIntraOpNumThreads           = 24
@@ -61,6 +62,8 @@ const (
 	fnReleaseValue                   = 96
 	fnReleaseSessionOptions          = 100
 	fnSessionEndProfiling            = 110
+	fnGetAvailableProviders          = 125
+	fnReleaseAvailableProviders      = 126
 	fnAddSessionConfigEntry          = 130
 	fnRunWithBinding                 = 133
 	fnCreateIoBinding                = 134
@@ -68,7 +71,15 @@ const (
 	fnBindInput                      = 136
 	fnBindOutput                     = 137
 	fnAddInitializer                 = 150
+	fnGetExecutionProviderAPI        = 195 // GetExecutionProviderApi
+	fnCreatePrepackedWeights         = 166 // CreatePrepackedWeightsContainer
+	fnReleasePrepackedWeights        = 167 // ReleasePrepackedWeightsContainer
+	fnCreateSessionFromArrayPrepack  = 169 // CreateSessionFromArrayWithPrepackedWeightsContainer
+	fnAppendCUDA                     = 204 // SessionOptionsAppendExecutionProvider_CUDA_V2
+	fnCreateCUDAProviderOptions      = 205
+	fnReleaseCUDAProviderOptions     = 208
 	fnAddExternalInitializers        = 210
+	fnAppendExecutionProvider        = 216 // SessionOptionsAppendExecutionProvider (by name)
 	fnGetBuildInfoString             = 254
 	fnCount                          = 255
 )
@@ -225,7 +236,10 @@ func isUsed(i int) bool {
 		fnSetInterOpNumThreads, fnCreateTensorWithDataAsOrtValue, fnCreateCpuMemoryInfo, fnAllocatorFree,
 		fnGetAllocatorWithDefaultOptions, fnReleaseEnv, fnReleaseStatus, fnReleaseMemoryInfo, fnReleaseSession,
 		fnReleaseValue, fnReleaseSessionOptions, fnSessionEndProfiling, fnAddSessionConfigEntry, fnRunWithBinding,
-		fnCreateIoBinding, fnReleaseIoBinding, fnBindInput, fnBindOutput, fnAddInitializer, fnAddExternalInitializers, fnGetBuildInfoString:
+		fnCreateIoBinding, fnReleaseIoBinding, fnBindInput, fnBindOutput, fnAddInitializer, fnAddExternalInitializers, fnGetBuildInfoString,
+		fnGetAvailableProviders, fnReleaseAvailableProviders, fnCreatePrepackedWeights, fnReleasePrepackedWeights,
+		fnCreateSessionFromArrayPrepack, fnAppendCUDA, fnCreateCUDAProviderOptions, fnReleaseCUDAProviderOptions,
+		fnAppendExecutionProvider, fnGetExecutionProviderAPI, fnDisableMemPattern:
 		return true
 	}
 	return false
@@ -251,6 +265,22 @@ func (l *Lib) call(what string, i int, args ...uintptr) error {
 	st := syscallN(l.fn[i], args...)
 	runtime.KeepAlive(args)
 	return l.status(what, st)
+}
+
+// callAt is call for a function outside the OrtApi table (a provider's own API table).
+//
+//go:uintptrescapes
+func (l *Lib) callAt(what string, f uintptr, args ...uintptr) error {
+	st := syscallN(f, args...)
+	runtime.KeepAlive(args)
+	return l.status(what, st)
+}
+
+// callStatus calls the OrtApi function i with args (built by the caller, so that a call
+// in a hot loop allocates nothing) and returns its OrtStatus* unconverted (0: success;
+// else turn it into an error with status).
+func (l *Lib) callStatus(i int, args []uintptr) uintptr {
+	return syscallN(l.fn[i], args...)
 }
 
 // status turns an OrtStatus* into an error and releases it.

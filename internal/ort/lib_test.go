@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/hfstatic/hfstatic/internal/mmap"
+	"github.com/hfstatic/hfstatic/internal/onnx"
 	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
@@ -100,7 +102,8 @@ func f32le(vals ...float32) []byte {
 }
 
 // TestSessionReadsMappedWeightsAndWritesBoundBuffers runs y = x·W + b with W supplied from
-// read-only mapped memory (AddInitializer, not copied) and x, y bound to Go buffers.
+// read-only mapped memory (AddInitializer, not copied; the graph's reference to it resolved
+// by onnx.Resolve) and x, y bound to Go buffers.
 func TestSessionReadsMappedWeightsAndWritesBoundBuffers(t *testing.T) {
 	l := testLib(t)
 	g := graphSpec{
@@ -115,7 +118,11 @@ func TestSessionReadsMappedWeightsAndWritesBoundBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.release(fnReleaseValue, wv)
-	sess, err := l.newSession("test", g.model(), sessionOptions{threads: 1, weights: map[string]uintptr{"w": wv}, optLevel: ortEnableAll})
+	res, err := onnx.Resolve(g.model(), map[string]onnx.Supplied{"w": {DType: onnx.Float, Dims: []int64{2, 3}}})
+	if err != nil || len(res.Supplied) != 1 || len(res.Folded) != 0 {
+		t.Fatalf("Resolve = %+v, %v", res, err)
+	}
+	sess, err := l.newSession("test", res.Model, sessionOptions{threads: 1, weights: map[string]uintptr{"w": wv}, optLevel: ortEnableAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +154,7 @@ func TestSessionReadsMappedWeightsAndWritesBoundBuffers(t *testing.T) {
 	runtime.KeepAlive(strs)
 	args := []uintptr{sess, 0, binding}
 	run := func() {
-		st := syscallN(l.fn[fnRunWithBinding], args...)
-		if err := l.status("run", st); err != nil {
+		if err := l.status("run", l.callStatus(fnRunWithBinding, args)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,5 +187,39 @@ func TestRunErrorCarriesORTMessage(t *testing.T) {
 	var oe *Error
 	if !errors.As(err, &oe) || oe.Message == "" || !strings.Contains(err.Error(), `method "decode"`) {
 		t.Fatalf("newSession(garbage) = %v, want an *Error with ORT's message naming the method", err)
+	}
+}
+
+// TestProviders: the CPU provider is always there; one the library lacks (this CPU build
+// has no CUDA) and one hfstatic does not know are *ProviderErrors saying so.
+func TestProviders(t *testing.T) {
+	l := testLib(t)
+	have, err := l.AvailableProviders()
+	if err != nil || !slices.Contains(have, "CPUExecutionProvider") {
+		t.Fatalf("AvailableProviders = %v, %v; want CPUExecutionProvider among them", have, err)
+	}
+	if err := l.checkProvider(ProviderCPU); err != nil {
+		t.Fatal(err)
+	}
+	// npm's CPU build lists CUDA, but has no CUDA provider library beside it: either way
+	// enabling it is a *ProviderError naming the library and what it lists
+	var opts uintptr
+	if err := l.call("create session options", fnCreateSessionOptions, uintptr(unsafe.Pointer(&opts))); err != nil {
+		t.Fatal(err)
+	}
+	defer l.release(fnReleaseSessionOptions, opts)
+	err = l.appendProvider("test", opts, ProviderCUDA)
+	var pe *ProviderError
+	if !errors.Is(err, ErrProvider) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "CPUExecutionProvider") || !strings.Contains(err.Error(), l.Path) {
+		t.Fatalf("appendProvider(cuda) = %v, want a *ProviderError naming the library and what it lists", err)
+	}
+	t.Logf("cuda: %v", err)
+	if _, err := ParseProvider("tpu"); !errors.Is(err, ErrProvider) || !strings.Contains(err.Error(), "directml") {
+		t.Fatalf("ParseProvider(tpu) = %v, want ErrProvider listing the known ones", err)
+	}
+	for _, p := range Providers {
+		if q, err := ParseProvider(strings.ToUpper(string(p))); err != nil || q != p {
+			t.Fatalf("ParseProvider(%q) = %q, %v", strings.ToUpper(string(p)), q, err)
+		}
 	}
 }

@@ -123,8 +123,11 @@ var chunks = []int{11, 3, 1, 1, 4}
 // logits after every append. f32 weights and caches within 1e-4 (absolute); f16 caches
 // within 1e-3 with the same argmax (a value on opposite sides of a binary16 rounding
 // boundary moves a logit by about that much, as docs/contract.md "Numerics" says); q4 and
-// q8: the same argmax at most appends (the Go executor quantizes activations to int8, ORT
-// multiplies by dequantized weights in float32).
+// q8 on stories260K: within 1e-3 with the same argmax, as both executors quantize
+// activations to int8 per block (MatMulNBits with accuracy_level 4; they agree within 1e-5
+// there, and within a few units of logits spread over tens on the Qwen3 shape, where the
+// argmax agrees at every position of BenchmarkORTProgramArgmax). Float activations, graph
+// version 1's, differ by 0.15 and would fail.
 func TestLogitsMatchGoExecutor(t *testing.T) {
 	type parity struct {
 		name    string
@@ -163,7 +166,7 @@ func TestLogitsMatchGoExecutor(t *testing.T) {
 	for _, w := range []string{"q8", "q4"} {
 		o := f32(7)
 		o.Weights = w
-		cases = append(cases, parity{name: "stories260K/weights=" + w, source: stories, opts: o, tol: math.Inf(1), argmax: 0.8})
+		cases = append(cases, parity{name: "stories260K/weights=" + w, source: stories, opts: o, tol: 1e-3, argmax: 1})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -59,18 +59,28 @@ func shape64(s program.Shape) []int64 {
 	return out
 }
 
+// spinMicros is how long an idle intra-op worker spins before it sleeps.
+const spinMicros = "50"
+
 // sessionOptions are the settings of one ORT session.
 type sessionOptions struct {
 	threads  int
 	spin     bool
 	profile  string             // file prefix for ORT's profiler; "" is off
-	weights  map[string]uintptr // initializers supplied from outside the model bytes
+	weights  map[string]uintptr // initializers read in place (AddInitializer)
+	copied   map[string]uintptr // initializers copied into the graph (AddExternalInitializers)
 	optLevel int
+	config   [][2]string // session config entries (AddSessionConfigEntry)
+	prepack  uintptr     // OrtPrepackedWeightsContainer* shared by the sessions; 0: none
+	provider Provider
 }
 
 // newSession creates a session from model bytes (copied by ORT while it parses them).
-// The values in o.weights replace the model's external initializers of the same name
-// (AddExternalInitializers: ORT copies them into the session; see docs/delegate.md).
+// The values in o.weights are the model's initializers of the same names (AddInitializer:
+// ORT reads them where they are, without a copy; they must outlive the session); those in
+// o.copied too, but ORT copies them into the graph first (AddExternalInitializers), which
+// its constant folding needs (onnx.Resolved.Folded). The model's references to both must
+// already be resolved (onnx.Resolve).
 func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, error) {
 	var opts uintptr
 	if err := l.call("create session options", fnCreateSessionOptions, uintptr(unsafe.Pointer(&opts))); err != nil {
@@ -79,9 +89,13 @@ func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, 
 	defer l.release(fnReleaseSessionOptions, opts)
 	var strs cstrings
 	defer runtime.KeepAlive(&strs)
-	spin := "0"
+	// Idle workers spin briefly, then sleep (the Go executor's pool does the same, for
+	// 50 µs): a step's ops follow each other within microseconds, and a worker woken from
+	// sleep for each costs more than the spin; between steps the CPU goes to others. Spin
+	// keeps ORT's own policy (spinning much longer).
+	spin := [][2]string{{"session.intra_op.allow_spinning", "1"}, {"session.intra_op.spin_duration_us", spinMicros}}
 	if o.spin {
-		spin = "1"
+		spin = spin[:1]
 	}
 	for _, c := range []struct {
 		what string
@@ -97,18 +111,26 @@ func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, 
 			return 0, err
 		}
 	}
-	if err := l.call("set intra-op spinning for "+what, fnAddSessionConfigEntry, opts, strs.add("session.intra_op.allow_spinning"), strs.add(spin)); err != nil {
-		return 0, err
+	config := append(spin, o.config...)
+	for _, kv := range config {
+		if err := l.call(fmt.Sprintf("set %s=%s for %s", kv[0], kv[1], what), fnAddSessionConfigEntry, opts, strs.add(kv[0]), strs.add(kv[1])); err != nil {
+			return 0, err
+		}
 	}
 	if o.profile != "" {
 		if err := l.call("enable profiling for "+what, fnEnableProfiling, opts, strs.add(o.profile)); err != nil {
 			return 0, err
 		}
 	}
-	if len(o.weights) > 0 {
-		names := make([]uintptr, 0, len(o.weights))
-		values := make([]uintptr, 0, len(o.weights))
-		for name, v := range o.weights {
+	for name, v := range o.weights {
+		if err := l.call(fmt.Sprintf("add initializer %q for %s", name, what), fnAddInitializer, opts, strs.add(name), v); err != nil {
+			return 0, err
+		}
+	}
+	if len(o.copied) > 0 {
+		names := make([]uintptr, 0, len(o.copied))
+		values := make([]uintptr, 0, len(o.copied))
+		for name, v := range o.copied {
 			names = append(names, strs.add(name))
 			values = append(values, v)
 		}
@@ -120,11 +142,28 @@ func (l *Lib) newSession(what string, model []byte, o sessionOptions) (uintptr, 
 			return 0, err
 		}
 	}
+	if err := l.appendProvider(what, opts, o.provider); err != nil {
+		return 0, err
+	}
 	var sess uintptr
-	err := l.call("create session for "+what, fnCreateSessionFromArray, l.env,
-		uintptr(unsafe.Pointer(unsafe.SliceData(model))), uintptr(len(model)), opts, uintptr(unsafe.Pointer(&sess)))
+	var err error
+	if o.prepack != 0 {
+		err = l.call("create session for "+what, fnCreateSessionFromArrayPrepack, l.env,
+			uintptr(unsafe.Pointer(unsafe.SliceData(model))), uintptr(len(model)), opts, o.prepack, uintptr(unsafe.Pointer(&sess)))
+	} else {
+		err = l.call("create session for "+what, fnCreateSessionFromArray, l.env,
+			uintptr(unsafe.Pointer(unsafe.SliceData(model))), uintptr(len(model)), opts, uintptr(unsafe.Pointer(&sess)))
+	}
 	runtime.KeepAlive(model)
 	return sess, err
+}
+
+// newPrepackedWeights creates a container in which sessions share the weights their
+// kernels prepack (one packed copy for all of a program's sessions).
+func (l *Lib) newPrepackedWeights() (uintptr, error) {
+	var c uintptr
+	err := l.call("create prepacked weights container", fnCreatePrepackedWeights, uintptr(unsafe.Pointer(&c)))
+	return c, err
 }
 
 // endProfiling stops the session's profiler and returns the profile file's name.
