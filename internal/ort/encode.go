@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
@@ -95,7 +93,7 @@ func (s *Step) runEncode() error {
 	if e.closed || s.binding == 0 {
 		return fmt.Errorf("ort: method %q: step used after Close", s.m.spec.Name)
 	}
-	if st, _, _ := purego.SyscallN(e.lib.fn[fnRunWithBinding], s.runArgs...); st != 0 {
+	if st := syscallN(e.lib.fn[fnRunWithBinding], s.runArgs...); st != 0 {
 		return e.lib.status(fmt.Sprintf("run method %q", s.m.spec.Name), st)
 	}
 	return nil
