@@ -10,12 +10,13 @@ import (
 
 //go:generate go run -tags asmgen ./asmgen -pkg kernels -out kernels_amd64.s -stubs kernels_amd64_stubs.go
 
-// useAVX512, useAVX2 and useVNNI select the kernels of the route in use
-// (routes_amd64.go sets them at start-up and in UseRoute): useAVX512 the
-// AVX-512 assembly (kernels_amd64.s), useAVX2 the 8-lane AVX2+FMA+F16C
-// assembly, useVNNI (with useAVX512) the int8 dot-product kernels (VPDPBUSD)
-// of the q8/q4 matrix products.
-var useAVX512, useAVX2, useVNNI bool
+// useAVX512, useAVX2, useVNNI and useAVXVNNI select the kernels of the
+// route in use (routes_amd64.go sets them at start-up and in UseRoute):
+// useAVX512 the AVX-512 assembly (kernels_amd64.s), useAVX2 the 8-lane
+// AVX2+FMA+F16C assembly, useVNNI (with useAVX512) the int8 dot-product
+// kernels (VPDPBUSD) of the q8/q4 matrix products, useAVXVNNI (with useAVX2)
+// their ymm form (AVX-VNNI) in the AVX2 int8 kernels (i8_amd64.go).
+var useAVX512, useAVX2, useVNNI, useAVXVNNI bool
 
 // Streaming kernels: the assembly takes whole vectors (16 lanes with
 // AVX-512, 8 with AVX2), Go the tail.

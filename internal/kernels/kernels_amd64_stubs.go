@@ -559,15 +559,280 @@ func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 //go:noescape
 func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 
-// rowsQ8I8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see genRowsI8AVX2).
+// quantizeXI8AVX2 quantizes activations per block for the int8 kernels of CPUs without AVX-512 (see i8.go in asmgen).
 //
 //go:noescape
-func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
+func quantizeXI8AVX2(x *float32, nb int, xg *byte, shift int)
 
-// rowsQ4I8AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see genRowsI8AVX2).
+// quantizeXI8PairsAVX2 quantizes activations per block for the int8 kernels of CPUs without AVX-512 (see i8.go in asmgen).
 //
 //go:noescape
-func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
+func quantizeXI8PairsAVX2(x *float32, nb int, xg *byte, shift int)
+
+// quantizeXI8TAVX2 quantizes activations per block for the int8 kernels of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func quantizeXI8TAVX2(x *float32, nb int, xg *byte, shift int)
+
+// i8RowStreamQ8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func i8RowStreamQ8AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// i8TileQ8AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8RowStreamQ4AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func i8RowStreamQ4AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// i8TileQ4AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_4x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_4x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_4x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniRowStreamQ8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func vnniRowStreamQ8AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// vnniTileQ8AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_4x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_4x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_4x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniRowStreamQ4AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func vnniRowStreamQ4AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// vnniTileQ4AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_4x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_4x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_4x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// transposeWQ8AVX2 lays out one q8 weight row for the int8 tiles of CPUs without AVX-512 (see genTransposeWAVX2).
+//
+//go:noescape
+func transposeWQ8AVX2(w *byte, nb int, dst *byte)
+
+// transposeWQ8UAVX2 lays out one q8 weight row for the int8 tiles of CPUs without AVX-512 (see genTransposeWAVX2).
+//
+//go:noescape
+func transposeWQ8UAVX2(w *byte, nb int, dst *byte)
+
+// transposeWQ4AVX2 lays out one q4 weight row for the int8 tiles of CPUs without AVX-512 (see genTransposeWAVX2).
+//
+//go:noescape
+func transposeWQ4AVX2(w *byte, nb int, dst *byte)
 
 // bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
 //

@@ -87,8 +87,8 @@ var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int
 // prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
 // per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
-	if !useAVX512 && useAVX2 && (j.w.Type == Q8 || j.w.Type == Q4) && j.w.Cols%BlockSize == 0 && useRowStream && !p.exact {
-		p.prepareI8AVX2(j)
+	if p.useI8(j.w) {
+		p.prepareI8(j)
 		return
 	}
 	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) {
@@ -159,7 +159,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	p.xsum = growFloats(p.xsum, j.m*nbp)
 	j.dx, j.xs, j.nbp = p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
 	if p.prepRow == nil {
-		p.prepRow = p.prepareRowVNNI
+		p.prepRow = p.prepareRow
 	}
 	if j.m >= tileM && p.threads > 1 && !p.closed.Load() {
 		// A prefill's rows are independent: prepare them on every thread,
@@ -167,7 +167,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 		p.runFor(j.m, (j.m+2*p.threads-1)/(2*p.threads), p.prepRow)
 	} else {
 		for i := range j.m {
-			p.prepareRowVNNI(0, i)
+			p.prepareRowVNNI(i)
 		}
 	}
 	if t {
@@ -177,9 +177,20 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	}
 }
 
+// prepareRow prepares input row i of the current job (p.job) for the int8
+// kernels of its route: the method value p.prepRow of the threads'
+// parallel preparation.
+func (p *Pool) prepareRow(_, i int) {
+	if p.job.i8 {
+		p.prepareRowI8(i)
+		return
+	}
+	p.prepareRowVNNI(i)
+}
+
 // prepareRowVNNI quantizes input row i of the current job (p.job, readied
 // by prepareVNNI) and, for the matrix product, transposes it.
-func (p *Pool) prepareRowVNNI(_, i int) {
+func (p *Pool) prepareRowVNNI(i int) {
 	j := &p.job
 	cols, nbp := j.w.Cols, j.nbp
 	ld := nbp * BlockSize
@@ -218,7 +229,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 			return
 		}
 		if j.i8 {
-			quantI8AVX2(j, lo, hi)
+			i8Rows(p, id, j, lo, hi)
 			return
 		}
 		if useAVX2 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
@@ -243,71 +254,6 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		initRows(j.y, m, w.Rows, j.bias, lo, hi)
 		rb := w.Type.RowBytes(w.Cols)
 		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
-	}
-}
-
-// i8PanelRows is how many weight rows quantI8AVX2 takes through every input
-// row before moving on (the panel stays in L1: 16 rows of 1024 columns are
-// 17 KiB).
-const i8PanelRows = 16
-
-// prepareI8AVX2 quantizes the input rows to int8 blocks for rowsQ8I8AVX2
-// and rowsQ4I8AVX2 (see quantizeXI8), with, for q4, 8 times each block's sum.
-func (p *Pool) prepareI8AVX2(j *matmulJob) {
-	cols := j.w.Cols
-	nb := cols / BlockSize
-	if cap(p.xq8) < j.m*cols {
-		p.xq8 = make([]byte, j.m*cols)
-	}
-	p.dx = growFloats(p.dx, j.m*nb)
-	j.xq8, j.dx, j.i8 = p.xq8[:j.m*cols], p.dx[:j.m*nb], true
-	if j.w.Type == Q4 {
-		if cap(p.xs8) < j.m*nb {
-			p.xs8 = make([]int32, j.m*nb)
-		}
-		j.xs8 = p.xs8[:j.m*nb]
-	}
-	for i := range j.m {
-		xq := j.xq8[i*cols : (i+1)*cols]
-		quantizeXI8(xq, j.dx[i*nb:(i+1)*nb], j.x[i*cols:(i+1)*cols])
-		if j.xs8 != nil {
-			for b := range nb {
-				var sum int32
-				for _, v := range xq[b*BlockSize : (b+1)*BlockSize] {
-					sum += int32(int8(v))
-				}
-				j.xs8[i*nb+b] = 8 * sum
-			}
-		}
-	}
-}
-
-// quantI8AVX2 is the q8/q4 matrix product on CPUs with AVX2 but not
-// AVX-512, for rows of whole blocks: int8 dot products of the weights with
-// the quantized inputs (rowsQ8I8AVX2, rowsQ4I8AVX2), the same kernel for one input row or
-// many (panels of i8PanelRows weight rows), so a prefill row equals the
-// decode product bit for bit.
-func quantI8AVX2(j *matmulJob, lo, hi int) {
-	w := j.w
-	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
-	rb := w.Type.RowBytes(w.Cols)
-	nb := w.Cols / BlockSize
-	rows := func(i, r, nr int) {
-		if w.Type == Q4 {
-			rowsQ4I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &j.xs8[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
-		} else {
-			rowsQ8I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
-		}
-	}
-	if j.m == 1 {
-		rows(0, lo, hi-lo)
-		return
-	}
-	for r := lo; r < hi; r += i8PanelRows {
-		nr := min(i8PanelRows, hi-r)
-		for i := range j.m {
-			rows(i, r, nr)
-		}
 	}
 }
 

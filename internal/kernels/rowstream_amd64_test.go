@@ -5,7 +5,6 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -87,8 +86,10 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("needs AVX2")
 	}
-	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
-	useAVX512, useAVX2, useVNNI = false, true, false
+	onRoute(t, "avx2", func() { testQuantStreamAVX2(t) })
+}
+
+func testQuantStreamAVX2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range []WeightType{Q8, Q4} {
 		for _, s := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {5, 96}, {3, 576}, {41, 1024}, {300, 128}, {2000, 1024}, {3001, 576}} {
@@ -114,67 +115,6 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 							t.Fatalf("%v %dx%d threads %d bias %v row %d: stream %g, rows %g", typ, s.rows, s.cols, threads, b != nil, r, got[r], want[r])
 						}
 					}
-				}
-			}
-		}
-	}
-}
-
-// On CPUs with AVX2 but not AVX-512, q8 and q4 matrix products of whole blocks take
-// int8 dot products with the inputs quantized per block (rowsQ8I8AVX2): each
-// output is within the bound the input quantization allows (sum over blocks
-// of dx/2 times the block's |w|, plus float rounding) of the exact product of
-// the dequantized weights, every input row equals that row computed alone, bit
-// for bit, and 2 threads (several row chunks) equal 1.
-func TestI8AVX2(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("needs AVX2")
-	}
-	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
-	useAVX512, useAVX2, useVNNI = false, true, false
-	for _, typ := range []WeightType{Q8, Q4} {
-		testI8AVX2(t, typ)
-	}
-}
-
-func testI8AVX2(t *testing.T, typ WeightType) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, s := range []struct{ m, rows, cols int }{{1, 5, 32}, {3, 7, 64}, {5, 41, 1024}, {2, 300, 576}, {1, 2000, 1024}, {9, 37, 96}} {
-		w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
-		x, bias := randVec(rng, s.m*s.cols), randVec(rng, s.rows)
-		mul := func(threads, m int, x []float32) []float32 {
-			p := NewPool(threads)
-			defer p.Close()
-			y := make([]float32, m*s.rows)
-			p.MatMul(y, x, m, w, bias)
-			return y
-		}
-		all := mul(1, s.m, x)
-		if two := mul(2, s.m, x); !slices.Equal(two, all) {
-			t.Fatalf("%v %v: 2 threads differ from 1", typ, s)
-		}
-		nb := s.cols / BlockSize
-		wr := make([]float32, s.cols)
-		for i := range s.m {
-			xi := x[i*s.cols : (i+1)*s.cols]
-			one := mul(1, 1, xi)
-			if !slices.Equal(one, all[i*s.rows:(i+1)*s.rows]) {
-				t.Fatalf("%v %v: input row %d alone differs from the batch", typ, s, i)
-			}
-			xq, dx := make([]byte, s.cols), make([]float32, nb)
-			quantizeXI8(xq, dx, xi)
-			for r := range s.rows {
-				DequantizeRow(w, r, wr)
-				var exact, bound, mag float64
-				for c, v := range wr {
-					exact += float64(v) * float64(xi[c])
-					bound += math.Abs(float64(v)) * float64(dx[c/BlockSize]) / 2
-					mag += math.Abs(float64(v) * float64(xi[c]))
-				}
-				exact += float64(bias[r])
-				got := float64(one[r])
-				if d := math.Abs(got - exact); d > bound+1e-5*(mag+math.Abs(exact)) {
-					t.Fatalf("%v %v row %d input %d: got %g, exact %g, |diff| %g > bound %g", typ, s, r, i, got, exact, d, bound)
 				}
 			}
 		}
