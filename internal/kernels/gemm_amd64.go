@@ -100,14 +100,7 @@ func convertColumns(t WeightType, row []byte, cols, kb, kl int, dst []float32) {
 	case F16:
 		f16ToF32Slice(dst[:kl], unsafe.Slice((*uint16)(unsafe.Pointer(&row[2*kb])), kl))
 	case BF16:
-		src := unsafe.Slice((*uint16)(unsafe.Pointer(&row[2*kb])), kl)
-		n16 := kl &^ 15
-		if n16 > 0 {
-			bf16ToF32AVX512(&dst[0], &src[0], n16)
-		}
-		for i := n16; i < kl; i++ {
-			dst[i] = bf16ToF32(src[i])
-		}
+		bf16ToF32Slice(dst[:kl], unsafe.Slice((*uint16)(unsafe.Pointer(&row[2*kb])), kl))
 	case Q8, Q4:
 		nb := (cols + BlockSize - 1) / BlockSize
 		b0, nbl := kb/BlockSize, (kl+BlockSize-1)/BlockSize

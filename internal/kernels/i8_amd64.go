@@ -30,7 +30,7 @@ const (
 // row); i8PassBytes bounds the weight rows each pass covers, so that the
 // passes after the first read them from L1.
 const (
-	i8StreamMax = 4
+	i8StreamMax = 2
 	i8PassBytes = 16 << 10
 )
 

@@ -25589,6 +25589,1361 @@ done:
 	VZEROUPPER
 	RET
 
+// func bf16ToF32AVX2(dst *float32, src *uint16, n8 int)
+// Requires: AVX, AVX2
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n8+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x08
+	JL        done
+	VPMOVZXWD (CX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)
+	ADDQ      $0x10, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsAVX2(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+// Requires: AVX, FMA3
+TEXT ·dotsAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), AX
+	MOVQ q+8(FP), CX
+	MOVQ k+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   SI, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop32:
+	CMPQ        R10, $0x20
+	JL          loop8
+	VMOVUPS     (R8), Y4
+	VFMADD231PS (R9), Y4, Y0
+	VMOVUPS     32(R8), Y5
+	VFMADD231PS 32(R9), Y5, Y1
+	VMOVUPS     64(R8), Y6
+	VFMADD231PS 64(R9), Y6, Y2
+	VMOVUPS     96(R8), Y7
+	VFMADD231PS 96(R9), Y7, Y3
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x20, R10
+	JMP         loop32
+
+loop8:
+	CMPQ        R10, $0x08
+	JL          sum
+	VMOVUPS     (R8), Y4
+	VFMADD231PS (R9), Y4, Y0
+	ADDQ        $0x20, R8
+	ADDQ        $0x20, R9
+	SUBQ        $0x08, R10
+	JMP         loop8
+
+sum:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         $0x04, AX
+	ADDQ         BX, DX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF32x1AVX2(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+// Requires: AVX, FMA3
+TEXT ·axpysF32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), AX
+	MOVQ ldy+8(FP), CX
+	MOVQ p+16(FP), CX
+	MOVQ ldp+24(FP), DX
+	MOVQ v+32(FP), DX
+	MOVQ ld+40(FP), BX
+	MOVQ n16+48(FP), SI
+	MOVQ rows+56(FP), DI
+
+c4:
+	CMPQ    SI, $0x20
+	JL      c1
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c4row:
+	CMPQ         R9, DI
+	JGE          c4store
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  (R8), Y8, Y0
+	VFMADD231PS  32(R8), Y8, Y1
+	VFMADD231PS  64(R8), Y8, Y2
+	VFMADD231PS  96(R8), Y8, Y3
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x20, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x08
+	JL      done
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c1row:
+	CMPQ         R9, DI
+	JGE          c1store
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  (R8), Y8, Y0
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x08, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x1AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), CX
+	MOVQ   ldq+24(FP), DX
+	MOVQ   k+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	SHLQ   $0x01, SI
+	MOVQ   rows+56(FP), DI
+	IMUL3Q $0x10, BX, R9
+	LEAQ   4095(DX), R10
+	ANDQ   $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (DX)(R9*1)
+	PREFETCHNTA 64(DX)(R9*1)
+	PREFETCHNTA 128(DX)(R9*1)
+	PREFETCHNTA 192(DX)(R9*1)
+	LEAQ        2048(DX)(R9*1), R8
+	CMPQ        R8, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R8
+	LEAQ        4096(R8), R10
+
+nokick:
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+
+loop8:
+	CMPQ        R8, SI
+	JGE         sum
+	VCVTPH2PS   (DX)(R8*1), Y10
+	VFMADD231PS (CX)(R8*2), Y10, Y0
+	ADDQ        $0x10, R8
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R8
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R8)
+	ADDQ         $0x04, AX
+	ADDQ         BX, DX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x1AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), CX
+	MOVQ   ldp+24(FP), DX
+	MOVQ   v+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	MOVQ   rows+56(FP), DI
+	IMUL3Q $0x10, BX, R10
+
+c4:
+	CMPQ    SI, $0x20
+	JL      c1
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c4row:
+	CMPQ        R9, DI
+	JGE         c4store
+	PREFETCHNTA (R8)(R10*1)
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c4kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c4kick:
+	VCVTPH2PS    (R8), Y4
+	VCVTPH2PS    16(R8), Y5
+	VCVTPH2PS    32(R8), Y6
+	VCVTPH2PS    48(R8), Y7
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  Y4, Y8, Y0
+	VFMADD231PS  Y5, Y8, Y1
+	VFMADD231PS  Y6, Y8, Y2
+	VFMADD231PS  Y7, Y8, Y3
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x20, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x08
+	JL      done
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c1row:
+	CMPQ        R9, DI
+	JGE         c1store
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c1kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c1kick:
+	VCVTPH2PS    (R8), Y4
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  Y4, Y8, Y0
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, DX
+	SUBQ    $0x08, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x2AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	SHLQ   $0x01, R8
+	MOVQ   rows+56(FP), R9
+	IMUL3Q $0x10, DI, R11
+	LEAQ   4095(SI), R12
+	ANDQ   $-4096, R12
+
+row:
+	TESTQ       R9, R9
+	JZ          done
+	PREFETCHNTA (SI)(R11*1)
+	PREFETCHNTA 64(SI)(R11*1)
+	PREFETCHNTA 128(SI)(R11*1)
+	PREFETCHNTA 192(SI)(R11*1)
+	LEAQ        2048(SI)(R11*1), R10
+	CMPQ        R10, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R10
+	LEAQ        4096(R10), R12
+
+nokick:
+	XORQ   R10, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop8:
+	CMPQ        R10, R8
+	JGE         sum
+	VCVTPH2PS   (SI)(R10*1), Y10
+	VFMADD231PS (DX)(R10*2), Y10, Y0
+	VFMADD231PS (BX)(R10*2), Y10, Y1
+	ADDQ        $0x10, R10
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R10
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R10)
+	ADDQ         CX, R10
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X1
+	VPERMILPD    $0x01, X1, X11
+	VADDPS       X11, X1, X1
+	VMOVSHDUP    X1, X11
+	VADDSS       X11, X1, X1
+	VMOVSS       X1, (R10)
+	ADDQ         $0x04, AX
+	ADDQ         DI, SI
+	DECQ         R9
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x2AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   v+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	MOVQ   rows+56(FP), R9
+	IMUL3Q $0x10, DI, R12
+
+c4:
+	CMPQ    R8, $0x20
+	JL      c1
+	MOVQ    AX, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	ADDQ    CX, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
+	VMOVUPS 64(R10), Y6
+	VMOVUPS 96(R10), Y7
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c4row:
+	CMPQ        R11, R9
+	JGE         c4store
+	PREFETCHNTA (R10)(R12*1)
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c4kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c4kick:
+	VCVTPH2PS    (R10), Y8
+	VCVTPH2PS    16(R10), Y9
+	VCVTPH2PS    32(R10), Y10
+	VCVTPH2PS    48(R10), Y11
+	VBROADCASTSS (DX)(R11*4), Y12
+	VFMADD231PS  Y8, Y12, Y0
+	VFMADD231PS  Y9, Y12, Y1
+	VFMADD231PS  Y10, Y12, Y2
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS (BX)(R11*4), Y13
+	VFMADD231PS  Y8, Y13, Y4
+	VFMADD231PS  Y9, Y13, Y5
+	VFMADD231PS  Y10, Y13, Y6
+	VFMADD231PS  Y11, Y13, Y7
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R10
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	ADDQ    CX, R10
+	VMOVUPS Y4, (R10)
+	VMOVUPS Y5, 32(R10)
+	VMOVUPS Y6, 64(R10)
+	VMOVUPS Y7, 96(R10)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x20, R8
+	JMP     c4
+
+c1:
+	CMPQ    R8, $0x08
+	JL      done
+	MOVQ    AX, R10
+	VMOVUPS (R10), Y0
+	ADDQ    CX, R10
+	VMOVUPS (R10), Y4
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c1row:
+	CMPQ        R11, R9
+	JGE         c1store
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c1kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c1kick:
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (DX)(R11*4), Y12
+	VFMADD231PS  Y8, Y12, Y0
+	VBROADCASTSS (BX)(R11*4), Y13
+	VFMADD231PS  Y8, Y13, Y4
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R10
+	VMOVUPS Y0, (R10)
+	ADDQ    CX, R10
+	VMOVUPS Y4, (R10)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, SI
+	SUBQ    $0x08, R8
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x3AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x3AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	SHLQ   $0x01, R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, R8, R12
+	LEAQ   4095(DI), R13
+	ANDQ   $-4096, R13
+
+row:
+	TESTQ       R10, R10
+	JZ          done
+	PREFETCHNTA (DI)(R12*1)
+	PREFETCHNTA 64(DI)(R12*1)
+	PREFETCHNTA 128(DI)(R12*1)
+	PREFETCHNTA 192(DI)(R12*1)
+	LEAQ        2048(DI)(R12*1), R11
+	CMPQ        R11, R13
+	JB          nokick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R13
+
+nokick:
+	XORQ   R11, R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop8:
+	CMPQ        R11, R9
+	JGE         sum
+	VCVTPH2PS   (DI)(R11*1), Y10
+	VFMADD231PS (DX)(R11*2), Y10, Y0
+	VFMADD231PS (SI)(R11*2), Y10, Y1
+	VFMADD231PS (BX)(R11*2), Y10, Y2
+	ADDQ        $0x10, R11
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R11
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R11)
+	ADDQ         CX, R11
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X1
+	VPERMILPD    $0x01, X1, X11
+	VADDPS       X11, X1, X1
+	VMOVSHDUP    X1, X11
+	VADDSS       X11, X1, X1
+	VMOVSS       X1, (R11)
+	ADDQ         CX, R11
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPD    $0x01, X2, X11
+	VADDPS       X11, X2, X2
+	VMOVSHDUP    X2, X11
+	VADDSS       X11, X2, X2
+	VMOVSS       X2, (R11)
+	ADDQ         $0x04, AX
+	ADDQ         R8, DI
+	DECQ         R10
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x3AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x3AVX2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   v+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, R8, R13
+
+c2:
+	CMPQ    R9, $0x10
+	JL      c1
+	MOVQ    AX, R11
+	VMOVUPS (R11), Y0
+	VMOVUPS 32(R11), Y1
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y2
+	VMOVUPS 32(R11), Y3
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y4
+	VMOVUPS 32(R11), Y5
+	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
+	XORQ    R12, R12
+
+c2row:
+	CMPQ        R12, R10
+	JGE         c2store
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c2kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c2kick:
+	VCVTPH2PS    (R11), Y6
+	VCVTPH2PS    16(R11), Y7
+	VBROADCASTSS (DX)(R12*4), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VFMADD231PS  Y7, Y8, Y1
+	VBROADCASTSS (SI)(R12*4), Y9
+	VFMADD231PS  Y6, Y9, Y2
+	VFMADD231PS  Y7, Y9, Y3
+	VBROADCASTSS (BX)(R12*4), Y10
+	VFMADD231PS  Y6, Y10, Y4
+	VFMADD231PS  Y7, Y10, Y5
+	ADDQ         R8, R11
+	INCQ         R12
+	JMP          c2row
+
+c2store:
+	MOVQ    AX, R11
+	VMOVUPS Y0, (R11)
+	VMOVUPS Y1, 32(R11)
+	ADDQ    CX, R11
+	VMOVUPS Y2, (R11)
+	VMOVUPS Y3, 32(R11)
+	ADDQ    CX, R11
+	VMOVUPS Y4, (R11)
+	VMOVUPS Y5, 32(R11)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x10, R9
+	JMP     c2
+
+c1:
+	CMPQ    R9, $0x08
+	JL      done
+	MOVQ    AX, R11
+	VMOVUPS (R11), Y0
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y2
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y4
+	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
+	XORQ    R12, R12
+
+c1row:
+	CMPQ        R12, R10
+	JGE         c1store
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c1kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c1kick:
+	VCVTPH2PS    (R11), Y6
+	VBROADCASTSS (DX)(R12*4), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VBROADCASTSS (SI)(R12*4), Y9
+	VFMADD231PS  Y6, Y9, Y2
+	VBROADCASTSS (BX)(R12*4), Y10
+	VFMADD231PS  Y6, Y10, Y4
+	ADDQ         R8, R11
+	INCQ         R12
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R11
+	VMOVUPS Y0, (R11)
+	ADDQ    CX, R11
+	VMOVUPS Y2, (R11)
+	ADDQ    CX, R11
+	VMOVUPS Y4, (R11)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, DI
+	SUBQ    $0x08, R9
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x4AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x4AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   k+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	SHLQ   $0x01, R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R9, R13
+	LEAQ   4095(R8), R14
+	ANDQ   $-4096, R14
+
+row:
+	TESTQ       R11, R11
+	JZ          done
+	PREFETCHNTA (R8)(R13*1)
+	PREFETCHNTA 64(R8)(R13*1)
+	PREFETCHNTA 128(R8)(R13*1)
+	PREFETCHNTA 192(R8)(R13*1)
+	LEAQ        2048(R8)(R13*1), R12
+	CMPQ        R12, R14
+	JB          nokick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R14
+
+nokick:
+	XORQ   R12, R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop8:
+	CMPQ        R12, R10
+	JGE         sum
+	VCVTPH2PS   (R8)(R12*1), Y10
+	VFMADD231PS (DX)(R12*2), Y10, Y0
+	VFMADD231PS (SI)(R12*2), Y10, Y1
+	VFMADD231PS (DI)(R12*2), Y10, Y2
+	VFMADD231PS (BX)(R12*2), Y10, Y3
+	ADDQ        $0x10, R12
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R12
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R12)
+	ADDQ         CX, R12
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X1
+	VPERMILPD    $0x01, X1, X11
+	VADDPS       X11, X1, X1
+	VMOVSHDUP    X1, X11
+	VADDSS       X11, X1, X1
+	VMOVSS       X1, (R12)
+	ADDQ         CX, R12
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPD    $0x01, X2, X11
+	VADDPS       X11, X2, X2
+	VMOVSHDUP    X2, X11
+	VADDSS       X11, X2, X2
+	VMOVSS       X2, (R12)
+	ADDQ         CX, R12
+	VEXTRACTF128 $0x01, Y3, X11
+	VADDPS       X11, X3, X3
+	VPERMILPD    $0x01, X3, X11
+	VADDPS       X11, X3, X3
+	VMOVSHDUP    X3, X11
+	VADDSS       X11, X3, X3
+	VMOVSS       X3, (R12)
+	ADDQ         $0x04, AX
+	ADDQ         R9, R8
+	DECQ         R11
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x4AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x4AVX2(SB), NOSPLIT, $8-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   v+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R9, R14
+
+c2:
+	CMPQ    R10, $0x10
+	JL      c1
+	MOVQ    AX, R12
+	VMOVUPS (R12), Y0
+	VMOVUPS 32(R12), Y1
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y2
+	VMOVUPS 32(R12), Y3
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y4
+	VMOVUPS 32(R12), Y5
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y6
+	VMOVUPS 32(R12), Y7
+	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
+	XORQ    R13, R13
+
+c2row:
+	CMPQ        R13, R11
+	JGE         c2store
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c2kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c2kick:
+	VCVTPH2PS    (R12), Y8
+	VCVTPH2PS    16(R12), Y9
+	VBROADCASTSS (DX)(R13*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (SI)(R13*4), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	VBROADCASTSS (DI)(R13*4), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VBROADCASTSS (BX)(R13*4), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	VFMADD231PS  Y9, Y13, Y7
+	ADDQ         R9, R12
+	INCQ         R13
+	JMP          c2row
+
+c2store:
+	MOVQ    AX, R12
+	VMOVUPS Y0, (R12)
+	VMOVUPS Y1, 32(R12)
+	ADDQ    CX, R12
+	VMOVUPS Y2, (R12)
+	VMOVUPS Y3, 32(R12)
+	ADDQ    CX, R12
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, 32(R12)
+	ADDQ    CX, R12
+	VMOVUPS Y6, (R12)
+	VMOVUPS Y7, 32(R12)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, R8
+	SUBQ    $0x10, R10
+	JMP     c2
+
+c1:
+	CMPQ    R10, $0x08
+	JL      done
+	MOVQ    AX, R12
+	VMOVUPS (R12), Y0
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y2
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y4
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y6
+	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
+	XORQ    R13, R13
+
+c1row:
+	CMPQ        R13, R11
+	JGE         c1store
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c1kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c1kick:
+	VCVTPH2PS    (R12), Y8
+	VBROADCASTSS (DX)(R13*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VBROADCASTSS (SI)(R13*4), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VBROADCASTSS (DI)(R13*4), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VBROADCASTSS (BX)(R13*4), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	ADDQ         R9, R12
+	INCQ         R13
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R12
+	VMOVUPS Y0, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Y2, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Y4, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Y6, (R12)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, R8
+	SUBQ    $0x08, R10
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+DATA expConstsAVX2<>+0(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+4(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+8(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+12(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+16(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+20(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+24(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+28(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+32(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+36(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+40(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+44(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+48(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+52(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+56(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+60(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+64(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+68(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+72(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+76(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+80(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+84(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+88(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+92(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+96(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+100(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+104(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+108(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+112(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+116(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+120(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+124(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+128(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+132(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+136(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+140(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+144(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+148(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+152(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+156(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+160(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+164(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+168(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+172(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+176(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+180(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+184(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+188(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+192(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+196(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+200(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+204(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+208(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+212(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+216(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+220(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+224(SB)/4, $(0.5)
+DATA expConstsAVX2<>+228(SB)/4, $(0.5)
+DATA expConstsAVX2<>+232(SB)/4, $(0.5)
+DATA expConstsAVX2<>+236(SB)/4, $(0.5)
+DATA expConstsAVX2<>+240(SB)/4, $(0.5)
+DATA expConstsAVX2<>+244(SB)/4, $(0.5)
+DATA expConstsAVX2<>+248(SB)/4, $(0.5)
+DATA expConstsAVX2<>+252(SB)/4, $(0.5)
+DATA expConstsAVX2<>+256(SB)/4, $(1.0)
+DATA expConstsAVX2<>+260(SB)/4, $(1.0)
+DATA expConstsAVX2<>+264(SB)/4, $(1.0)
+DATA expConstsAVX2<>+268(SB)/4, $(1.0)
+DATA expConstsAVX2<>+272(SB)/4, $(1.0)
+DATA expConstsAVX2<>+276(SB)/4, $(1.0)
+DATA expConstsAVX2<>+280(SB)/4, $(1.0)
+DATA expConstsAVX2<>+284(SB)/4, $(1.0)
+DATA expConstsAVX2<>+288(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+292(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+296(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+300(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+304(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+308(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+312(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+316(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+320(SB)/4, $(88.7)
+DATA expConstsAVX2<>+324(SB)/4, $(88.7)
+DATA expConstsAVX2<>+328(SB)/4, $(88.7)
+DATA expConstsAVX2<>+332(SB)/4, $(88.7)
+DATA expConstsAVX2<>+336(SB)/4, $(88.7)
+DATA expConstsAVX2<>+340(SB)/4, $(88.7)
+DATA expConstsAVX2<>+344(SB)/4, $(88.7)
+DATA expConstsAVX2<>+348(SB)/4, $(88.7)
+DATA expConstsAVX2<>+352(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+356(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+360(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+364(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+368(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+372(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+376(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+380(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+384(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+388(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+392(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+396(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+400(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+404(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+408(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+412(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+416(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+420(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+424(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+428(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+432(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+436(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+440(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+444(SB)/4, $0x0000007f
+GLOBL expConstsAVX2<>(SB), RODATA|NOPTR, $448
+
+// func maxAVX2(x *float32, n8 int) float32
+// Requires: AVX, SSE
+TEXT ·maxAVX2(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), AX
+	MOVQ    n8+8(FP), CX
+	VMOVUPS (AX), Y0
+
+loop:
+	VMAXPS       (AX), Y0, Y0
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JNZ          loop
+	VEXTRACTF128 $0x01, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+16(FP)
+	RET
+
+// func expSumAVX2(x *float32, n8 int, sub float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n8+8(FP), CX
+	VBROADCASTSS sub+16(FP), Y8
+	VXORPS       Y9, Y9, Y9
+
+loop:
+	TESTQ        CX, CX
+	JZ           done
+	VMOVUPS      (AX), Y0
+	VSUBPS       Y8, Y0, Y0
+	VMAXPS       expConstsAVX2<>+288(SB), Y0, Y0
+	VMINPS       expConstsAVX2<>+320(SB), Y0, Y0
+	VMULPS       expConstsAVX2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS expConstsAVX2<>+32(SB), Y1, Y0
+	VFNMADD231PS expConstsAVX2<>+64(SB), Y1, Y0
+	VMOVUPS      expConstsAVX2<>+96(SB), Y2
+	VFMADD213PS  expConstsAVX2<>+128(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+160(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+192(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+224(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y0, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSRAD       $0x01, Y1, Y0
+	VPSUBD       Y0, Y1, Y1
+	VPADDD       expConstsAVX2<>+416(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y0, Y2, Y2
+	VPADDD       expConstsAVX2<>+416(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y1, Y2, Y0
+	VMOVUPS      Y0, (AX)
+	VADDPS       Y0, Y9, Y9
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JMP          loop
+
+done:
+	VEXTRACTF128 $0x01, Y9, X1
+	VADDPS       X1, X9, X9
+	VPERMILPD    $0x01, X9, X1
+	VADDPS       X1, X9, X9
+	VMOVSHDUP    X9, X1
+	VADDSS       X1, X9, X9
+	VZEROUPPER
+	MOVSS        X9, ret+24(FP)
+	RET
+
+// func siluMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ gate+8(FP), CX
+	MOVQ up+16(FP), DX
+	MOVQ n8+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Y0
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y0, Y3, Y3
+	VMAXPS       expConstsAVX2<>+288(SB), Y3, Y3
+	VMINPS       expConstsAVX2<>+320(SB), Y3, Y3
+	VMULPS       expConstsAVX2<>+0(SB), Y3, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS expConstsAVX2<>+32(SB), Y1, Y3
+	VFNMADD231PS expConstsAVX2<>+64(SB), Y1, Y3
+	VMOVUPS      expConstsAVX2<>+96(SB), Y2
+	VFMADD213PS  expConstsAVX2<>+128(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+160(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+192(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+224(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSRAD       $0x01, Y1, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPADDD       expConstsAVX2<>+416(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPADDD       expConstsAVX2<>+416(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y1, Y2, Y3
+	VADDPS       expConstsAVX2<>+256(SB), Y3, Y3
+	VDIVPS       Y3, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (AX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	SUBQ         $0x08, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluTanhMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhMulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ gate+8(FP), CX
+	MOVQ up+16(FP), DX
+	MOVQ n8+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Y0
+	VMULPS       Y0, Y0, Y1
+	VMULPS       expConstsAVX2<>+384(SB), Y1, Y1
+	VFMADD213PS  Y0, Y0, Y1
+	VMULPS       expConstsAVX2<>+352(SB), Y1, Y1
+	VADDPS       Y1, Y1, Y1
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y1, Y3, Y3
+	VMAXPS       expConstsAVX2<>+288(SB), Y3, Y3
+	VMINPS       expConstsAVX2<>+320(SB), Y3, Y3
+	VMULPS       expConstsAVX2<>+0(SB), Y3, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS expConstsAVX2<>+32(SB), Y1, Y3
+	VFNMADD231PS expConstsAVX2<>+64(SB), Y1, Y3
+	VMOVUPS      expConstsAVX2<>+96(SB), Y2
+	VFMADD213PS  expConstsAVX2<>+128(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+160(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+192(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+224(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSRAD       $0x01, Y1, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPADDD       expConstsAVX2<>+416(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPADDD       expConstsAVX2<>+416(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y1, Y2, Y3
+	VADDPS       expConstsAVX2<>+256(SB), Y3, Y3
+	VDIVPS       Y3, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (AX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	SUBQ         $0x08, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func mulScaleAVX2(dst *float32, x *float32, w *float32, n8 int, s float32)
+// Requires: AVX
+TEXT ·mulScaleAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         n8+24(FP), BX
+	VBROADCASTSS s+32(FP), Y8
+
+loop:
+	TESTQ  BX, BX
+	JZ     done
+	VMULPS (CX), Y8, Y0
+	TESTQ  DX, DX
+	JZ     store
+	VMULPS (DX), Y0, Y0
+	ADDQ   $0x20, DX
+
+store:
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func addAVX2(dst *float32, a *float32, b *float32, n8 int)
+// Requires: AVX
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ n8+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	SUBQ    $0x08, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func ropeAVX2(x1 *float32, x2 *float32, cos *float32, sin *float32, n8 int)
+// Requires: AVX
+TEXT ·ropeAVX2(SB), NOSPLIT, $0-40
+	MOVQ x1+0(FP), AX
+	MOVQ x2+8(FP), CX
+	MOVQ cos+16(FP), DX
+	MOVQ sin+24(FP), BX
+	MOVQ n8+32(FP), SI
+
+loop:
+	TESTQ   SI, SI
+	JZ      done
+	VMOVUPS (AX), Y0
+	VMOVUPS (CX), Y1
+	VMOVUPS (DX), Y2
+	VMOVUPS (BX), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y6
+	VMULPS  Y3, Y0, Y7
+	VADDPS  Y7, Y6, Y6
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y6, (CX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, SI
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func rowsQ8_1(x *float32, w *byte, ldw int, nb int, y *float32)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, BMI2
 TEXT ·rowsQ8_1(SB), NOSPLIT, $64-40

@@ -839,7 +839,7 @@ func transposeWQ4AVX2(w *byte, nb int, dst *byte)
 //go:noescape
 func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
 
-// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.
+// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows (n16 a multiple of 16).
 //
 //go:noescape
 func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
@@ -923,6 +923,96 @@ func addAVX512(dst *float32, a *float32, b *float32, n16 int)
 //
 //go:noescape
 func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
+
+// bf16ToF32AVX2 converts n8 bfloat16 values (a multiple of 8).
+//
+//go:noescape
+func bf16ToF32AVX2(dst *float32, src *uint16, n8 int)
+
+// dotsAVX2 sets out[r] = dotAVX2(q, k + r*ld bytes, n16) for r < rows (n16 a multiple of 8).
+//
+//go:noescape
+func dotsAVX2(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+
+// axpysF32x1AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
+//
+//go:noescape
+func axpysF32x1AVX2(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+
+// dotsF16x1AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 1, r < rows.
+//
+//go:noescape
+func dotsF16x1AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x1AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
+//
+//go:noescape
+func axpysF16x1AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x2AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 2, r < rows.
+//
+//go:noescape
+func dotsF16x2AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x2AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 2, r < rows, in order.
+//
+//go:noescape
+func axpysF16x2AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x3AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 3, r < rows.
+//
+//go:noescape
+func dotsF16x3AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x3AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 3, r < rows, in order.
+//
+//go:noescape
+func axpysF16x3AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x4AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 4, r < rows.
+//
+//go:noescape
+func dotsF16x4AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x4AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 4, r < rows, in order.
+//
+//go:noescape
+func axpysF16x4AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// maxAVX2 returns the largest of n8 values (n8 >= 8, a multiple of 8).
+//
+//go:noescape
+func maxAVX2(x *float32, n8 int) float32
+
+// expSumAVX2 replaces x[i] with exp(x[i]-sub) and returns their sum.
+//
+//go:noescape
+func expSumAVX2(x *float32, n8 int, sub float32) float32
+
+// siluMulAVX2 computes dst = gate*sigmoid(gate)*up.
+//
+//go:noescape
+func siluMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+
+// geluTanhMulAVX2 computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.
+//
+//go:noescape
+func geluTanhMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+
+// mulScaleAVX2 computes dst = x*s*w (w may be nil: dst = x*s).
+//
+//go:noescape
+func mulScaleAVX2(dst *float32, x *float32, w *float32, n8 int, s float32)
+
+// addAVX2 computes dst = a + b.
+//
+//go:noescape
+func addAVX2(dst *float32, a *float32, b *float32, n8 int)
+
+// ropeAVX2 rotates n8 pairs (x1[i], x2[i]) by the angles of cos and sin (see genRoPE).
+//
+//go:noescape
+func ropeAVX2(x1 *float32, x2 *float32, cos *float32, sin *float32, n8 int)
 
 // rowsQ8_1 computes block-quantized dot products (see genQRows).
 //

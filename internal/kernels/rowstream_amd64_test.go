@@ -5,6 +5,8 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -58,21 +60,51 @@ func testRowStream(t *testing.T, ts tileSet) {
 	}
 }
 
-// ropeAVX512 rounds like ropeGeneric: bit-identical rotations, tails included.
-func TestRoPEAVX512EqualsGenericBitForBit(t *testing.T) {
-	if !useAVX512 {
-		t.Skip("needs AVX-512")
-	}
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, h := range []int{16, 32, 40, 64, 100} {
-		x1, x2, c, s := randVec(rng, h), randVec(rng, h), randVec(rng, h), randVec(rng, h)
-		a1, a2 := append([]float32(nil), x1...), append([]float32(nil), x2...)
-		rope(x1, x2, c, s)
-		ropeGeneric(a1, a2, c, s)
-		for i := range h {
-			if math.Float32bits(x1[i]) != math.Float32bits(a1[i]) || math.Float32bits(x2[i]) != math.Float32bits(a2[i]) {
-				t.Fatalf("h %d [%d]: (%g, %g), generic (%g, %g)", h, i, x1[i], x2[i], a1[i], a2[i])
+// rope<suffix> rounds like ropeGeneric: bit-identical rotations, tails
+// included, on every route.
+func TestRoPEEqualsGenericBitForBitOnEveryRoute(t *testing.T) {
+	for _, r := range Routes() {
+		onRoute(t, r, func() {
+			rng := rand.New(rand.NewPCG(11, 12))
+			for _, h := range []int{8, 16, 32, 40, 64, 100} {
+				x1, x2, c, s := randVec(rng, h), randVec(rng, h), randVec(rng, h), randVec(rng, h)
+				a1, a2 := append([]float32(nil), x1...), append([]float32(nil), x2...)
+				rope(x1, x2, c, s)
+				ropeGeneric(a1, a2, c, s)
+				for i := range h {
+					if math.Float32bits(x1[i]) != math.Float32bits(a1[i]) || math.Float32bits(x2[i]) != math.Float32bits(a2[i]) {
+						t.Fatalf("%s h %d [%d]: (%g, %g), generic (%g, %g)", r, h, i, x1[i], x2[i], a1[i], a2[i])
+					}
+				}
 			}
+		})
+	}
+}
+
+// The AVX2 exp (VROUNDPS, and 2^n built in two halves) equals the AVX-512
+// one (VRNDSCALEPS, VSCALEFPS) bit for bit over the whole clamped range,
+// subnormal results included: softmax and the gated activations agree
+// between the routes.
+func TestExpAVX2EqualsAVX512BitForBit(t *testing.T) {
+	if !slicesContainsPrefix(Routes(), "avx512") || !hasAVX2 {
+		t.Log("needs a CPU with both AVX-512 and AVX2")
+		return
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	x := make([]float32, 4096)
+	for i := range x {
+		x[i] = float32(-110 + 200*rng.Float64())
+	}
+	x[0], x[1], x[2], x[3] = -104, 88.7, -87.5, 0
+	for i := 4; i < 64; i++ {
+		x[i] = float32(-103 + 0.25*float64(i)) // exp near and below the smallest normal
+	}
+	a, b := slices.Clone(x), slices.Clone(x)
+	expSumAVX512(&a[0], len(a), 0) // (the sums add in different orders)
+	expSumAVX2(&b[0], len(b), 0)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("exp(%g): AVX2 %g, AVX-512 %g", x[i], b[i], a[i])
 		}
 	}
 }
@@ -119,4 +151,8 @@ func testQuantStreamAVX2(t *testing.T) {
 			}
 		}
 	}
+}
+
+func slicesContainsPrefix(s []string, prefix string) bool {
+	return slices.ContainsFunc(s, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }

@@ -69,15 +69,24 @@ func main() {
 	genRowStreamQ(avx2, "Q4")
 	genI8()
 
-	// AVX-512 only.
-	genBF16ToF32(avx512)
-	genDots()
-	genAxpysN("axpysF32x1", 1, false)
-	for nq := 1; nq <= 4; nq++ {
-		genDotsF16N(nq)
-		genAxpysN(fmt.Sprintf("axpysF16x%d", nq), nq, true)
+	// The row kernels of both ISAs (emitted after the others, which kept
+	// their place in the file when AVX2 gained these).
+	for _, f := range []struct {
+		s            isa
+		dotF16Chains int
+	}{{avx512, 2}, {avx2, 1}} {
+		s := f.s
+		genBF16ToF32(s)
+		genDots(s)
+		genAxpysN(s, "axpysF32x1"+s.matSuffix, 1, false)
+		for nq := 1; nq <= 4; nq++ {
+			genDotsF16N(s, nq, f.dotF16Chains)
+			genAxpysN(s, fmt.Sprintf("axpysF16x%d%s", nq, s.matSuffix), nq, true)
+		}
+		genElementwise(s)
 	}
-	genElementwise()
+
+	// AVX-512 only.
 	for nr := 1; nr <= 4; nr++ {
 		genQRows("Q8", nr)
 		genQRows("Q4", nr)

@@ -1,0 +1,79 @@
+//go:build perf && linux && amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+)
+
+// TestPerfRoutes times the matrix products of each x86 route by thread CPU
+// time (one thread; weights of 1 MB, in cache for the products of many
+// rows): GMAC/s of the prefill products (m = 128) and of a few rows, and the
+// GB/s of weights of a decode (m = 1) over 256 MB.
+//
+//	go test -tags perf -run PerfRoutes -v ./internal/kernels
+func TestPerfRoutes(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	time1 := func(f func()) float64 {
+		var d []float64
+		for range 5 {
+			f()
+			n := 0
+			t0 := threadCPU()
+			for threadCPU()-t0 < 40*time.Millisecond {
+				f()
+				n++
+			}
+			d = append(d, (threadCPU()-t0).Seconds()/float64(n))
+		}
+		sort.Float64s(d)
+		return d[2]
+	}
+	const rows, cols = 1024, 1024
+	for _, r := range Routes() {
+		if r == "generic" {
+			continue
+		}
+		onRoute(t, r, func() {
+			p := NewPool(1)
+			defer p.Close()
+			for _, typ := range []WeightType{F32, F16, Q8, Q4} {
+				w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: make([]byte, rows*typ.RowBytes(cols))}
+				Quantize(typ, w.Data, randVec(rng, rows*cols), rows, cols)
+				line := fmt.Sprintf("%-11s %-3v", r, typ)
+				for _, m := range []int{128, 8, 4, 2, 1} {
+					x, y := randVec(rng, m*cols), make([]float32, m*rows)
+					d := time1(func() { p.MatMul(y, x, m, w, nil) })
+					line += fmt.Sprintf("  m=%d %6.1f GMAC/s", m, float64(m*rows*cols)/d/1e9)
+				}
+				big := Matrix{Type: typ, Rows: 3072, Cols: cols}
+				nmat := (256 << 20) / (3072 * typ.RowBytes(cols))
+				data := make([]byte, nmat*3072*typ.RowBytes(cols))
+				Quantize(typ, data[:3072*typ.RowBytes(cols)], randVec(rng, 3072*cols), 3072, cols)
+				for i := 1; i < nmat; i++ {
+					copy(data[i*len(data)/nmat:], data[:len(data)/nmat])
+				}
+				x, y := randVec(rng, cols), make([]float32, 3072)
+				var d []float64
+				for range 3 {
+					t0 := threadCPU()
+					for i := range nmat {
+						big.Data = data[i*len(data)/nmat : (i+1)*len(data)/nmat]
+						p.MatMul(y, x, 1, big, nil)
+					}
+					d = append(d, (threadCPU() - t0).Seconds())
+				}
+				sort.Float64s(d)
+				line += fmt.Sprintf("  m=1 (256 MB) %5.1f GB/s", float64(len(data))/d[1]/1e9)
+				fmt.Println(line)
+			}
+		})
+	}
+}
