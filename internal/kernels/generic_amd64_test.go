@@ -16,6 +16,7 @@ func TestEveryRoute(t *testing.T) {
 				t.Run("f16", TestF16SliceConversionsMatchScalar)
 				t.Run("rmsnorm", TestRMSNormMatchesReference)
 				t.Run("softmax", TestSoftmaxMatchesReference)
+				t.Run("softmax-padding", TestSoftmaxIgnoresLeadingMaskedEntries)
 				t.Run("rope", TestRoPEMatchesReference)
 				t.Run("batched", TestBatchedRowKernels)
 				t.Run("multiquery", TestMultiQueryKernels)
