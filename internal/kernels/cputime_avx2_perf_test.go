@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -75,5 +76,62 @@ func TestPerfRoutes(t *testing.T) {
 				fmt.Println(line)
 			}
 		})
+	}
+}
+
+// TestPerfTileAVX2 times the largest AVX2 float tile alone, its operands in
+// L1 (k = 1024): GFLOP/s per thread CPU-second, best of 9.
+func TestPerfTileAVX2(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const k = 1024
+	ts := tilesAVX2
+	x, w, y := randVec(rng, ts.m*k), randVec(rng, ts.n*k), make([]float32, 64)
+	f := ts.f[0][ts.m-1][ts.n-1]
+	best := 0.0
+	for range 9 {
+		n := 0
+		t0 := threadCPU()
+		for threadCPU()-t0 < 20*time.Millisecond {
+			for range 100 {
+				f(&x[0], k, f32Bytes(&w[0]), 4*k, k, &y[0], 8)
+			}
+			n += 100
+		}
+		best = max(best, 2*float64(ts.m*ts.n*k*n)/(threadCPU()-t0).Seconds()/1e9)
+	}
+	fmt.Printf("tileF32AVX2_%dx%d k=%d: %.1f GFLOP/s\n", ts.m, ts.n, k, best)
+}
+
+var perfGroups = flag.Int("perf-groups", 0, "TestPerfI8TileAVX2: groups of 8 blocks per row (0: 4, as 1024 columns)")
+
+// TestPerfI8TileAVX2 times each route's largest int8 tiles alone, operands
+// in L1 (1024 columns: 4 groups): GMAC/s per thread CPU-second, best of 9.
+func TestPerfI8TileAVX2(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ng := 4
+	if *perfGroups > 0 {
+		ng = *perfGroups
+	}
+	xg, wt, y := make([]byte, 4*ng*i8XGroup), make([]byte, 3*ng*i8WGroup), make([]float32, 64)
+	for name, k := range map[string]*i8Kernels{"avx2": &i8AVX2, "avx2+vnni": &i8AVXVNNI} {
+		for q, ts := range k.tiles {
+			f := ts.f[ts.m-1][ts.n-1]
+			best := 0.0
+			for range 9 {
+				n := 0
+				t0 := threadCPU()
+				for threadCPU()-t0 < 20*time.Millisecond {
+					for range 100 {
+						f(&xg[0], ng*i8XGroup, &wt[0], ng*i8WGroup, ng, &y[0], 8)
+					}
+					n += 100
+				}
+				best = max(best, float64(ts.m*ts.n*ng*256*n)/(threadCPU()-t0).Seconds()/1e9)
+			}
+			fmt.Printf("%s %s tile %dx%d: %.1f GMAC/s\n", name, []string{"q8", "q4"}[q], ts.m, ts.n, best)
+		}
 	}
 }
