@@ -135,3 +135,51 @@ func TestPerfI8TileAVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfI8BatchSweep is the int8 product of a few rows (a batched decode
+// step) over 256 MB of weights (memory, not cache), one thread, on each
+// route without AVX-512: CPU ns per weight row of 1024 columns (all input
+// rows together), the row streams' passes against the tiles.
+func TestPerfI8BatchSweep(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 3072, 1024
+	for _, typ := range []WeightType{Q8, Q4} {
+		rb := typ.RowBytes(cols)
+		nmat := (256 << 20) / (rows * rb)
+		data := make([]byte, nmat*rows*rb)
+		Quantize(typ, data[:rows*rb], randVec(rng, rows*cols), rows, cols)
+		for i := 1; i < nmat; i++ {
+			copy(data[i*rows*rb:], data[:rows*rb])
+		}
+		for _, r := range avx2Routes() {
+			onRoute(t, r, func() {
+				p := NewPool(1)
+				defer p.Close()
+				for _, m := range []int{1, 2, 3, 4, 8} {
+					x, y := randVec(rng, m*cols), make([]float32, m*rows)
+					line := fmt.Sprintf("%-9s %v m=%d", r, typ, m)
+					for _, smax := range []int{8, 1} {
+						if m == 1 && smax == 1 {
+							continue
+						}
+						defer func(old int) { i8StreamMax = old }(i8StreamMax)
+						i8StreamMax = smax
+						var d []float64
+						for range 3 {
+							t0 := threadCPU()
+							for i := range nmat {
+								p.MatMul(y, x, m, Matrix{Type: typ, Rows: rows, Cols: cols, Data: data[i*rows*rb : (i+1)*rows*rb]}, nil)
+							}
+							d = append(d, (threadCPU() - t0).Seconds())
+						}
+						sort.Float64s(d)
+						line += fmt.Sprintf("  %s %6.1f ns/row", map[int]string{8: "stream", 1: "tiles"}[smax], d[1]/float64(nmat*rows)*1e9)
+					}
+					fmt.Println(line)
+				}
+			})
+		}
+	}
+}

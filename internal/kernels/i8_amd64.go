@@ -28,11 +28,11 @@ const (
 
 // i8StreamMax is the most input rows that take the row stream (once per
 // row); i8PassBytes bounds the weight rows each pass covers, so that the
-// passes after the first read them from L1.
-const (
-	i8StreamMax = 2
-	i8PassBytes = 16 << 10
-)
+// passes after the first read them from L1. (A variable: tests and
+// benchmarks compare the stream with the tiles.)
+var i8StreamMax = 2
+
+const i8PassBytes = 16 << 10
 
 type i8TileFunc func(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
 
