@@ -183,3 +183,31 @@ func TestPerfI8BatchSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfFloatShapes times f32 prefill products (m = 128) of Qwen3-0.6B's
+// shapes on the route in use, one thread: GFLOP/s per thread CPU-second.
+func TestPerfFloatShapes(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	p := NewPool(1)
+	defer p.Close()
+	const m = 128
+	for _, s := range []struct{ rows, cols int }{{2048, 1024}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {1024, 2048}} {
+		w := Matrix{Type: F32, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*F32.RowBytes(s.cols))}
+		Quantize(F32, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
+		x, y := randVec(rng, m*s.cols), make([]float32, m*s.rows)
+		var d []float64
+		for range 3 {
+			n := 0
+			t0 := threadCPU()
+			for threadCPU()-t0 < 200*time.Millisecond { // the clock ticks in ms
+				p.MatMul(y, x, m, w, nil)
+				n++
+			}
+			d = append(d, (threadCPU()-t0).Seconds()/float64(n))
+		}
+		sort.Float64s(d)
+		fmt.Printf("%s f32 m=%d %dx%d: %.1f GFLOP/s\n", Route(), m, s.rows, s.cols, 2*float64(m*s.rows*s.cols)/d[1]/1e9)
+	}
+}

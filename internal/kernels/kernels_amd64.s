@@ -10016,6 +10016,834 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func tileF32AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_1x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	MOVQ    k8+32(FP), DX
+	SHLQ    $0x02, DX
+	XORQ    BX, BX
+	VXORPS  Y0, Y0, Y0
+	MOVQ    acc+40(FP), SI
+	MOVQ    flags+48(FP), DI
+	TESTQ   $0x00000001, DI
+	JZ      fresh
+	VMOVUPS (SI), Y0
+
+fresh:
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VMOVUPS     (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x20, BX
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (SI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_1x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), DX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x02, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (CX)(SI*1), Y12
+	VMOVUPS     (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_1x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), BX
+	LEAQ    (BX)(DX*1), DX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x02, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (CX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_2x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x02, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_2x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), BX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x02, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (DX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_2x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), SI
+	LEAQ    (SI)(BX*1), BX
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x02, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (DX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_3x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x02, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*1), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_3x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), SI
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x02, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (BX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*1), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_3x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), DI
+	LEAQ    (DI)(SI*1), SI
+	MOVQ    k8+32(FP), R8
+	SHLQ    $0x02, R8
+	XORQ    R9, R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	MOVQ    acc+40(FP), R10
+	MOVQ    flags+48(FP), R11
+	TESTQ   $0x00000001, R11
+	JZ      fresh
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS 128(R10), Y4
+	VMOVUPS 160(R10), Y5
+	VMOVUPS 192(R10), Y6
+	VMOVUPS 224(R10), Y7
+	VMOVUPS 256(R10), Y8
+
+fresh:
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VMOVUPS     (BX)(R9*1), Y12
+	VMOVUPS     (DI)(R9*1), Y13
+	VMOVUPS     (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*1), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x20, R9
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
 // func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 // Requires: AVX, FMA3, MMX+
 TEXT ·rowStreamF32AVX2(SB), NOSPLIT, $0-48
@@ -10662,6 +11490,834 @@ loop:
 reduce:
 	MOVQ         y+40(FP), AX
 	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_1x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	MOVQ    k8+32(FP), DX
+	SHLQ    $0x01, DX
+	XORQ    BX, BX
+	VXORPS  Y0, Y0, Y0
+	MOVQ    acc+40(FP), SI
+	MOVQ    flags+48(FP), DI
+	TESTQ   $0x00000001, DI
+	JZ      fresh
+	VMOVUPS (SI), Y0
+
+fresh:
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VCVTPH2PS   (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (SI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_1x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), DX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(SI*1), Y12
+	VCVTPH2PS   (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_1x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), BX
+	LEAQ    (BX)(DX*1), DX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (CX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VCVTPH2PS   (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_2x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_2x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), BX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (DX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_2x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), SI
+	LEAQ    (SI)(BX*1), BX
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (DX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VCVTPH2PS   (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_3x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_3x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), SI
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (BX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_3x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), DI
+	LEAQ    (DI)(SI*1), SI
+	MOVQ    k8+32(FP), R8
+	SHLQ    $0x01, R8
+	XORQ    R9, R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	MOVQ    acc+40(FP), R10
+	MOVQ    flags+48(FP), R11
+	TESTQ   $0x00000001, R11
+	JZ      fresh
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS 128(R10), Y4
+	VMOVUPS 160(R10), Y5
+	VMOVUPS 192(R10), Y6
+	VMOVUPS 224(R10), Y7
+	VMOVUPS 256(R10), Y8
+
+fresh:
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VCVTPH2PS   (BX)(R9*1), Y12
+	VCVTPH2PS   (DI)(R9*1), Y13
+	VCVTPH2PS   (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
 	SHLQ         $0x02, CX
 	VEXTRACTF128 $0x01, Y0, X15
 	VADDPS       X15, X0, X0
@@ -11404,6 +13060,852 @@ loop:
 reduce:
 	MOVQ         y+40(FP), AX
 	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_1x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	MOVQ    k8+32(FP), DX
+	SHLQ    $0x01, DX
+	XORQ    BX, BX
+	VXORPS  Y0, Y0, Y0
+	MOVQ    acc+40(FP), SI
+	MOVQ    flags+48(FP), DI
+	TESTQ   $0x00000001, DI
+	JZ      fresh
+	VMOVUPS (SI), Y0
+
+fresh:
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VPMOVZXWD   (CX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (SI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_1x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), DX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (CX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DX)(SI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_1x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), BX
+	LEAQ    (BX)(DX*1), DX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (CX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (DX)(DI*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_2x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (DX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_2x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), BX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (DX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_2x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), SI
+	LEAQ    (SI)(BX*1), BX
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (DX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (BX)(R8*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_3x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (BX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_3x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), SI
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (BX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_3x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), DI
+	LEAQ    (DI)(SI*1), SI
+	MOVQ    k8+32(FP), R8
+	SHLQ    $0x01, R8
+	XORQ    R9, R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	MOVQ    acc+40(FP), R10
+	MOVQ    flags+48(FP), R11
+	TESTQ   $0x00000001, R11
+	JZ      fresh
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS 128(R10), Y4
+	VMOVUPS 160(R10), Y5
+	VMOVUPS 192(R10), Y6
+	VMOVUPS 224(R10), Y7
+	VMOVUPS 256(R10), Y8
+
+fresh:
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VPMOVZXWD   (BX)(R9*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DI)(R9*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (SI)(R9*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
 	SHLQ         $0x02, CX
 	VEXTRACTF128 $0x01, Y0, X15
 	VADDPS       X15, X0, X0

@@ -434,6 +434,51 @@ func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //go:noescape
 func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileF32AVX2C_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
 // rowStreamF32AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
 //go:noescape
@@ -484,6 +529,51 @@ func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //go:noescape
 func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileF16AVX2C_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
 // rowStreamF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
 //go:noescape
@@ -533,6 +623,51 @@ func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32,
 //
 //go:noescape
 func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2C_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
 
 // rowStreamBF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //

@@ -20,6 +20,9 @@ const (
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
+// tileCFunc is a tile's carrying form (see genTile in asmgen).
+type tileCFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, acc *float32, flags int, y *float32, ldy int)
+
 // tileSet is a family of register-tile kernels: up to m inputs × n weight
 // rows, taking a multiple of lanes columns.
 type tileSet struct {
@@ -28,6 +31,11 @@ type tileSet struct {
 	// rows, when set, computes a single input row's products (m = 1) one
 	// weight row after another with the tiles' arithmetic (rowStream*).
 	rows *[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+	// carry, when set, are the tiles' carrying forms: rows longer than kc
+	// columns are taken kc at a time, so that a tile's input and weight
+	// rows stay in L1 (floatTilesCarry).
+	carry *[3][tileM][tileN]tileCFunc
+	kc    int
 }
 
 var (
@@ -49,6 +57,22 @@ var (
 			{tileBF16AVX2_1x1, tileBF16AVX2_1x2, tileBF16AVX2_1x3},
 			{tileBF16AVX2_2x1, tileBF16AVX2_2x2, tileBF16AVX2_2x3},
 			{tileBF16AVX2_3x1, tileBF16AVX2_3x2, tileBF16AVX2_3x3},
+		},
+	}, kc: 1024, carry: &[3][tileM][tileN]tileCFunc{
+		{
+			{tileF32AVX2C_1x1, tileF32AVX2C_1x2, tileF32AVX2C_1x3},
+			{tileF32AVX2C_2x1, tileF32AVX2C_2x2, tileF32AVX2C_2x3},
+			{tileF32AVX2C_3x1, tileF32AVX2C_3x2, tileF32AVX2C_3x3},
+		},
+		{
+			{tileF16AVX2C_1x1, tileF16AVX2C_1x2, tileF16AVX2C_1x3},
+			{tileF16AVX2C_2x1, tileF16AVX2C_2x2, tileF16AVX2C_2x3},
+			{tileF16AVX2C_3x1, tileF16AVX2C_3x2, tileF16AVX2C_3x3},
+		},
+		{
+			{tileBF16AVX2C_1x1, tileBF16AVX2C_1x2, tileBF16AVX2C_1x3},
+			{tileBF16AVX2C_2x1, tileBF16AVX2C_2x2, tileBF16AVX2C_2x3},
+			{tileBF16AVX2C_3x1, tileBF16AVX2C_3x2, tileBF16AVX2C_3x3},
 		},
 	}}
 )
@@ -225,7 +249,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		if useAVX2 && j.w.Type != Q8 && j.w.Type != Q4 {
 			initRows(j.y, j.m, j.w.Rows, j.bias, lo, hi)
 			rb := j.w.Type.RowBytes(j.w.Cols)
-			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
+			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo, &p.scratch[id])
 			return
 		}
 		if j.i8 {
@@ -253,7 +277,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	default:
 		initRows(j.y, m, w.Rows, j.bias, lo, hi)
 		rb := w.Type.RowBytes(w.Cols)
-		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
+		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo, &p.scratch[id])
 	}
 }
 
@@ -295,8 +319,9 @@ var useRowStream = true
 // register tiles of dot products, each weight byte read once per tile. Every
 // output is one dot product whose arithmetic does not depend on m, so a prefill
 // row equals the decode matrix-vector product bit for bit; end to end it is
-// also faster than the packed outer-product GEMM (docs/performance.md).
-func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+// also faster than the packed outer-product GEMM (docs/performance.md). s is
+// the thread's scratch (nil: no carrying tiles).
+func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int, s *workerScratch) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -317,9 +342,19 @@ func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, 
 		}
 		return
 	}
+	carry := ts.carry != nil && s != nil && k16 > ts.kc
+	var acc []float32
+	if carry {
+		// a panel row of tiles' accumulators
+		acc = growFloats(s.buf, (panelRows+ts.n-1)/ts.n*ts.m*ts.n*ts.lanes)
+		s.buf = acc
+	}
 	for jb := 0; jb < n; jb += panelRows {
 		jn := min(panelRows, n-jb)
-		if k16 > 0 {
+		switch {
+		case carry:
+			floatTilesCarry(ts, ti, esize, y[jb:], ldy, x, m, cols, w[jb*ldw:], ldw, jn, k16, acc)
+		case k16 > 0:
 			for i := 0; i < m; i += ts.m {
 				mr := min(ts.m, m-i)
 				for jj := 0; jj < jn; jj += ts.n {
@@ -334,6 +369,30 @@ func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, 
 				for r := jb; r < jb+jn; r++ {
 					y[i*ldy+r] += tailDot(t, xt, w[r*ldw+k16*esize:])
 				}
+			}
+		}
+	}
+}
+
+// floatTilesCarry is floatTiles' panel of jn weight rows for rows longer
+// than ts.kc columns: per group of input rows, the columns kc at a time
+// through every tile of the panel, their accumulators carried in acc.
+func floatTilesCarry(ts tileSet, ti, esize int, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, jn, k16 int, acc []float32) {
+	for i := 0; i < m; i += ts.m {
+		mr := min(ts.m, m-i)
+		for kb := 0; kb < k16; kb += ts.kc {
+			kl := min(ts.kc, k16-kb)
+			flags := 0
+			if kb > 0 {
+				flags |= 1 // continue the sums
+			}
+			if kb+kl == k16 {
+				flags |= 2 // and end them
+			}
+			for jj := 0; jj < jn; jj += ts.n {
+				nr := min(ts.n, jn-jj)
+				a := acc[jj/ts.n*ts.m*ts.n*ts.lanes:]
+				ts.carry[ti][mr-1][nr-1](&x[i*cols+kb], cols, &w[jj*ldw+kb*esize], ldw, kl, &a[0], flags, &y[i*ldy+jj], ldy)
 			}
 		}
 	}

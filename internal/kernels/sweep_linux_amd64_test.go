@@ -54,7 +54,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				for b.Loop() {
 					for _, w := range mats {
-						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows, nil)
 					}
 				}
 			})
@@ -65,7 +65,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				for _, w := range mats {
-					floatTiles(tilesAVX512, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+					floatTiles(tilesAVX512, F32, y, rows, x, 1, cols, w.Data, rb, rows, nil)
 				}
 			}
 		})
@@ -83,7 +83,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				for b.Loop() {
 					for _, w := range mats {
-						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows, nil)
 					}
 				}
 			})
