@@ -211,3 +211,34 @@ func TestPerfFloatShapes(t *testing.T) {
 		fmt.Printf("%s f32 m=%d %dx%d: %.1f GFLOP/s\n", Route(), m, s.rows, s.cols, 2*float64(m*s.rows*s.cols)/d[1]/1e9)
 	}
 }
+
+// TestPerfI8StreamAVX2 times each route's int8 row streams alone on a
+// matrix in L2 (512 rows of 1024 columns): GB/s of weights per thread
+// CPU-second, best of 9 (what the stream could read if memory kept up).
+func TestPerfI8StreamAVX2(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 512, 1024
+	xg, y := make([]byte, 4*i8XGroup), make([]float32, rows)
+	for _, typ := range []WeightType{Q8, Q4} {
+		w := Matrix{Type: typ, Rows: rows, Cols: cols, Data: make([]byte, rows*typ.RowBytes(cols))}
+		Quantize(typ, w.Data, randVec(rng, rows*cols), rows, cols)
+		for name, k := range map[string]*i8Kernels{"avx2": &i8AVX2, "avx2+vnni": &i8AVXVNNI} {
+			f := k.stream[i8Type(typ)]
+			best := 0.0
+			for range 9 {
+				n := 0
+				t0 := threadCPU()
+				for threadCPU()-t0 < 20*time.Millisecond {
+					for range 10 {
+						f(&xg[0], &w.Data[0], typ.RowBytes(cols), cols/BlockSize, &y[0], rows)
+					}
+					n += 10
+				}
+				best = max(best, float64(len(w.Data)*n)/(threadCPU()-t0).Seconds()/1e9)
+			}
+			fmt.Printf("%s %v stream: %.1f GB/s\n", name, typ, best)
+		}
+	}
+}
