@@ -107,9 +107,10 @@ var rowsQ8 = [quantRows]func(x *float32, w *byte, ldw int, nb int, y *float32){r
 var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32){rowsQ4_1, rowsQ4_2, rowsQ4_3, rowsQ4_4}
 
 // prepare readies per-call inputs shared by all threads for the quantized
-// matrix-vector path: with VNNI, x quantized to int8 per block (see
-// prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
-// per-block sums of x.
+// matrix products: on the AVX2 routes x quantized for their int8 kernels
+// (prepareI8); with AVX-512 VNNI, x quantized to int8 per block (see
+// prepareVNNI); with AVX-512 alone, x padded with zeros to whole blocks and
+// (q4) the per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
 	if p.useI8(j.w) {
 		p.prepareI8(j)
