@@ -6,13 +6,19 @@ import (
 )
 
 // dfa is the subset automaton of an nfa, built lazily: a state's successor on a byte is
-// computed the first time it is asked for.
+// computed the first time it is asked for. Its states are a cache bounded by maxBytes: when
+// a new state would pass it, every state is forgotten (their transitions dropped, so that
+// the old states can be freed) and the automaton is built again as it is used, as RE2's
+// DFA does. States held elsewhere (a matcher's current state) stay valid: a state is its
+// set of NFA states, and its transitions are recomputed from the set.
 type dfa struct {
-	n      *nfa
-	states map[string]*dstate // by the sorted NFA state set
-	start  *dstate
-	dead   *dstate // no NFA state: every byte fails
-	full   bool    // MaxDFAStates reached: new states are no longer shared
+	n        *nfa
+	states   map[string]*dstate // by the sorted NFA state set
+	start    *dstate
+	dead     *dstate // no NFA state: every byte fails
+	bytes    int64   // memory of the cached states
+	maxBytes int64
+	flushes  int // times the cache was emptied
 
 	// scratch for closures
 	mark  []uint32
@@ -30,8 +36,12 @@ type dstate struct {
 	bytes  []int32       // NFA states with a byte edge (the only ones a step reads)
 }
 
-func newDFA(n *nfa) *dfa {
-	d := &dfa{n: n, states: map[string]*dstate{}, mark: make([]uint32, len(n.states))}
+// size is about the memory a cached state holds: its set twice (the state and the map's
+// key), its byte-edge states, its transition table and the map entry.
+func (s *dstate) size() int64 { return int64(len(s.set))*12 + 256*8 + 128 }
+
+func newDFA(n *nfa, maxBytes int64) *dfa {
+	d := &dfa{n: n, states: map[string]*dstate{}, mark: make([]uint32, len(n.states)), maxBytes: maxBytes}
 	d.dead = &dstate{}
 	d.dead.next = new([256]*dstate)
 	for i := range d.dead.next {
@@ -39,6 +49,27 @@ func newDFA(n *nfa) *dfa {
 	}
 	d.start = d.closure([]int32{0})
 	return d
+}
+
+// flush forgets every cached state but the start.
+func (d *dfa) flush() {
+	for _, s := range d.states {
+		s.next = nil
+	}
+	clear(d.states)
+	d.flushes++
+	d.bytes = 0
+	d.states[string(d.keyOf(d.start.set))] = d.start
+	d.bytes += d.start.size()
+}
+
+func (d *dfa) keyOf(set []int32) []byte {
+	key := d.key[:0]
+	for _, s := range set {
+		key = binary.LittleEndian.AppendUint32(key, uint32(s))
+	}
+	d.key = key
+	return key
 }
 
 // closure returns the state for the epsilon closure of seeds.
@@ -79,11 +110,7 @@ func (d *dfa) closure(seeds []int32) *dstate {
 		return d.dead
 	}
 	slices.Sort(keep)
-	key := d.key[:0]
-	for _, s := range keep {
-		key = binary.LittleEndian.AppendUint32(key, uint32(s))
-	}
-	d.key = key
+	key := d.keyOf(keep)
 	if st, ok := d.states[string(key)]; ok {
 		return st
 	}
@@ -95,11 +122,12 @@ func (d *dfa) closure(seeds []int32) *dstate {
 			st.bytes = append(st.bytes, s)
 		}
 	}
-	if len(d.states) < MaxDFAStates {
-		d.states[string(key)] = st
-	} else {
-		d.full = true // states past the limit are built again when met again
+	skey := string(key) // flush reuses the key's buffer
+	if d.start != nil && d.bytes+st.size() > d.maxBytes {
+		d.flush()
 	}
+	d.states[skey] = st
+	d.bytes += st.size()
 	return st
 }
 
@@ -119,7 +147,11 @@ func (d *dfa) step(s *dstate, c byte) *dstate {
 	}
 	nx := d.dead
 	if len(seeds) > 0 {
+		flushes := d.flushes
 		nx = d.closure(seeds)
+		if d.flushes != flushes && s.next == nil {
+			return nx // s was forgotten by the flush: do not give it a table again
+		}
 	}
 	s.next[c] = nx
 	return nx

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -11,17 +12,22 @@ import (
 type GBNFError struct {
 	Line   int
 	Reason string
+	Err    error // a *LimitError when the grammar went past a limit
 }
 
 func (e *GBNFError) Error() string { return fmt.Sprintf("gbnf line %d: %s", e.Line, e.Reason) }
 
-// ParseGBNF compiles a grammar in llama.cpp's GBNF notation: rules `name ::= alternatives`,
+func (e *GBNFError) Unwrap() error { return e.Err }
+
+// GBNF compiles a grammar in llama.cpp's GBNF notation: rules `name ::= alternatives`,
 // the start rule named root; "literals" with \n \t \r \" \\ \xHH \uHHHH escapes; character
 // classes [a-z] and negated [^…] (over code points); groups ( … ); repetition *, +, ? and
 // {m}, {m,}, {m,n}; # comments. Rules may recurse; recursion is unrolled a fixed depth (as
-// for JSON Schema references), which keeps every output inside the language.
-func ParseGBNF(src string) (*Grammar, error) {
-	p := &gbnfParser{src: src, line: 1, rules: map[string]*node{}}
+// for JSON Schema references), which keeps every output inside the language. Groups nest at
+// most MaxDepth deep.
+func (c *Compiler) GBNF(src string) (*Grammar, error) {
+	prefix := c.prefix()
+	p := &gbnfParser{src: src, line: 1, rules: map[string]*node{}, prefix: prefix, b: &c.b}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
@@ -33,19 +39,33 @@ func ParseGBNF(src string) (*Grammar, error) {
 			return nil, &GBNFError{Line: p.used[name], Reason: fmt.Sprintf("rule %q is used but not defined", name)}
 		}
 	}
-	return New(ref("root"), p.rules)
+	for name, n := range p.rules {
+		c.rules[prefix+name] = n
+	}
+	return c.Compile(Expr{ref(prefix + "root"), c})
 }
 
 type gbnfParser struct {
-	src   string
-	pos   int
-	line  int
-	rules map[string]*node
-	used  map[string]int // rule name → line of first use
+	src    string
+	pos    int
+	line   int
+	rules  map[string]*node
+	used   map[string]int // rule name → line of first use
+	prefix string         // of the rule names in the compiler
+	b      *budget
+	depth  int // groups open
 }
 
 func (p *gbnfParser) errf(format string, args ...any) error {
 	return &GBNFError{Line: p.line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// limit reports a budget error (a limit, or the context) at the current line.
+func (p *gbnfParser) limit(err error) error {
+	if _, ok := err.(*LimitError); ok {
+		return &GBNFError{Line: p.line, Reason: err.Error(), Err: err}
+	}
+	return err
 }
 
 // space skips blanks and comments; newlines too when nl is set.
@@ -102,6 +122,9 @@ func (p *gbnfParser) parse() error {
 		n, err := p.alternatives(false)
 		if err != nil {
 			return err
+		}
+		if err := p.b.charge(n); err != nil {
+			return p.limit(err)
 		}
 		p.rules[name] = n
 	}
@@ -167,9 +190,13 @@ func (p *gbnfParser) sequence(group bool) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := p.b.charge(item); err != nil {
+			return nil, p.limit(err)
+		}
 		items = append(items, item)
 	}
-	return seq(items...), nil
+	n := seq(items...)
+	return n, p.limit(p.b.charge(n))
 }
 
 func (p *gbnfParser) item(group bool) (*node, error) {
@@ -196,7 +223,12 @@ func (p *gbnfParser) item(group bool) (*node, error) {
 		return p.class()
 	case c == '(':
 		p.pos++
+		p.depth++
+		if err := p.b.depth(p.depth, "( ) groups"); err != nil {
+			return nil, p.limit(err)
+		}
 		n, err := p.alternatives(true)
+		p.depth--
 		if err != nil {
 			return nil, err
 		}
@@ -208,13 +240,13 @@ func (p *gbnfParser) item(group bool) (*node, error) {
 		return n, nil
 	case c == '.':
 		p.pos++
-		return runeClass([]rune{0, '\n' - 1, '\n' + 1, utf8.MaxRune}), nil
+		return utf8Class([]rune{0, '\n' - 1, '\n' + 1, utf8.MaxRune}, p.b), nil
 	case isNameByte(c):
 		name := p.name()
 		if _, ok := p.used[name]; !ok {
 			p.used[name] = p.line
 		}
-		return ref(name), nil
+		return ref(p.prefix + name), nil
 	}
 	return nil, p.errf("unexpected %q", c)
 }
@@ -290,76 +322,50 @@ func (p *gbnfParser) class() (*node, error) {
 	if negate {
 		ranges = complementRanges(ranges)
 	}
-	return utf8Class(ranges), nil
+	n := utf8Class(ranges, p.b)
+	return n, p.limit(p.b.err)
 }
 
-// complementRanges returns the code points (no surrogates) outside the pairs.
+// complementRanges returns the code points outside the pairs (lo, hi, lo, hi, …), as
+// sorted pairs: sorted and merged first, then the gaps between them. Surrogates are left
+// in; utf8Class drops them.
 func complementRanges(pairs []rune) []rune {
-	in := func(r rune) bool {
-		for i := 0; i < len(pairs); i += 2 {
-			if pairs[i] <= r && r <= pairs[i+1] {
-				return true
-			}
-		}
-		return false
+	type span struct{ lo, hi rune }
+	spans := make([]span, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		spans = append(spans, span{pairs[i], pairs[i+1]})
 	}
-	// Sort-free sweep over the boundaries.
+	slices.SortFunc(spans, func(a, b span) int { return int(a.lo - b.lo) })
 	var out []rune
-	start := rune(-1)
-	for r := rune(0); r <= utf8.MaxRune; r++ {
-		if r == 0xD800 {
-			if start >= 0 {
-				out = append(out, start, r-1)
-				start = -1
-			}
-			r = 0xDFFF
-			continue
+	next := rune(0) // the lowest code point not yet covered or emitted
+	for _, sp := range spans {
+		if sp.lo > next {
+			out = append(out, next, sp.lo-1)
 		}
-		if !in(r) {
-			if start < 0 {
-				start = r
-			}
-		} else if start >= 0 {
-			out = append(out, start, r-1)
-			start = -1
-		}
-		if r < 0x10000 || start < 0 {
-			continue
-		}
-		// Above the BMP nothing is typically listed: jump when no pair lies ahead.
-		ahead := false
-		for i := 0; i < len(pairs); i += 2 {
-			if pairs[i+1] > r {
-				ahead = true
-			}
-		}
-		if !ahead {
-			out = append(out, start, utf8.MaxRune)
-			return out
-		}
+		next = max(next, sp.hi+1)
 	}
-	if start >= 0 {
-		out = append(out, start, utf8.MaxRune)
+	if next <= utf8.MaxRune {
+		out = append(out, next, utf8.MaxRune)
 	}
 	return out
 }
 
 // utf8Class is the raw UTF-8 encodings of the code points in the pairs (GBNF matches text,
-// not JSON string content).
-func utf8Class(pairs []rune) *node {
+// not JSON string content), its nodes charged to b as they are made (on a budget error it
+// stops; b.err says why).
+func utf8Class(pairs []rune, b *budget) *node {
 	var kids []*node
-	for i := 0; i+1 < len(pairs); i += 2 {
+	for i := 0; i+1 < len(pairs) && b.err == nil; i += 2 {
 		lo, hi := pairs[i], pairs[i+1]
+		first := len(kids)
 		if lo < 0x80 {
 			kids = append(kids, byteRange(byte(lo), byte(min(hi, 0x7F))))
 		}
 		if hi >= 0x80 {
-			a := max(lo, 0x80)
-			for _, seg := range [][2]rune{{a, min(hi, 0xD7FF)}, {max(a, 0xE000), hi}} {
-				if seg[0] <= seg[1] {
-					kids = append(kids, utf8Range(seg[0], seg[1])...)
-				}
-			}
+			kids = appendUTF8(kids, max(lo, 0x80), hi)
+		}
+		for _, k := range kids[first:] {
+			b.charge(k)
 		}
 	}
 	return alt(kids...)

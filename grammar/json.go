@@ -1,5 +1,7 @@
 package grammar
 
+import "context"
+
 // The JSON lexical grammar, byte by byte. Whitespace is at most one space (after ':' and
 // ','), numbers have bounded digits, strings use the short escapes only: every document
 // this produces is valid JSON and generation always has a way to finish.
@@ -66,12 +68,12 @@ func anyValueRules(rules map[string]*node) {
 
 // AnyJSONObject is the language of JSON objects (response_format {"type": "json_object"}).
 func AnyJSONObject() *Grammar {
-	rules := map[string]*node{}
-	anyValueRules(rules)
+	c, _ := NewCompiler(context.Background(), DefaultLimits)
+	anyValueRules(c.rules)
 	v := ref(anyValueRule)
 	member := seq(jsonString(0, -1), litS(":"), ws(), v)
 	root := seq(litS("{"), opt(list(member, seq(litS(","), ws()))), litS("}"))
-	g, err := New(root, rules)
+	g, err := c.Compile(Expr{root, c})
 	if err != nil {
 		panic("grammar: AnyJSONObject: " + err.Error()) // a fixed grammar: cannot fail
 	}

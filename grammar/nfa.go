@@ -15,173 +15,217 @@ type nstate struct {
 	eps    []int32 // epsilon edges
 }
 
+// bytes is about the memory the automaton holds.
+func (n *nfa) bytes() int64 { return int64(len(n.states)) * stateBytes }
+
 // frag is a piece of automaton under construction: in is its entry, out its exit state
 // (which has no edges yet).
 type frag struct{ in, out int32 }
 
 type nfaBuilder struct {
 	n     *nfa
+	b     *budget
 	rules map[string]*node
-	depth map[string]int
-	err   error
+	depth map[string]int // per rule: how many of its expansions enclose this point
+	nest  int            // expressions enclosing this point, rules expanded
 }
 
 // compileNFA builds the automaton of root, inlining rule references; a rule that recurses
-// deeper than recursionDepth contributes no strings at that depth.
-func compileNFA(root *node, rules map[string]*node) (*nfa, error) {
-	b := &nfaBuilder{n: &nfa{}, rules: rules, depth: map[string]int{}}
-	f := b.build(root)
+// deeper than recursionDepth contributes no strings at that depth. States are counted
+// against the budget as they are made.
+func compileNFA(root *node, rules map[string]*node, b *budget) (*nfa, error) {
+	nb := &nfaBuilder{n: &nfa{}, b: b, rules: rules, depth: map[string]int{}}
+	start := nb.state()
+	f := nb.build(root)
+	nb.eps(start, f.in)
 	if b.err != nil {
 		return nil, b.err
 	}
-	b.n.accept = f.out
-	// Move the entry to state 0 by an epsilon edge from a fresh first state: simpler to
-	// reserve it first.
-	n := b.n
-	if f.in != 0 {
-		n.states = append([]nstate{{next: -1, eps: []int32{f.in + 1}}}, n.states...)
-		for i := 1; i < len(n.states); i++ {
-			s := &n.states[i]
-			if s.next >= 0 {
-				s.next++
-			}
-			for j := range s.eps {
-				s.eps[j]++
-			}
-		}
-		n.accept++
-	}
-	if !n.canEnd() {
+	nb.n.accept = f.out
+	if !nb.n.canEnd() {
 		return nil, ErrNoEnd
 	}
-	return n, nil
+	return nb.n, nil
 }
 
-func (b *nfaBuilder) state() int32 {
-	if len(b.n.states) >= MaxNFAStates {
-		if b.err == nil {
-			b.err = fmt.Errorf("%w: over %d automaton states", ErrTooLarge, MaxNFAStates)
-		}
+func (nb *nfaBuilder) state() int32 {
+	b := nb.b
+	if b.err != nil {
 		return 0
 	}
-	b.n.states = append(b.n.states, nstate{next: -1})
-	return int32(len(b.n.states) - 1)
+	if b.states >= b.lim.MaxStates {
+		b.fail(&LimitError{Limit: "MaxStates", Max: int64(b.lim.MaxStates), What: "automaton states"})
+		return 0
+	}
+	if b.spend(1) != nil {
+		return 0
+	}
+	b.states++
+	nb.n.states = append(nb.n.states, nstate{next: -1})
+	return int32(len(nb.n.states) - 1)
 }
 
-func (b *nfaBuilder) eps(from, to int32) {
-	if b.err == nil {
-		b.n.states[from].eps = append(b.n.states[from].eps, to)
+func (nb *nfaBuilder) eps(from, to int32) {
+	if nb.b.err == nil {
+		nb.n.states[from].eps = append(nb.n.states[from].eps, to)
 	}
 }
 
-func (b *nfaBuilder) build(n *node) frag {
-	if b.err != nil {
+// edge sets the byte edge lo..hi of from.
+func (nb *nfaBuilder) edge(from int32, lo, hi byte, to int32) {
+	if nb.b.err == nil {
+		s := &nb.n.states[from]
+		s.lo, s.hi, s.next = lo, hi, to
+	}
+}
+
+func (nb *nfaBuilder) build(n *node) frag {
+	if nb.b.err != nil {
+		return frag{}
+	}
+	nb.nest++
+	defer func() { nb.nest-- }()
+	if nb.nest > maxExpandDepth {
+		nb.b.fail(&LimitError{Limit: "MaxDepth", Max: maxExpandDepth, What: "nesting of the expression with its rules expanded"})
 		return frag{}
 	}
 	switch n.kind {
 	case kEmpty:
-		s := b.state()
+		s := nb.state()
 		return frag{s, s}
 	case kFail:
-		return frag{b.state(), b.state()} // no edge joins them
+		return frag{nb.state(), nb.state()} // no edge joins them
 	case kLit:
-		in := b.state()
+		in := nb.state()
 		cur := in
 		for _, c := range n.lit {
-			nx := b.state()
-			if b.err != nil {
-				return frag{}
-			}
-			b.n.states[cur].lo, b.n.states[cur].hi, b.n.states[cur].next = c, c, nx
+			nx := nb.state()
+			nb.edge(cur, c, c, nx)
 			cur = nx
 		}
 		return frag{in, cur}
 	case kClass:
-		in, out := b.state(), b.state()
+		if len(n.ranges) == 1 {
+			in, out := nb.state(), nb.state()
+			nb.edge(in, n.ranges[0][0], n.ranges[0][1], out)
+			return frag{in, out}
+		}
+		in, out := nb.state(), nb.state()
 		for _, r := range n.ranges {
-			s, t := b.state(), b.state()
-			if b.err != nil {
-				return frag{}
-			}
-			b.n.states[s].lo, b.n.states[s].hi, b.n.states[s].next = r[0], r[1], t
-			b.eps(in, s)
-			b.eps(t, out)
+			s, t := nb.state(), nb.state()
+			nb.edge(s, r[0], r[1], t)
+			nb.eps(in, s)
+			nb.eps(t, out)
 		}
 		return frag{in, out}
 	case kSeq:
-		f := b.build(n.kids[0])
+		f := nb.build(n.kids[0])
 		for _, k := range n.kids[1:] {
-			g := b.build(k)
-			b.eps(f.out, g.in)
+			g := nb.build(k)
+			nb.eps(f.out, g.in)
 			f.out = g.out
 		}
 		return f
 	case kAlt:
-		in, out := b.state(), b.state()
+		in, out := nb.state(), nb.state()
 		for _, k := range n.kids {
-			g := b.build(k)
-			b.eps(in, g.in)
-			b.eps(g.out, out)
+			g := nb.build(k)
+			nb.eps(in, g.in)
+			nb.eps(g.out, out)
 		}
 		return frag{in, out}
 	case kRep:
-		return b.repeat(n.kids[0], n.min, n.max)
+		return nb.repeat(n.kids[0], n.min, n.max)
 	case kList:
-		item := b.build(n.kids[0])
-		sep := b.build(n.kids[1])
-		out := b.state()
-		b.eps(item.out, out)
-		b.eps(item.out, sep.in)
-		b.eps(sep.out, item.in)
+		item := nb.build(n.kids[0])
+		sep := nb.build(n.kids[1])
+		out := nb.state()
+		nb.eps(item.out, out)
+		nb.eps(item.out, sep.in)
+		nb.eps(sep.out, item.in)
 		return frag{item.in, out}
+	case kMembers:
+		return nb.members(n)
 	case kRef:
-		r, ok := b.rules[n.ref]
+		r, ok := nb.rules[n.ref]
 		if !ok {
-			b.err = fmt.Errorf("grammar: rule %q is not defined", n.ref)
+			nb.b.fail(fmt.Errorf("grammar: rule %q is not defined", n.ref))
 			return frag{}
 		}
-		if b.depth[n.ref] >= recursionDepth {
-			return b.build(fail())
+		if nb.depth[n.ref] >= recursionDepth {
+			return nb.build(fail())
 		}
-		b.depth[n.ref]++
-		f := b.build(r)
-		b.depth[n.ref]--
+		nb.depth[n.ref]++
+		f := nb.build(r)
+		nb.depth[n.ref]--
 		return f
 	}
-	b.err = fmt.Errorf("grammar: bad node kind %d", n.kind)
+	nb.b.fail(fmt.Errorf("grammar: bad node kind %d", n.kind))
 	return frag{}
 }
 
 // repeat builds min mandatory copies, then max-min optional ones (nested, so that a later
 // copy needs the earlier), or a loop when max is unbounded.
-func (b *nfaBuilder) repeat(k *node, min, max int) frag {
-	in := b.state()
+func (nb *nfaBuilder) repeat(k *node, min, max int) frag {
+	in := nb.state()
 	f := frag{in, in}
-	for i := 0; i < min; i++ {
-		g := b.build(k)
-		b.eps(f.out, g.in)
+	for i := 0; i < min && nb.b.err == nil; i++ {
+		g := nb.build(k)
+		nb.eps(f.out, g.in)
 		f.out = g.out
 	}
 	switch {
 	case max < 0:
-		g := b.build(k)
-		loop := b.state()
-		b.eps(f.out, loop)
-		b.eps(loop, g.in)
-		b.eps(g.out, loop)
+		g := nb.build(k)
+		loop := nb.state()
+		nb.eps(f.out, loop)
+		nb.eps(loop, g.in)
+		nb.eps(g.out, loop)
 		f.out = loop
 	case max > min:
-		out := b.state()
-		for i := min; i < max && b.err == nil; i++ {
-			g := b.build(k)
-			b.eps(f.out, g.in)
-			b.eps(f.out, out)
+		out := nb.state()
+		for i := min; i < max && nb.b.err == nil; i++ {
+			g := nb.build(k)
+			nb.eps(f.out, g.in)
+			nb.eps(f.out, out)
 			f.out = g.out
 		}
-		b.eps(f.out, out)
+		nb.eps(f.out, out)
 		f.out = out
 	}
 	return f
+}
+
+// members builds a JSON object's members m0, m1, … in order, separated by the separator,
+// each optional unless required, with one copy of each member. Before member i there are
+// two states, from the last one back:
+//
+//	none(i) = m_i some(i+1) | none(i+1)        no member yet: m_i takes no separator
+//	some(i) = sep m_i some(i+1) | some(i+1)    a member before: m_i takes one
+//
+// (the second alternative only when m_i is optional). Both reach m_i's one copy, which
+// goes on to some(i+1) either way, so the automaton is linear in the members; spelling
+// "the first present member takes no separator" out as alternatives needs a copy of every
+// later member per optional one, N² in all.
+func (nb *nfaBuilder) members(n *node) frag {
+	kvs, sep := n.kids[:len(n.kids)-1], n.kids[len(n.kids)-1]
+	out := nb.state()
+	none, some := out, out // none(len), some(len): nothing more
+	for i := len(kvs) - 1; i >= 0 && nb.b.err == nil; i-- {
+		m := nb.build(kvs[i])
+		nb.eps(m.out, some)
+		n0, s0 := nb.state(), nb.state()
+		nb.eps(n0, m.in)
+		sp := nb.build(sep)
+		nb.eps(s0, sp.in)
+		nb.eps(sp.out, m.in)
+		if !n.required[i] {
+			nb.eps(n0, none)
+			nb.eps(s0, some)
+		}
+		none, some = n0, s0
+	}
+	return frag{none, out}
 }
 
 // canEnd reports whether the accept state is reachable from the start.

@@ -1,11 +1,14 @@
 package grammar
 
-// node is a byte-level grammar expression.
+// node is a byte-level grammar expression. Trees may share subtrees (a DAG); the automaton
+// builder expands them.
 type node struct {
 	kind     nodeKind
+	counted  bool      // charged to a budget already
 	lit      []byte    // kLit
 	ranges   [][2]byte // kClass: inclusive byte ranges
-	kids     []*node   // kSeq, kAlt, kRep (one kid)
+	kids     []*node   // kSeq, kAlt, kRep (one kid), kList (item, separator), kMembers (members, separator)
+	required []bool    // kMembers: whether member i must be present
 	min, max int       // kRep: bounds; max < 0 is unbounded
 	ref      string    // kRef: a rule name
 }
@@ -21,7 +24,8 @@ const (
 	kAlt
 	kRep
 	kRef
-	kList // kids[0] (kids[1] kids[0])*, with one copy of each
+	kList    // kids[0] (kids[1] kids[0])*, with one copy of each
+	kMembers // the members of a JSON object, in order, each optional unless required
 )
 
 func lit(b []byte) *node       { return &node{kind: kLit, lit: b} }
@@ -62,17 +66,11 @@ func star(n *node) *node              { return rep(n, 0, -1) }
 // of item (a recursive item stays linear in size).
 func list(item, sep *node) *node { return &node{kind: kList, kids: []*node{item, sep}} }
 
-// renamed returns a copy whose rule references carry prefix.
-func (n *node) renamed(prefix string) *node {
-	c := *n
-	if n.kind == kRef {
-		c.ref = prefix + n.ref
-	}
-	if len(n.kids) > 0 {
-		c.kids = make([]*node, len(n.kids))
-		for i, k := range n.kids {
-			c.kids[i] = k.renamed(prefix)
-		}
-	}
-	return &c
+// members is the inside of a JSON object whose members come in this order, separated by
+// sep, each one optional unless required. The automaton shares the tails after each
+// member, so that it grows linearly with the members: spelling out "the first present
+// member takes no comma" as alternatives needs a copy of every later member per optional
+// one, N² in all.
+func members(kvs []*node, required []bool, sep *node) *node {
+	return &node{kind: kMembers, kids: append(kvs[:len(kvs):len(kvs)], sep), required: required}
 }

@@ -10,13 +10,11 @@ import (
 // patternNode compiles a JSON Schema pattern into the content of a JSON string (without
 // the quotes): the characters it matches, escaped as JSON requires. JSON Schema patterns
 // are unanchored: without ^ and $ any text may come before and after a match.
-func patternNode(re, path string) (*node, error) {
+func patternNode(re, path string, b *budget) (*node, error) {
 	p, err := syntax.Parse(re, syntax.Perl)
 	if err != nil {
 		return nil, &SchemaError{Path: path, Keyword: "pattern", Reason: err.Error()}
 	}
-	p = p.Simplify()
-	anyText := star(jsonChar())
 	startAnchored, endAnchored := false, false
 	if p.Op == syntax.OpConcat && len(p.Sub) > 0 {
 		if p.Sub[0].Op == syntax.OpBeginText || p.Sub[0].Op == syntax.OpBeginLine {
@@ -26,33 +24,55 @@ func patternNode(re, path string) (*node, error) {
 			endAnchored, p.Sub = true, p.Sub[:n-1]
 		}
 	}
-	body, err := regexNode(p, path)
+	body, err := regexNode(p, path, b, 1)
 	if err != nil {
 		return nil, err
 	}
 	parts := []*node{}
 	if !startAnchored {
-		parts = append(parts, anyText)
+		parts = append(parts, star(jsonChar()))
 	}
 	parts = append(parts, body)
 	if !endAnchored {
 		parts = append(parts, star(jsonChar()))
 	}
-	return seq(parts...), nil
+	n := seq(parts...)
+	return n, schemaLimit(b.charge(n), path, "pattern")
+}
+
+// schemaLimit turns a budget error into a *SchemaError naming the keyword (the context's
+// errors pass unchanged).
+func schemaLimit(err error, path, keyword string) error {
+	if le, ok := err.(*LimitError); ok {
+		return &SchemaError{Path: path, Keyword: keyword, Reason: le.Error(), Err: le}
+	}
+	return err
 }
 
 // maxRegexRepeat bounds x{n,m} (and stands in for * and + inside patterns, which stay
 // unbounded).
 const maxRegexRepeat = 1000
 
-func regexNode(re *syntax.Regexp, path string) (*node, error) {
+// regexNode compiles re, at depth nesting levels, charging its nodes to b.
+func regexNode(re *syntax.Regexp, path string, b *budget, depth int) (*node, error) {
+	if err := b.depth(depth, "groups in the pattern"); err != nil {
+		return nil, schemaLimit(err, path, "pattern")
+	}
+	n, err := regexOp(re, path, b, depth)
+	if err != nil {
+		return nil, err
+	}
+	return n, schemaLimit(b.charge(n), path, "pattern")
+}
+
+func regexOp(re *syntax.Regexp, path string, b *budget, depth int) (*node, error) {
 	unsupported := func(what string) error {
 		return &SchemaError{Path: path, Keyword: "pattern", Reason: what + " is not supported (only plain regular expressions are)"}
 	}
 	sub := func() ([]*node, error) {
 		var kids []*node
 		for _, s := range re.Sub {
-			n, err := regexNode(s, path)
+			n, err := regexNode(s, path, b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -69,20 +89,24 @@ func regexNode(re *syntax.Regexp, path string) (*node, error) {
 		var kids []*node
 		for _, r := range re.Rune {
 			if re.Flags&syntax.FoldCase != 0 && unicode.SimpleFold(r) != r {
-				kids = append(kids, runeClass([]rune{r, r, unicode.SimpleFold(r), unicode.SimpleFold(r)}))
+				kids = append(kids, runeClass([]rune{r, r, unicode.SimpleFold(r), unicode.SimpleFold(r)}, b))
 			} else {
 				kids = append(kids, runeLit(r))
 			}
 		}
 		return seq(kids...), nil
 	case syntax.OpCharClass:
-		return runeClass(re.Rune), nil
+		return runeClass(re.Rune, b), nil
 	case syntax.OpAnyCharNotNL:
-		return runeClass([]rune{0, '\n' - 1, '\n' + 1, unicode.MaxRune}), nil
+		return runeClass([]rune{0, '\n' - 1, '\n' + 1, unicode.MaxRune}, b), nil
 	case syntax.OpAnyChar:
-		return runeClass([]rune{0, unicode.MaxRune}), nil
+		return runeClass([]rune{0, unicode.MaxRune}, b), nil
 	case syntax.OpCapture:
-		return regexNode(re.Sub[0], path)
+		kids, err := sub()
+		if err != nil {
+			return nil, err
+		}
+		return kids[0], nil
 	case syntax.OpConcat:
 		kids, err := sub()
 		return seq(kids...), err
@@ -90,10 +114,6 @@ func regexNode(re *syntax.Regexp, path string) (*node, error) {
 		kids, err := sub()
 		return alt(kids...), err
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
-		kids, err := sub()
-		if err != nil {
-			return nil, err
-		}
 		lo, hi := re.Min, re.Max
 		switch re.Op {
 		case syntax.OpStar:
@@ -105,6 +125,10 @@ func regexNode(re *syntax.Regexp, path string) (*node, error) {
 		}
 		if lo > maxRegexRepeat || hi > maxRegexRepeat {
 			return nil, unsupported(fmt.Sprintf("a repetition over %d", maxRegexRepeat))
+		}
+		kids, err := sub()
+		if err != nil {
+			return nil, err
 		}
 		return rep(kids[0], lo, hi), nil
 	case syntax.OpBeginLine, syntax.OpBeginText, syntax.OpEndLine, syntax.OpEndText:
@@ -146,12 +170,14 @@ func jsonRune(r rune) []byte {
 
 // runeClass is a set of characters given as inclusive rune range pairs, encoded as JSON
 // string content: the characters JSON must escape (quote, backslash, controls) become
-// their escapes; the rest become UTF-8 byte sequences.
-func runeClass(ranges []rune) *node {
+// their escapes; the rest become UTF-8 byte sequences. Its nodes are charged to b as they
+// are made (on a budget error it stops; b.err says why).
+func runeClass(ranges []rune, b *budget) *node {
 	var kids []*node
-	for i := 0; i+1 < len(ranges); i += 2 {
+	for i := 0; i+1 < len(ranges) && b.err == nil; i += 2 {
 		lo, hi := ranges[i], ranges[i+1]
-		// Split out the characters that need escapes and the surrogates (not encodable).
+		first := len(kids)
+		// Split out the characters that need escapes.
 		for r := lo; r <= hi && r < 0x80; {
 			if r < 0x20 || r == '"' || r == '\\' {
 				kids = append(kids, lit(jsonRune(r)))
@@ -166,15 +192,24 @@ func runeClass(ranges []rune) *node {
 			r = end + 1
 		}
 		if hi >= 0x80 {
-			a := max(lo, 0x80)
-			for _, seg := range [][2]rune{{a, min(hi, 0xD7FF)}, {max(a, 0xE000), hi}} {
-				if seg[0] <= seg[1] {
-					kids = append(kids, utf8Range(seg[0], seg[1])...)
-				}
-			}
+			kids = appendUTF8(kids, max(lo, 0x80), hi)
+		}
+		for _, k := range kids[first:] {
+			b.charge(k)
 		}
 	}
 	return alt(kids...)
+}
+
+// appendUTF8 appends the byte sequences of the code points lo..hi, 0x80 ≤ lo, leaving out
+// the surrogates (not encodable).
+func appendUTF8(kids []*node, lo, hi rune) []*node {
+	for _, seg := range [][2]rune{{lo, min(hi, 0xD7FF)}, {max(lo, 0xE000), hi}} {
+		if seg[0] <= seg[1] {
+			kids = append(kids, utf8Range(seg[0], seg[1])...)
+		}
+	}
+	return kids
 }
 
 // utf8Range is the byte sequences of the code points lo..hi (no surrogates), split so that

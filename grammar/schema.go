@@ -1,7 +1,6 @@
 package grammar
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,164 +9,194 @@ import (
 	"strings"
 )
 
-// FromJSONSchema compiles a JSON Schema into the language of the JSON documents it
-// accepts. What is supported: type (one or a list), object with properties and required
-// (properties are generated in the order the schema lists them; properties it does not
-// list are never generated, so additionalProperties needs no support beyond being
-// accepted), string (minLength, maxLength, pattern when a plain regular expression, format
-// date, time, date-time, uuid), number, integer (minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum), boolean, null, enum, const, array (items, minItems, maxItems), anyOf,
-// allOf with one member, $ref to #, #/$defs/… or #/definitions/… (recursion unrolled a fixed
-// depth) and nesting. Annotations (title, description, default, examples, $schema, $id,
-// $comment, deprecated, readOnly, writeOnly, strict) are ignored. Any other keyword is a
-// *SchemaError naming it.
-func FromJSONSchema(schema []byte) (*Grammar, error) {
-	var root any
-	dec := json.NewDecoder(bytes.NewReader(schema))
-	dec.UseNumber()
-	if err := dec.Decode(&root); err != nil {
-		return nil, &SchemaError{Path: "#", Reason: "not JSON: " + err.Error()}
-	}
-	c := &schemaCompiler{rules: map[string]*node{}, root: root, defs: map[string]any{}, orders: keyOrders(schema)}
-	if m, ok := root.(map[string]any); ok {
-		for _, k := range []string{"$defs", "definitions"} {
-			if d, ok := m[k].(map[string]any); ok {
-				for name, s := range d {
-					c.defs["#/"+k+"/"+name] = s
-				}
-			}
-		}
-	}
-	n, err := c.schema(root, "#")
+// JSONSchema compiles a JSON Schema into the language of the JSON documents it accepts (see
+// SchemaExpr for what is supported).
+func (c *Compiler) JSONSchema(schema []byte) (*Grammar, error) {
+	e, err := c.SchemaExpr(schema)
 	if err != nil {
 		return nil, err
 	}
-	anyValueRules(c.rules)
-	g, err := New(n, c.rules)
+	g, err := c.Compile(e)
 	if err != nil {
-		return nil, &SchemaError{Path: "#", Reason: err.Error(), Err: err}
+		if _, ok := err.(*SchemaError); ok {
+			return nil, err
+		}
+		return nil, schemaErr(err, "#")
 	}
 	return g, nil
 }
 
+// SchemaExpr translates a JSON Schema into the expression of the JSON documents it accepts.
+// What is supported: type (one or a list; without it, the types the keywords present
+// constrain), object with properties and required (properties are generated in the order the
+// schema lists them; properties it does not list are never generated, so
+// additionalProperties needs no support beyond being accepted), string (minLength,
+// maxLength, pattern when a plain regular expression, format date, time, date-time, uuid),
+// number, integer (minimum, maximum, exclusiveMinimum, exclusiveMaximum, within ±1e15),
+// boolean, null, enum and const (beside type only), array (items, minItems, maxItems),
+// anyOf, allOf with one member, $ref to #, #/$defs/… or #/definitions/… (recursion unrolled
+// a fixed depth) and nesting. Annotations (title, description, default, examples, $schema,
+// $id, $comment, deprecated, readOnly, writeOnly, strict) are ignored. Any other keyword,
+// or a keyword beside one that would leave it unchecked, is a *SchemaError naming it; so is
+// a schema past the Compiler's limits (its Err a *LimitError).
+func (c *Compiler) SchemaExpr(schema []byte) (Expr, error) {
+	root, err := decodeJSON(schema, &c.b)
+	if err != nil {
+		if _, ok := err.(*LimitError); ok || c.b.ctx.Err() != nil {
+			return Expr{}, schemaErr(err, "#")
+		}
+		return Expr{}, &SchemaError{Path: "#", Reason: "not JSON: " + err.Error()}
+	}
+	prefix := c.prefix()
+	sc := &schemaCompiler{b: &c.b, rules: c.rules, prefix: prefix, root: root, defs: map[string]any{}}
+	if o, ok := root.(*object); ok {
+		for _, k := range []string{"$defs", "definitions"} {
+			if d, ok := o.vals[k].(*object); ok {
+				for _, name := range d.keys {
+					sc.defs["#/"+k+"/"+escapePointer(name)] = d.vals[name]
+				}
+			}
+		}
+	}
+	n, err := sc.schema(root, &pointer{seg: "#"}, 1)
+	if err != nil {
+		return Expr{}, err
+	}
+	if _, ok := c.rules[anyValueRule]; !ok {
+		anyValueRules(c.rules)
+	}
+	return Expr{n, c}, nil
+}
+
+// schemaErr wraps a limit or context error as a *SchemaError at path (a context error is
+// returned as it is).
+func schemaErr(err error, path string) error {
+	if le, ok := err.(*LimitError); ok {
+		return &SchemaError{Path: path, Reason: le.Error(), Err: le}
+	}
+	if err == ErrNoEnd {
+		return &SchemaError{Path: path, Reason: err.Error(), Err: err}
+	}
+	return err
+}
+
 type schemaCompiler struct {
-	orders map[string][]string // JSON pointer of an object → its keys in text order
+	b      *budget
+	rules  map[string]*node // the Compiler's
+	prefix string           // of this schema's rule names
 	root   any
 	defs   map[string]any // by JSON pointer
-	rules  map[string]*node
 }
 
 var annotations = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true, "$schema": true,
 	"$id": true, "$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true,
-	"strict": true, "$defs": true, "definitions": true, "additionalProperties": true,
-	"unevaluatedProperties": true,
+	"strict": true, "$defs": true, "definitions": true,
 }
 
-func (c *schemaCompiler) schema(s any, path string) (*node, error) {
+// handled lists the keywords this compiler honours, by the type they constrain ("" for
+// keywords of any type).
+var handled = map[string]string{
+	"type": "", "enum": "", "const": "", "anyOf": "", "allOf": "", "$ref": "",
+	"properties": "object", "required": "object", "additionalProperties": "object", "unevaluatedProperties": "object",
+	"items": "array", "minItems": "array", "maxItems": "array",
+	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
+	"minimum": "integer", "maximum": "integer", "exclusiveMinimum": "integer", "exclusiveMaximum": "integer",
+}
+
+// schema compiles the subschema s at path, depth subschemas deep.
+func (c *schemaCompiler) schema(s any, path *pointer, depth int) (*node, error) {
+	if err := c.b.depth(depth, "subschemas"); err != nil {
+		return nil, schemaErr(err, path.String())
+	}
+	var n *node
+	var err error
 	switch s := s.(type) {
 	case bool:
-		if s {
-			return ref(anyValueRule), nil
+		if !s {
+			return nil, &SchemaError{Path: path.String(), Reason: "the schema false accepts nothing"}
 		}
-		return nil, &SchemaError{Path: path, Reason: "the schema false accepts nothing"}
-	case map[string]any:
-		return c.object(s, path)
+		n = ref(anyValueRule)
+	case *object:
+		n, err = c.object(s, path, depth)
+	default:
+		return nil, &SchemaError{Path: path.String(), Reason: "a schema must be an object or a boolean"}
 	}
-	return nil, &SchemaError{Path: path, Reason: "a schema must be an object or a boolean"}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.b.charge(n); err != nil {
+		return nil, schemaErr(err, path.String())
+	}
+	return n, nil
 }
 
-func (c *schemaCompiler) object(s map[string]any, path string) (*node, error) {
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
+func (c *schemaCompiler) object(s *object, path *pointer, depth int) (*node, error) {
+	keys := append([]string(nil), s.keys...)
 	sort.Strings(keys)
+	var validating []string // keywords beside the annotations
 	for _, k := range keys {
-		if !annotations[k] && !handled[k] {
-			return nil, &SchemaError{Path: path, Keyword: k, Reason: "not supported"}
+		if annotations[k] {
+			continue
 		}
+		if _, ok := handled[k]; !ok {
+			return nil, &SchemaError{Path: path.String(), Keyword: k, Reason: "not supported"}
+		}
+		if s.vals[k] == nil && k != "const" {
+			return nil, &SchemaError{Path: path.String(), Keyword: k, Reason: "must not be null"}
+		}
+		validating = append(validating, k)
 	}
-	if ap, ok := s["additionalProperties"]; ok {
+	if ap, ok := s.get("additionalProperties"); ok {
 		if _, isBool := ap.(bool); !isBool {
-			if _, isObj := ap.(map[string]any); !isObj {
-				return nil, &SchemaError{Path: path, Keyword: "additionalProperties", Reason: "must be a boolean or a schema"}
+			if _, isObj := ap.(*object); !isObj {
+				return nil, &SchemaError{Path: path.String(), Keyword: "additionalProperties", Reason: "must be a boolean or a schema"}
 			}
 		}
 	}
-	switch {
-	case s["$ref"] != nil:
-		return c.ref(s, path)
-	case s["const"] != nil:
-		return jsonLiteral(s["const"], path+"/const")
-	case s["enum"] != nil:
-		vals, ok := s["enum"].([]any)
-		if !ok || len(vals) == 0 {
-			return nil, &SchemaError{Path: path, Keyword: "enum", Reason: "must be a non-empty array"}
+	// Keywords that replace the rest of the schema allow only annotations (and type,
+	// for const and enum) beside them: anything else would go unchecked.
+	for _, kw := range []string{"$ref", "const", "enum", "anyOf", "allOf"} {
+		if _, ok := s.get(kw); !ok {
+			continue
 		}
-		var kids []*node
-		for i, v := range vals {
-			n, err := jsonLiteral(v, fmt.Sprintf("%s/enum/%d", path, i))
-			if err != nil {
-				return nil, err
+		for _, k := range validating {
+			if k != kw && !(k == "type" && (kw == "const" || kw == "enum")) {
+				return nil, &SchemaError{Path: path.String(), Keyword: k, Reason: "not supported beside " + kw}
 			}
-			kids = append(kids, n)
 		}
-		return alt(kids...), nil
-	case s["anyOf"] != nil:
-		return c.anyOf(s["anyOf"], path+"/anyOf", "anyOf")
-	case s["allOf"] != nil:
-		list, ok := s["allOf"].([]any)
-		if !ok || len(list) != 1 {
-			return nil, &SchemaError{Path: path, Keyword: "allOf", Reason: "only an allOf of one schema is supported"}
+		switch kw {
+		case "$ref":
+			return c.ref(s, path, depth)
+		case "const":
+			return c.values([]any{s.vals["const"]}, s, path, "const")
+		case "enum":
+			vals, ok := s.vals["enum"].([]any)
+			if !ok || len(vals) == 0 {
+				return nil, &SchemaError{Path: path.String(), Keyword: "enum", Reason: "must be a non-empty array"}
+			}
+			return c.values(vals, s, path, "enum")
+		case "anyOf":
+			return c.anyOf(s.vals["anyOf"], path.down("anyOf"), depth)
+		case "allOf":
+			list, ok := s.vals["allOf"].([]any)
+			if !ok || len(list) != 1 {
+				return nil, &SchemaError{Path: path.String(), Keyword: "allOf", Reason: "only an allOf of one schema is supported"}
+			}
+			return c.schema(list[0], path.down("allOf").down("0"), depth+1)
 		}
-		return c.schema(list[0], path+"/allOf/0")
 	}
-	switch t := s["type"].(type) {
-	case nil:
-		if s["properties"] != nil {
-			return c.typed(s, "object", path)
-		}
-		if s["items"] != nil {
-			return c.typed(s, "array", path)
-		}
+	types, err := c.types(s, path)
+	if err != nil {
+		return nil, err
+	}
+	if types == nil {
+		// No type and no keyword that constrains one: any value.
 		return ref(anyValueRule), nil
-	case string:
-		return c.typed(s, t, path)
-	case []any:
-		var kids []*node
-		for _, ti := range t {
-			name, ok := ti.(string)
-			if !ok {
-				return nil, &SchemaError{Path: path, Keyword: "type", Reason: "must be a string or a list of strings"}
-			}
-			n, err := c.typed(s, name, path)
-			if err != nil {
-				return nil, err
-			}
-			kids = append(kids, n)
-		}
-		return alt(kids...), nil
-	}
-	return nil, &SchemaError{Path: path, Keyword: "type", Reason: "must be a string or a list of strings"}
-}
-
-// handled lists the keywords this compiler honours.
-var handled = map[string]bool{
-	"type": true, "properties": true, "required": true, "items": true, "minItems": true,
-	"maxItems": true, "minLength": true, "maxLength": true, "pattern": true, "format": true,
-	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
-	"enum": true, "const": true, "anyOf": true, "allOf": true, "$ref": true,
-}
-
-func (c *schemaCompiler) anyOf(v any, path, kw string) (*node, error) {
-	list, ok := v.([]any)
-	if !ok || len(list) == 0 {
-		return nil, &SchemaError{Path: path, Keyword: kw, Reason: "must be a non-empty array"}
 	}
 	var kids []*node
-	for i, s := range list {
-		n, err := c.schema(s, fmt.Sprintf("%s/%d", path, i))
+	for _, t := range types {
+		n, err := c.typed(s, t, path, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -176,17 +205,127 @@ func (c *schemaCompiler) anyOf(v any, path, kw string) (*node, error) {
 	return alt(kids...), nil
 }
 
-func (c *schemaCompiler) ref(s map[string]any, path string) (*node, error) {
-	r, ok := s["$ref"].(string)
-	if !ok {
-		return nil, &SchemaError{Path: path, Keyword: "$ref", Reason: "must be a string"}
+// types returns the schema's types: its type keyword, or without one the types its
+// keywords constrain (minLength makes it a string, …; a value of another type would
+// validate too, but generating only constrained ones is what keeps the keywords honoured).
+// nil means any value.
+func (c *schemaCompiler) types(s *object, path *pointer) ([]string, error) {
+	switch t := s.vals["type"].(type) {
+	case string:
+		return []string{t}, nil
+	case []any:
+		var types []string
+		for _, ti := range t {
+			name, ok := ti.(string)
+			if !ok {
+				return nil, &SchemaError{Path: path.String(), Keyword: "type", Reason: "must be a string or a list of strings"}
+			}
+			types = append(types, name)
+		}
+		if len(types) == 0 {
+			return nil, &SchemaError{Path: path.String(), Keyword: "type", Reason: "must not be an empty list"}
+		}
+		return types, nil
+	case nil:
+		var types []string
+		for _, t := range []string{"object", "array", "string", "integer"} {
+			for _, k := range s.keys {
+				if handled[k] == t {
+					types = append(types, t)
+					break
+				}
+			}
+		}
+		return types, nil
 	}
-	for k := range s {
-		if k != "$ref" && !annotations[k] {
-			return nil, &SchemaError{Path: path, Keyword: k, Reason: "not supported beside $ref"}
+	return nil, &SchemaError{Path: path.String(), Keyword: "type", Reason: "must be a string or a list of strings"}
+}
+
+// values is the alternatives of const or enum values, keeping those of the schema's type
+// when it has one.
+func (c *schemaCompiler) values(vals []any, s *object, path *pointer, kw string) (*node, error) {
+	types, err := c.types(s, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, typed := s.get("type"); !typed {
+		types = nil
+	}
+	var kids []*node
+	for _, v := range vals {
+		if types != nil && !hasType(v, types) {
+			continue
+		}
+		n := lit(appendJSON(nil, v))
+		if err := c.b.charge(n); err != nil {
+			return nil, schemaErr(err, path.String())
+		}
+		kids = append(kids, n)
+	}
+	if len(kids) == 0 {
+		return nil, &SchemaError{Path: path.String(), Keyword: kw, Reason: "no value is of the schema's type"}
+	}
+	return alt(kids...), nil
+}
+
+// hasType reports whether a JSON value is of one of the types.
+func hasType(v any, types []string) bool {
+	for _, t := range types {
+		switch v := v.(type) {
+		case nil:
+			if t == "null" {
+				return true
+			}
+		case bool:
+			if t == "boolean" {
+				return true
+			}
+		case string:
+			if t == "string" {
+				return true
+			}
+		case []any:
+			if t == "array" {
+				return true
+			}
+		case *object:
+			if t == "object" {
+				return true
+			}
+		case json.Number:
+			if t == "number" {
+				return true
+			}
+			if f, err := strconv.ParseFloat(string(v), 64); t == "integer" && err == nil && f == math.Trunc(f) {
+				return true
+			}
 		}
 	}
-	name := "ref:" + r
+	return false
+}
+
+func (c *schemaCompiler) anyOf(v any, path *pointer, depth int) (*node, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, &SchemaError{Path: path.up.String(), Keyword: "anyOf", Reason: "must be a non-empty array"}
+	}
+	var kids []*node
+	for i, s := range list {
+		n, err := c.schema(s, path.down(strconv.Itoa(i)), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		kids = append(kids, n)
+	}
+	return alt(kids...), nil
+}
+
+func (c *schemaCompiler) ref(s *object, path *pointer, depth int) (*node, error) {
+	r, ok := s.vals["$ref"].(string)
+	if !ok {
+		return nil, &SchemaError{Path: path.String(), Keyword: "$ref", Reason: "must be a string"}
+	}
+	name := c.prefix + "ref:" + r
 	if _, done := c.rules[name]; done {
 		return ref(name), nil
 	}
@@ -196,10 +335,10 @@ func (c *schemaCompiler) ref(s map[string]any, path string) (*node, error) {
 	} else if t, ok := c.defs[r]; ok {
 		target = t
 	} else {
-		return nil, &SchemaError{Path: path, Keyword: "$ref", Reason: fmt.Sprintf("%q: only #, #/$defs/NAME and #/definitions/NAME are supported", r)}
+		return nil, &SchemaError{Path: path.String(), Keyword: "$ref", Reason: fmt.Sprintf("%q: only #, #/$defs/NAME and #/definitions/NAME are supported", r)}
 	}
 	c.rules[name] = fail() // placeholder while compiling a recursive definition
-	n, err := c.schema(target, r)
+	n, err := c.schema(target, &pointer{seg: r}, depth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -207,20 +346,20 @@ func (c *schemaCompiler) ref(s map[string]any, path string) (*node, error) {
 	return ref(name), nil
 }
 
-func (c *schemaCompiler) typed(s map[string]any, t, path string) (*node, error) {
+func (c *schemaCompiler) typed(s *object, t string, path *pointer, depth int) (*node, error) {
 	switch t {
 	case "object":
-		return c.objectType(s, path)
+		return c.objectType(s, path, depth)
 	case "array":
-		return c.arrayType(s, path)
+		return c.arrayType(s, path, depth)
 	case "string":
 		return c.stringType(s, path)
 	case "integer":
 		return integerType(s, path)
 	case "number":
 		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
-			if s[k] != nil {
-				return nil, &SchemaError{Path: path, Keyword: k, Reason: "bounds are supported on integers only"}
+			if _, ok := s.get(k); ok {
+				return nil, &SchemaError{Path: path.String(), Keyword: k, Reason: "bounds are supported on integers only"}
 			}
 		}
 		return jsonNumber(), nil
@@ -229,148 +368,74 @@ func (c *schemaCompiler) typed(s map[string]any, t, path string) (*node, error) 
 	case "null":
 		return litS("null"), nil
 	}
-	return nil, &SchemaError{Path: path, Keyword: "type", Reason: fmt.Sprintf("unknown type %q", t)}
+	return nil, &SchemaError{Path: path.String(), Keyword: "type", Reason: fmt.Sprintf("unknown type %q", t)}
 }
 
-func (c *schemaCompiler) objectType(s map[string]any, path string) (*node, error) {
-	props, _ := s["properties"].(map[string]any)
-	if s["properties"] != nil && props == nil {
-		return nil, &SchemaError{Path: path, Keyword: "properties", Reason: "must be an object"}
-	}
-	if len(props) == 0 {
-		if ap, ok := s["additionalProperties"].(bool); ok && !ap {
-			return litS("{}"), nil
+func (c *schemaCompiler) objectType(s *object, path *pointer, depth int) (*node, error) {
+	var props *object
+	if p, ok := s.get("properties"); ok {
+		if props, ok = p.(*object); !ok {
+			return nil, &SchemaError{Path: path.String(), Keyword: "properties", Reason: "must be an object"}
 		}
-		if m, ok := s["additionalProperties"].(map[string]any); ok {
-			v, err := c.schema(m, path+"/additionalProperties")
-			if err != nil {
-				return nil, err
-			}
-			member := seq(jsonString(0, -1), litS(":"), ws(), v)
-			return seq(litS("{"), opt(list(member, seq(litS(","), ws()))), litS("}")), nil
-		}
-		return seq(litS("{"), opt(list(seq(jsonString(0, -1), litS(":"), ws(), ref(anyValueRule)), seq(litS(","), ws()))), litS("}")), nil
+	} else {
+		props = &object{}
 	}
 	required := map[string]bool{}
-	if r, ok := s["required"].([]any); ok {
-		for _, name := range r {
+	if r, ok := s.get("required"); ok {
+		list, ok := r.([]any)
+		if !ok {
+			return nil, &SchemaError{Path: path.String(), Keyword: "required", Reason: "must be an array of strings"}
+		}
+		for _, name := range list {
 			n, ok := name.(string)
 			if !ok {
-				return nil, &SchemaError{Path: path, Keyword: "required", Reason: "must list strings"}
+				return nil, &SchemaError{Path: path.String(), Keyword: "required", Reason: "must list strings"}
 			}
-			if _, ok := props[n]; !ok {
-				return nil, &SchemaError{Path: path, Keyword: "required", Reason: fmt.Sprintf("%q is not among the properties", n)}
+			if _, ok := props.get(n); !ok {
+				return nil, &SchemaError{Path: path.String(), Keyword: "required", Reason: fmt.Sprintf("%q is not among the properties", n)}
 			}
 			required[n] = true
 		}
 	}
-	names := c.propertyOrder(path, props)
-	type member struct {
-		kv       *node
-		required bool
+	sep := func() *node { return seq(litS(","), ws()) }
+	if len(props.keys) == 0 {
+		ap, _ := s.get("additionalProperties")
+		if up, ok := s.get("unevaluatedProperties"); ok && ap == nil {
+			ap = up
+		}
+		if b, ok := ap.(bool); ok && !b {
+			return litS("{}"), nil
+		}
+		v := ref(anyValueRule)
+		if m, ok := ap.(*object); ok {
+			var err error
+			if v, err = c.schema(m, path.down("additionalProperties"), depth+1); err != nil {
+				return nil, err
+			}
+		}
+		member := seq(jsonString(0, -1), litS(":"), ws(), v)
+		return seq(litS("{"), opt(list(member, sep())), litS("}")), nil
 	}
-	var members []member
-	for _, name := range names {
-		v, err := c.schema(props[name], path+"/properties/"+name)
+	var kvs []*node
+	var req []bool
+	for _, name := range props.keys {
+		v, err := c.schema(props.vals[name], path.down("properties").down(name), depth+1)
 		if err != nil {
 			return nil, err
 		}
-		key, _ := json.Marshal(name)
-		members = append(members, member{seq(lit(key), litS(":"), ws(), v), required[name]})
+		kvs = append(kvs, seq(lit(appendString(nil, name)), litS(":"), ws(), v))
+		req = append(req, required[name])
 	}
-	comma := func() *node { return seq(litS(","), ws()) }
-	// after(i): members i.. with at least one before them (each present one takes a comma).
-	after := func(i int) *node {
-		var parts []*node
-		for _, m := range members[i:] {
-			item := seq(comma(), m.kv)
-			if !m.required {
-				item = opt(item)
-			}
-			parts = append(parts, item)
-		}
-		return seq(parts...)
-	}
-	// first(i): members i.. with none before them: the first present one takes no comma.
-	var first func(i int) *node
-	first = func(i int) *node {
-		if i == len(members) {
-			return empty()
-		}
-		m := members[i]
-		withIt := seq(m.kv, after(i+1))
-		if m.required {
-			return withIt
-		}
-		return alt(withIt, first(i+1))
-	}
-	return seq(litS("{"), first(0), litS("}")), nil
+	return seq(litS("{"), members(kvs, req, sep()), litS("}")), nil
 }
 
-// propertyOrder returns the property names in the order the schema text lists them
-// (Go maps lose it), so that generation follows the schema's order.
-func (c *schemaCompiler) propertyOrder(path string, props map[string]any) []string {
-	if names := c.orders[path+"/properties"]; len(names) == len(props) {
-		return names
-	}
-	names := make([]string, 0, len(props))
-	for n := range props {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// keyOrders records, for every object in a JSON text, its keys in order, by JSON pointer
-// ("#", "#/properties", "#/properties/a", …; names unescaped).
-func keyOrders(text []byte) map[string][]string {
-	orders := map[string][]string{}
-	dec := json.NewDecoder(bytes.NewReader(text))
-	var walk func(path string) error
-	walk = func(path string) error {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'):
-			var keys []string
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := k.(string)
-				keys = append(keys, key)
-				if err := walk(path + "/" + key); err != nil {
-					return err
-				}
-			}
-			orders[path] = keys
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for i := 0; dec.More(); i++ {
-				if err := walk(fmt.Sprintf("%s/%d", path, i)); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	walk("#")
-	return orders
-}
-
-func (c *schemaCompiler) arrayType(s map[string]any, path string) (*node, error) {
+func (c *schemaCompiler) arrayType(s *object, path *pointer, depth int) (*node, error) {
 	item := ref(anyValueRule)
-	if it, ok := s["items"]; ok {
+	if it, ok := s.get("items"); ok {
 		if _, isList := it.([]any); isList {
-			return nil, &SchemaError{Path: path, Keyword: "items", Reason: "tuple form (a list of schemas) is not supported"}
+			return nil, &SchemaError{Path: path.String(), Keyword: "items", Reason: "tuple form (a list of schemas) is not supported"}
 		}
-		n, err := c.schema(it, path+"/items")
+		n, err := c.schema(it, path.down("items"), depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -402,17 +467,17 @@ func hiMinus1(hi int) int {
 }
 
 // bounds reads a pair of non-negative integer keywords (max -1 when absent).
-func bounds(s map[string]any, path, minKW, maxKW string) (lo, hi int, err error) {
+func bounds(s *object, path *pointer, minKW, maxKW string) (lo, hi int, err error) {
 	hi = -1
 	for _, kw := range []string{minKW, maxKW} {
-		v, ok := s[kw]
+		v, ok := s.get(kw)
 		if !ok {
 			continue
 		}
 		num, ok := v.(json.Number)
 		n, perr := strconv.Atoi(string(num))
 		if !ok || perr != nil || n < 0 || n > 10000 {
-			return 0, 0, &SchemaError{Path: path, Keyword: kw, Reason: "must be an integer from 0 to 10000"}
+			return 0, 0, &SchemaError{Path: path.String(), Keyword: kw, Reason: "must be an integer from 0 to 10000"}
 		}
 		if kw == minKW {
 			lo = n
@@ -421,40 +486,43 @@ func bounds(s map[string]any, path, minKW, maxKW string) (lo, hi int, err error)
 		}
 	}
 	if hi >= 0 && lo > hi {
-		return 0, 0, &SchemaError{Path: path, Keyword: minKW, Reason: fmt.Sprintf("%d is above %s %d", lo, maxKW, hi)}
+		return 0, 0, &SchemaError{Path: path.String(), Keyword: minKW, Reason: fmt.Sprintf("%d is above %s %d", lo, maxKW, hi)}
 	}
 	return lo, hi, nil
 }
 
-func (c *schemaCompiler) stringType(s map[string]any, path string) (*node, error) {
+func (c *schemaCompiler) stringType(s *object, path *pointer) (*node, error) {
 	lo, hi, err := bounds(s, path, "minLength", "maxLength")
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := s["format"]; ok {
+	_, hasPattern := s.get("pattern")
+	_, hasMin := s.get("minLength")
+	_, hasMax := s.get("maxLength")
+	if f, ok := s.get("format"); ok {
 		name, _ := f.(string)
 		re, ok := formats[name]
 		if !ok {
-			return nil, &SchemaError{Path: path, Keyword: "format", Reason: fmt.Sprintf("%q is not supported (date, time, date-time, uuid are)", f)}
+			return nil, &SchemaError{Path: path.String(), Keyword: "format", Reason: fmt.Sprintf("%q is not supported (date, time, date-time, uuid are)", name)}
 		}
-		if s["pattern"] != nil || s["minLength"] != nil || s["maxLength"] != nil {
-			return nil, &SchemaError{Path: path, Keyword: "format", Reason: "cannot be combined with pattern or lengths"}
+		if hasPattern || hasMin || hasMax {
+			return nil, &SchemaError{Path: path.String(), Keyword: "format", Reason: "cannot be combined with pattern or lengths"}
 		}
-		n, err := patternNode(re, path)
+		n, err := patternNode(re, path.String(), c.b)
 		if err != nil {
 			return nil, err
 		}
 		return seq(litS(`"`), n, litS(`"`)), nil
 	}
-	if p, ok := s["pattern"]; ok {
-		re, ok := p.(string)
+	if hasPattern {
+		re, ok := s.vals["pattern"].(string)
 		if !ok {
-			return nil, &SchemaError{Path: path, Keyword: "pattern", Reason: "must be a string"}
+			return nil, &SchemaError{Path: path.String(), Keyword: "pattern", Reason: "must be a string"}
 		}
-		if s["minLength"] != nil || s["maxLength"] != nil {
-			return nil, &SchemaError{Path: path, Keyword: "pattern", Reason: "cannot be combined with minLength/maxLength"}
+		if hasMin || hasMax {
+			return nil, &SchemaError{Path: path.String(), Keyword: "pattern", Reason: "cannot be combined with minLength/maxLength"}
 		}
-		n, err := patternNode(re, path)
+		n, err := patternNode(re, path.String(), c.b)
 		if err != nil {
 			return nil, err
 		}
@@ -470,66 +538,41 @@ var formats = map[string]string{
 	"uuid":      `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`,
 }
 
-// jsonLiteral is the compact JSON text of a value (const, enum members).
-func jsonLiteral(v any, path string) (*node, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, &SchemaError{Path: path, Reason: err.Error()}
-	}
-	return lit(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
-}
+// maxIntBound is the largest magnitude of an integer bound: 10^15, as documented.
+const maxIntBound = 1_000_000_000_000_000
 
-func integerType(s map[string]any, path string) (*node, error) {
+func integerType(s *object, path *pointer) (*node, error) {
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	read := func(kw string) (int64, bool, error) {
-		v, ok := s[kw]
-		if !ok {
-			return 0, false, nil
-		}
-		num, ok := v.(json.Number)
-		if !ok {
-			return 0, false, &SchemaError{Path: path, Keyword: kw, Reason: "must be a number"}
-		}
-		f, err := strconv.ParseFloat(string(num), 64)
-		if err != nil || math.Abs(f) > 1e15 {
-			return 0, false, &SchemaError{Path: path, Keyword: kw, Reason: "must be a number within ±1e15"}
-		}
-		if kw == "minimum" || kw == "exclusiveMaximum" {
-			f = math.Ceil(f)
-		} else {
-			f = math.Floor(f)
-		}
-		return int64(f), true, nil
-	}
 	for _, kw := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
-		n, ok, err := read(kw)
-		if err != nil {
-			return nil, err
-		}
+		v, ok := s.get(kw)
 		if !ok {
 			continue
 		}
+		num, ok := v.(json.Number)
+		if !ok {
+			return nil, &SchemaError{Path: path.String(), Keyword: kw, Reason: "must be a number"}
+		}
+		f, err := strconv.ParseFloat(string(num), 64)
+		if err != nil || math.Abs(f) > maxIntBound {
+			return nil, &SchemaError{Path: path.String(), Keyword: kw, Reason: "must be a number within ±1e15"}
+		}
+		// Exact for integers written as such (float64 holds every integer up to 2^53).
+		if n, err := strconv.ParseInt(string(num), 10, 64); err == nil {
+			f = float64(n)
+		}
 		switch kw {
-		case "minimum":
-			lo = max(lo, n)
-		case "exclusiveMinimum":
-			if raw, _ := strconv.ParseFloat(string(s[kw].(json.Number)), 64); raw == math.Floor(raw) {
-				n++
-			}
-			lo = max(lo, n)
-		case "maximum":
-			hi = min(hi, n)
-		case "exclusiveMaximum":
-			if raw, _ := strconv.ParseFloat(string(s[kw].(json.Number)), 64); raw == math.Ceil(raw) {
-				n--
-			}
-			hi = min(hi, n)
+		case "minimum": // n ≥ f
+			lo = max(lo, int64(math.Ceil(f)))
+		case "exclusiveMinimum": // n > f
+			lo = max(lo, int64(math.Floor(f))+1)
+		case "maximum": // n ≤ f
+			hi = min(hi, int64(math.Floor(f)))
+		case "exclusiveMaximum": // n < f
+			hi = min(hi, int64(math.Ceil(f))-1)
 		}
 	}
 	if lo > hi {
-		return nil, &SchemaError{Path: path, Keyword: "minimum", Reason: "no integer lies within the bounds"}
+		return nil, &SchemaError{Path: path.String(), Keyword: "minimum", Reason: "no integer lies within the bounds"}
 	}
 	if lo == math.MinInt64 && hi == math.MaxInt64 {
 		return jsonInteger(), nil
@@ -537,11 +580,17 @@ func integerType(s map[string]any, path string) (*node, error) {
 	return intRange(lo, hi), nil
 }
 
-// intRange is the decimal text of the integers lo..hi (either end may be unbounded:
-// MinInt64/MaxInt64), without leading zeros, within maxIntDigits digits.
+// intRange is the decimal text of the integers lo..hi without leading zeros (either end
+// may be unbounded: MinInt64/MaxInt64, which stand for ±(10^15-1), the longest integer an
+// unbounded schema generates).
 func intRange(lo, hi int64) *node {
-	limit := int64(math.Pow10(maxIntDigits)) - 1
-	lo, hi = max(lo, -limit), min(hi, limit)
+	const unbounded = maxIntBound - 1
+	if lo == math.MinInt64 {
+		lo = -unbounded
+	}
+	if hi == math.MaxInt64 {
+		hi = unbounded
+	}
 	var kids []*node
 	if lo < 0 {
 		// Negative part: -(1..-lo) intersected with hi.
@@ -557,25 +606,24 @@ func intRange(lo, hi int64) *node {
 	return alt(kids...)
 }
 
-// natRange is the decimal text of lo..hi, 0 ≤ lo ≤ hi.
+// natRange is the decimal text of lo..hi, 0 ≤ lo ≤ hi ≤ 10^15: one piece per number of
+// digits, each the digit-by-digit ranges of sameLen.
 func natRange(lo, hi int64) *node {
 	var kids []*node
-	// Split by number of digits.
-	for d := 1; d <= maxIntDigits; d++ {
-		dlo, dhi := int64(math.Pow10(d-1)), int64(math.Pow10(d))-1
-		if d == 1 {
-			dlo = 0
+	for dlo, dhi := int64(0), int64(9); dlo <= hi; dlo, dhi = dhi+1, dhi*10+9 {
+		// dlo..dhi are the numbers of one length: 0..9, 10..99, 100..999, …
+		if a, b := max(lo, dlo), min(hi, dhi); a <= b {
+			kids = append(kids, sameLen(strconv.FormatInt(a, 10), strconv.FormatInt(b, 10)))
 		}
-		a, b := max(lo, dlo), min(hi, dhi)
-		if a > b {
-			continue
-		}
-		kids = append(kids, sameLen(strconv.FormatInt(a, 10), strconv.FormatInt(b, 10)))
 	}
 	return alt(kids...)
 }
 
-// sameLen matches the decimal strings from a to b, both of the same length.
+// sameLen matches the decimal strings from a to b, both of the same length, as regex range
+// generators do: split at the first differing digit into "a's digit, then a's tail up to
+// 99…", "a digit in between, then anything", "b's digit, then 00… up to b's tail". Only the
+// first and last pieces recurse, and each on a side already pinned to all nines or all
+// zeros, so the expression has O(digits) nodes.
 func sameLen(a, b string) *node {
 	if len(a) == 0 {
 		return empty()
@@ -583,17 +631,28 @@ func sameLen(a, b string) *node {
 	if a == b {
 		return litS(a)
 	}
+	if allDigit(a, '0') && allDigit(b, '9') {
+		return rep(digit(), len(a), len(a))
+	}
 	if a[0] == b[0] {
 		return seq(litS(a[:1]), sameLen(a[1:], b[1:]))
 	}
 	rest := len(a) - 1
 	nines, zeros := strings.Repeat("9", rest), strings.Repeat("0", rest)
 	var kids []*node
-	// a[0] followed by a[1:]..99…
 	kids = append(kids, seq(litS(a[:1]), sameLen(a[1:], nines)))
 	if a[0]+1 <= b[0]-1 {
 		kids = append(kids, seq(byteRange(a[0]+1, b[0]-1), rep(digit(), rest, rest)))
 	}
 	kids = append(kids, seq(litS(b[:1]), sameLen(zeros, b[1:])))
 	return alt(kids...)
+}
+
+func allDigit(s string, d byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != d {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"sort"
 )
@@ -95,16 +96,28 @@ func (v *Vocab) TokenBytes(id int) []byte {
 func (v *Vocab) isEOS(id int) bool { return slices.Contains(v.eos, id) }
 
 // computeMask walks the trie from state s and sets the bit of every token whose bytes the
-// automaton accepts as a continuation (not necessarily a complete string).
-func (v *Vocab) computeMask(d *dfa, s *dstate, mask []uint64) {
+// automaton accepts as a continuation (not necessarily a complete string). It stops when
+// ctx is done, or when the walk alone needs more DFA states than the cache holds (it was
+// emptied twice): a *LimitError.
+func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint64) error {
 	clear(mask)
 	if s == d.dead {
-		return
+		return nil
 	}
+	flushes := d.flushes
 	stack := make([]*dstate, 0, 64)
 	stack = append(stack, s)
 	n := int32(len(v.nodes) - 1)
-	for i := int32(1); i < n; {
+	for i, work := int32(1), 0; i < n; work++ {
+		if work&1023 == 0 {
+			// Between two checks at most 1024 states are made: the cache fills at most once.
+			if d.flushes-flushes >= 2 {
+				return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "bytes of DFA states for one token's mask"}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		nd := &v.nodes[i]
 		depth := int(nd.depth)
 		stack = stack[:depth]
@@ -119,4 +132,8 @@ func (v *Vocab) computeMask(d *dfa, s *dstate, mask []uint64) {
 		}
 		i++
 	}
+	if d.flushes-flushes >= 2 {
+		return &LimitError{Limit: "MaxDFABytes", Max: d.maxBytes, What: "bytes of DFA states for one token's mask"}
+	}
+	return nil
 }

@@ -19,8 +19,12 @@ var ErrNotCached = errors.New("not in the Hugging Face cache")
 //	DIR/models--ORG--NAME/refs/REVISION          the commit hash REVISION points at
 //	DIR/models--ORG--NAME/blobs/ETAG             file contents, named by ETag (SHA-256 for LFS files)
 //	DIR/models--ORG--NAME/snapshots/COMMIT/FILE  relative symlinks into ../../blobs
+//	DIR/.locks/models--ORG--NAME/ETAG.lock       held while a blob downloads
 //
-// Files written here can be read by huggingface_hub and the other way round.
+// Where symbolic links cannot be made (Windows without the privilege) huggingface_hub
+// leaves regular files in snapshots/ instead, and so does Pull (hard links, else copies);
+// both layouts read the same. Files written here can be read by huggingface_hub and the
+// other way round.
 type Cache struct {
 	Dir string
 }
@@ -35,7 +39,10 @@ func (c Cache) commit(ref Ref) (string, error) {
 	if IsCommit(ref.Revision) {
 		return ref.Revision, nil
 	}
-	b, err := os.ReadFile(filepath.Join(c.RepoDir(ref.Repo), "refs", filepath.FromSlash(ref.Revision)))
+	b, err := readRegular(filepath.Join(c.RepoDir(ref.Repo), "refs", filepath.FromSlash(ref.Revision)), 1024)
+	if errors.Is(err, ErrUnsafeCache) {
+		return "", fmt.Errorf("%s: %w", ref, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", ref, ErrNotCached)
 	}
@@ -94,7 +101,7 @@ const safetensorsIndex = "model.safetensors.index.json"
 
 // indexShards reads the shard names of a safetensors index.
 func indexShards(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path, 64<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +118,7 @@ func parseIndexShards(b []byte) ([]string, error) {
 	set := map[string]bool{}
 	for _, f := range idx.WeightMap {
 		if !safeRelPath(f) {
-			return nil, fmt.Errorf("shard name %q leaves the repository", f)
+			return nil, fmt.Errorf("shard name %q is not a safe file name inside the repository", f)
 		}
 		set[f] = true
 	}
@@ -123,9 +130,12 @@ func parseIndexShards(b []byte) ([]string, error) {
 	return shards, nil
 }
 
-// safeRelPath reports whether a repository file name stays inside the snapshot folder.
+// safeRelPath reports whether a repository file name stays inside the snapshot folder and
+// means the same file on every system: no "..", no absolute or drive paths, no control
+// characters and none of the characters Windows gives a meaning (\ : * ? " < > |).
 func safeRelPath(name string) bool {
-	return name != "" && fs.ValidPath(name) && !strings.Contains(name, "\\")
+	return name != "" && len(name) <= 1024 && fs.ValidPath(name) &&
+		!strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || strings.ContainsRune(`\:*?"<>|`, r) })
 }
 
 // CachedRepo describes one repository in the cache.
@@ -134,7 +144,7 @@ type CachedRepo struct {
 	Dir       string            // its folder in the cache
 	Refs      map[string]string // revision → commit
 	Snapshots []string          // commit hashes with a snapshot folder
-	Bytes     int64             // size of its blobs
+	Bytes     int64             // size of its blobs, and of snapshot files that are copies, not links
 }
 
 // List returns the model repositories in the cache, sorted by name.
@@ -160,18 +170,27 @@ func (c Cache) List() ([]CachedRepo, error) {
 		refs := filepath.Join(r.Dir, "refs")
 		filepath.WalkDir(refs, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
-				if b, err := os.ReadFile(p); err == nil {
+				if b, err := readRegular(p, 1024); err == nil {
 					rel, _ := filepath.Rel(refs, p)
 					r.Refs[filepath.ToSlash(rel)] = strings.TrimSpace(string(b))
 				}
 			}
 			return nil
 		})
-		if snaps, err := os.ReadDir(filepath.Join(r.Dir, "snapshots")); err == nil {
+		snapshots := filepath.Join(r.Dir, "snapshots")
+		if snaps, err := os.ReadDir(snapshots); err == nil {
 			for _, s := range snaps {
 				r.Snapshots = append(r.Snapshots, s.Name())
 			}
 		}
+		filepath.WalkDir(snapshots, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() { // a copy (huggingface_hub without symlinks)
+				if info, err := d.Info(); err == nil {
+					r.Bytes += info.Size()
+				}
+			}
+			return nil
+		})
 		if blobs, err := os.ReadDir(filepath.Join(r.Dir, "blobs")); err == nil {
 			for _, b := range blobs {
 				if info, err := b.Info(); err == nil && info.Mode().IsRegular() {

@@ -9,13 +9,17 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/hfstatic/hfstatic/hub/hubtest"
 	"github.com/hfstatic/hfstatic/models"
 )
 
+// newClient is a client of h with timeouts short enough for tests and no waits between
+// tries.
 func newClient(h *hubtest.Server, dir string) *Client {
-	return &Client{Endpoint: h.URL(), Cache: Cache{Dir: dir}, MaxRetries: 3}
+	return &Client{Endpoint: h.URL(), Cache: Cache{Dir: dir}, MaxRetries: 3, RetryWait: time.Millisecond,
+		ConnectTimeout: 2 * time.Second, HeaderTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second}
 }
 
 func TestParseRef(t *testing.T) {
@@ -108,7 +112,7 @@ func TestPull(t *testing.T) {
 	}
 }
 
-// TestResume breaks the weights' transfer halfway; the next pull continues with a Range
+// TestResume breaks the weights' transfer halfway; the same pull continues with a Range
 // request from the partial blob and verifies the whole file.
 func TestResume(t *testing.T) {
 	h := hubtest.New(t)
@@ -117,26 +121,55 @@ func TestResume(t *testing.T) {
 	dir := t.TempDir()
 	c := newClient(h, dir)
 	ref, _ := ParseRef("karpathy/stories260K")
-	_, err := c.Pull(context.Background(), ref)
-	if err == nil || !strings.Contains(err.Error(), "run again to resume") {
-		t.Fatalf("interrupted pull: %v", err)
-	}
-	if _, err := c.Cache.Snapshot(ref); !errors.Is(err, ErrNotCached) {
-		t.Fatalf("a broken pull left a snapshot the cache trusts: %v", err)
-	}
-	part := filepath.Join(c.Cache.RepoDir(ref.Repo), "blobs", hubtest.SHA256(repo.Files["model.safetensors"])+".incomplete")
-	if st, err := os.Stat(part); err != nil || st.Size() != 100_000 {
-		t.Fatalf("partial blob: %v", err)
-	}
-	if _, err := c.Pull(context.Background(), ref); err != nil {
-		t.Fatal(err)
+	snap, err := c.Pull(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("a pull cut once: %v", err)
 	}
 	want := "model.safetensors bytes=100000-"
 	if r := h.Ranges(); len(r) != 1 || r[0] != want {
 		t.Fatalf("ranges %q, want [%q]", r, want)
 	}
+	if got, err := os.ReadFile(filepath.Join(snap, "model.safetensors")); err != nil || !bytes.Equal(got, repo.Files["model.safetensors"]) {
+		t.Fatalf("resumed file differs: %v", err)
+	}
+	part := filepath.Join(c.Cache.RepoDir(ref.Repo), "blobs", hubtest.SHA256(repo.Files["model.safetensors"])+".incomplete")
 	if _, err := os.Stat(part); !os.IsNotExist(err) {
 		t.Errorf("partial blob still there: %v", err)
+	}
+}
+
+// TestResumeAfterFailedTries cuts every transfer: the pull fails after MaxRetries+1 tries
+// saying how much it kept, the cache trusts nothing of it, and the next pull resumes from
+// all the tries brought.
+func TestResumeAfterFailedTries(t *testing.T) {
+	h := hubtest.New(t)
+	repo := h.AddFS("karpathy/stories260K", models.Stories260K())
+	h.CutAlways["model.safetensors"] = 10_000
+	dir := t.TempDir()
+	c := newClient(h, dir)
+	c.MaxRetries = 4
+	ref, _ := ParseRef("karpathy/stories260K")
+	_, err := c.Pull(context.Background(), ref)
+	var te *TransferError
+	if !errors.As(err, &te) || te.Tries != 5 || te.Done != 50_000 || !strings.Contains(err.Error(), "after 5 tries") || !strings.Contains(err.Error(), "run again to resume") {
+		t.Fatalf("a pull cut on every try: %v", err)
+	}
+	if r := h.Ranges(); len(r) != 4 || r[3] != "model.safetensors bytes=40000-" {
+		t.Fatalf("ranges %q, want 4 resumptions up to bytes=40000-", r)
+	}
+	if _, err := c.Cache.Snapshot(ref); !errors.Is(err, ErrNotCached) {
+		t.Fatalf("a broken pull left a snapshot the cache trusts: %v", err)
+	}
+	part := filepath.Join(c.Cache.RepoDir(ref.Repo), "blobs", hubtest.SHA256(repo.Files["model.safetensors"])+".incomplete")
+	if st, err := os.Stat(part); err != nil || st.Size() != 50_000 {
+		t.Fatalf("partial blob: %v", err)
+	}
+	delete(h.CutAlways, "model.safetensors")
+	if _, err := c.Pull(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.Ranges(); len(r) != 5 || r[4] != "model.safetensors bytes=50000-" {
+		t.Fatalf("ranges %q, want the next run to resume at bytes=50000-", r)
 	}
 }
 

@@ -2,9 +2,12 @@
 // huggingface_hub writes, shared with transformers, vLLM and others) and, when they are not
 // there, on the Hub itself, downloading only what an export needs into that same cache.
 //
-// It owns the cache layout (models--ORG--NAME/{refs,blobs,snapshots}), the Hub's download
-// protocol (revision metadata, resolve URLs, ETag headers, redirects, Range resumption) and
-// the verification of what arrives (SHA-256 for LFS files, the git blob hash for the others).
+// It owns the cache layout (models--ORG--NAME/{refs,blobs,snapshots}, with symlinks or, as
+// huggingface_hub leaves it on Windows, copies; .locks), the Hub's download protocol
+// (revision metadata, resolve URLs, ETag headers, redirects, Range resumption), the bounds
+// of a download (declared sizes, free disk space, timeouts, tries), the checks that keep
+// its writes inside the cache, and the verification of what arrives (SHA-256 for LFS
+// files, the git blob hash for the others).
 // It does not read the environment: cmd/hfstatic turns HF_HUB_CACHE, HF_HOME, HF_TOKEN,
 // HF_ENDPOINT and HF_HUB_OFFLINE into a Cache and a Client. docs/hub.md lists the headers and
 // endpoints relied on, with the Hub documentation they come from.

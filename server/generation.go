@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hfstatic/hfstatic/generate"
+	"github.com/hfstatic/hfstatic/grammar"
 	"github.com/hfstatic/hfstatic/runner"
 	"github.com/hfstatic/hfstatic/sample"
 )
@@ -76,6 +77,15 @@ func (s *Server) run(ctx context.Context, g generation) (outcome, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.o.RequestTimeout)
 		defer cancel()
+	}
+	if g.set.constraint != nil {
+		// Compiled inside admission: it holds this generation's slot.
+		format, release, err := s.constrain(ctx, g.set.constraint)
+		if err != nil {
+			return out, err
+		}
+		defer release()
+		g.set.format = format
 	}
 	lease, err := s.o.Pool.Acquire(ctx, g.prompt)
 	if err != nil {
@@ -238,8 +248,10 @@ func (s *Server) generateChoice(ctx context.Context, g generation, i int, sess *
 		maxTokens = s.o.Runner.Planner().MaxNewTokens(len(g.prompt))
 	}
 	var constraint generate.Constraint
+	var matcher *grammar.Matcher
 	if g.set.format != nil {
-		constraint = g.set.format.NewMatcher(s.vocab())
+		matcher = g.set.format.NewMatcherContext(ctx, s.vocab())
+		constraint = matcher
 	}
 	var observe func(int, []float32, []uint64)
 	if i < len(g.set.logprobs) {
@@ -280,6 +292,14 @@ func (s *Server) generateChoice(ctx context.Context, g generation, i int, sess *
 			return nil
 		},
 	})
+	if err == nil && matcher != nil && matcher.Err() != nil {
+		// The matcher stopped (the client left, or the grammar needs more automaton than
+		// its cache holds): the generation ended early, not at the grammar's end.
+		err = matcher.Err()
+		if errors.Is(err, grammar.ErrTooLarge) {
+			err = badRequest("", "grammar_too_large", "the reply's grammar cannot be followed: %v; simplify it", err)
+		}
+	}
 	if err != nil {
 		r.err = err
 		return r

@@ -89,10 +89,16 @@ type modelObject struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// ChatTemplate says whether /v1/chat/completions can render conversations (false:
+	// it answers 400, and clients such as the browser page use /v1/completions).
+	ChatTemplate bool `json:"chat_template"`
+	// MaxModelLen is the program's context in tokens (vLLM's field name).
+	MaxModelLen int `json:"max_model_len"`
 }
 
 func (s *Server) model() modelObject {
-	return modelObject{ID: s.o.ModelID, Object: "model", Created: s.created, OwnedBy: "hfstatic"}
+	return modelObject{ID: s.o.ModelID, Object: "model", Created: s.created, OwnedBy: "hfstatic",
+		ChatTemplate: s.o.Template != nil, MaxModelLen: s.o.Runner.Planner().Context}
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -190,7 +196,7 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 	if err != nil {
 		return nil, set, err
 	}
-	if set.format, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
+	if set.constraint, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
 		return nil, set, err
 	}
 	if req.Logprobs != nil {
@@ -319,7 +325,7 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 	if err != nil {
 		return nil, set, err
 	}
-	if set.format, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
+	if set.constraint, err = s.formatGrammar(req.ResponseFormat, req.Grammar); err != nil {
 		return nil, set, err
 	}
 	if req.Logprobs != nil && *req.Logprobs {

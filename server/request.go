@@ -170,7 +170,8 @@ func isNull(raw json.RawMessage) bool {
 
 // settings is a validated request, ready to generate.
 type settings struct {
-	format       *grammar.Grammar   // the reply's language (response_format, forced tool call); nil: any text
+	constraint   *grammarSpec       // the reply's language (response_format, grammar, forced tool call); nil: any text
+	format       *grammar.Grammar   // constraint, compiled once the request is admitted (Server.run)
 	tools        *toolPlan          // the reply may call tools (read back when it is complete)
 	logprobs     []*logprobRecorder // per choice: the tokens' log-probabilities; nil: not asked for
 	n            int                // choices (1..maxChoices)

@@ -1,6 +1,7 @@
 // Package server is hfstatic's OpenAI-compatible HTTP API: GET /v1/models,
 // POST /v1/completions and POST /v1/chat/completions (JSON or Server-Sent Events),
-// GET /health and GET /metrics (Prometheus text format).
+// GET /health and GET /metrics (Prometheus text format); with Options.UI, GET / and /ui/...
+// answer with that handler (hfstatic serve's chat page, package server/webui).
 //
 // It owns request validation (OpenAI-style error objects), admission (at most
 // MaxSessions generations at once, a bounded queue behind them, 429/503 with
@@ -81,6 +82,9 @@ type Options struct {
 	Limits Limits
 	// Logger receives one record per request and every recovered panic; nil discards.
 	Logger *slog.Logger
+	// UI, if set, answers GET / and GET /ui/... (the browser page of package
+	// server/webui); nil leaves / a 404 like any unknown path.
+	UI http.Handler
 }
 
 // ErrOptions is wrapped by every error about invalid Options.
@@ -162,6 +166,10 @@ func New(opts Options) (*Server, error) {
 	s.route("/v1/chat/completions", http.MethodPost, s.handleChat)
 	s.route("/health", http.MethodGet, s.handleHealth)
 	s.route("/metrics", http.MethodGet, s.handleMetrics)
+	if opts.UI != nil {
+		s.mux.Handle("GET /{$}", opts.UI)
+		s.mux.Handle("GET /ui/", opts.UI)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Code: "unknown_url",
 			Message: fmt.Sprintf("no endpoint %s %s; see /v1/models, /v1/completions, /v1/chat/completions, /health, /metrics", r.Method, r.URL.Path)})
@@ -294,11 +302,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		Handler:           s.Handler(),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: s.guards.limits.HeaderTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       s.guards.limits.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	conns := newConnLimiter(ln, s.guards.limits.MaxConns, s.guards.limits.ShortIdleTimeout)
 	var handlers sync.WaitGroup
 	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		conns.setState(c, st)
 		switch st {
 		case http.StateNew:
 			handlers.Add(1)
@@ -307,7 +317,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(limitConns(ln, s.guards.limits.MaxConns)) }()
+	go func() { errc <- hs.Serve(conns) }()
 	select {
 	case err := <-errc:
 		return err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,14 +20,21 @@ func TestModelsListsTheModelAndHealthIsOK(t *testing.T) {
 	var list struct {
 		Object string `json:"object"`
 		Data   []struct {
-			ID, Object string
+			ID, Object   string
+			ChatTemplate bool `json:"chat_template"`
+			MaxModelLen  int  `json:"max_model_len"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatal(err)
 	}
-	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "stories260K" || list.Data[0].Object != "model" {
+	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "stories260K" || list.Data[0].Object != "model" ||
+		!list.Data[0].ChatTemplate || list.Data[0].MaxModelLen != 512 {
 		t.Errorf("GET /v1/models = %s", body)
+	}
+	_, noTemplate, _ := startServer(t, func(o *Options) { o.Template = nil })
+	if code, body := get(t, noTemplate+"/v1/models"); code != http.StatusOK || !strings.Contains(string(body), `"chat_template":false`) {
+		t.Errorf("GET /v1/models without a chat template: %d %s", code, body)
 	}
 	if code, body := get(t, base+"/v1/models/stories260K"); code != http.StatusOK {
 		t.Errorf("GET /v1/models/stories260K: %d %s", code, body)
@@ -318,5 +326,23 @@ func TestStreamedChatSendsRoleThenContent(t *testing.T) {
 	}
 	if text != want {
 		t.Errorf("streamed %q, want %q", text, want)
+	}
+}
+
+// Options.UI answers GET / and /ui/...; without it / is an unknown path like any other.
+func TestUIHandlerServesTheRoot(t *testing.T) {
+	_, plain, _ := startServer(t, nil)
+	if code, body := get(t, plain+"/"); code != http.StatusNotFound || !strings.Contains(string(body), "unknown_url") {
+		t.Errorf("GET / without a UI: %d %s", code, body)
+	}
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "page "+r.URL.Path) })
+	_, base, _ := startServer(t, func(o *Options) { o.UI = ui })
+	for path, want := range map[string]string{"/": "page /", "/ui/app.js": "page /ui/app.js"} {
+		if code, body := get(t, base+path); code != http.StatusOK || string(body) != want {
+			t.Errorf("GET %s: %d %q, want %q", path, code, body, want)
+		}
+	}
+	if code, body := get(t, base+"/index.html"); code != http.StatusNotFound {
+		t.Errorf("GET /index.html: %d %s, want the API's 404", code, body)
 	}
 }

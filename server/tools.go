@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/hfstatic/hfstatic/grammar"
 	"github.com/hfstatic/hfstatic/internal/chat"
 	"github.com/hfstatic/hfstatic/internal/toolcall"
 )
+
+// maxTools bounds the functions one request may offer (OpenAI's limit too): a forced call
+// compiles all their schemas into one grammar.
+const maxTools = 128
 
 // toolPlan is how a request's reply may call tools: the call syntax of the model's
 // template, read back from the reply once it is complete.
@@ -69,7 +74,11 @@ func (s *Server) planTools(req *chatRequest, set *settings) (*toolPlan, error) {
 	if err != nil || mode == "none" {
 		return nil, err
 	}
+	if len(req.Tools) > maxTools {
+		return nil, badRequest("tools", "invalid_value", "tools has %d functions; at most %d are allowed", len(req.Tools), maxTools)
+	}
 	var tools []toolcall.Tool
+	found := name == ""
 	for _, raw := range req.Tools {
 		var t struct {
 			Function struct {
@@ -79,17 +88,26 @@ func (s *Server) planTools(req *chatRequest, set *settings) (*toolPlan, error) {
 		}
 		json.Unmarshal(raw, &t) // parseTools has checked the shape
 		tools = append(tools, toolcall.Tool{Name: t.Function.Name, Parameters: t.Function.Parameters})
+		found = found || t.Function.Name == name
 	}
 	plan := &toolPlan{syntax: toolcall.Detect(s.o.Template.Source())}
 	if mode == "required" || mode == "named" {
-		if set.format != nil {
+		if set.constraint != nil {
 			return nil, badRequest("tool_choice", "invalid_value", "a forced tool call cannot be combined with response_format")
 		}
-		g, err := toolcall.Grammar(plan.syntax, tools, name)
-		if err != nil {
-			return nil, badRequest("tool_choice", "invalid_value", "%v", err)
+		if !found {
+			return nil, badRequest("tool_choice", "invalid_value", "tool_choice names %q, which is not among the tools", name)
 		}
-		set.format = g
+		// The cache key is everything the grammar depends on: syntax, choice, tools.
+		key, _ := json.Marshal(struct {
+			Syntax toolcall.Syntax
+			Name   string
+			Tools  []toolcall.Tool
+		}{plan.syntax, name, tools})
+		set.constraint = &grammarSpec{key: "tools\x00" + string(key), param: "tool_choice",
+			compile: func(c *grammar.Compiler) (*grammar.Grammar, error) {
+				return toolcall.Grammar(c, plan.syntax, tools, name)
+			}}
 	}
 	return plan, nil
 }

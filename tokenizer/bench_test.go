@@ -26,7 +26,7 @@ func BenchmarkEncode(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
 						if cache == "cold" {
-							tok.model.cache.reset()
+							tok.model.(*bpe).cache.reset()
 						}
 						if _, err := tok.Encode(text, false); err != nil {
 							b.Fatal(err)

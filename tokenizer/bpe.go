@@ -153,6 +153,13 @@ func (m *bpe) putScratch(sc *mergeScratch) {
 	}
 }
 
+func (m *bpe) tokens() ([]string, []bool) { return m.idToToken, m.hasID }
+
+func (m *bpe) id(tok string) (int, bool) {
+	id, ok := m.vocab[tok]
+	return id, ok
+}
+
 // encodeWord appends the ids of one pre-tokenized word.
 func (m *bpe) encodeWord(w string, dst []int, sc *mergeScratch) ([]int, error) {
 	if w == "" {

@@ -22,6 +22,8 @@ type decoderJSON struct {
 	Replacement    string            `json:"replacement"`
 	PrependScheme  string            `json:"prepend_scheme"`
 	AddPrefixSpace *bool             `json:"add_prefix_space"`
+	Prefix         *string           `json:"prefix"`
+	Cleanup        *bool             `json:"cleanup"`
 }
 
 func parseDecoder(raw json.RawMessage) (decoder, error) {
@@ -63,6 +65,12 @@ func parseDecoder(raw json.RawMessage) (decoder, error) {
 		}
 		r, _ := utf8.DecodeRuneInString(j.Content)
 		return stripDecoder{content: r, start: j.Start, stop: j.Stop}, nil
+	case "WordPiece":
+		d := wordPieceDecoder{prefix: "##", cleanup: j.Cleanup == nil || *j.Cleanup}
+		if j.Prefix != nil {
+			d.prefix = *j.Prefix
+		}
+		return d, nil
 	case "Metaspace":
 		m := metaspaceDecoder{replacement: j.Replacement, prepend: j.PrependScheme != "never"}
 		if j.PrependScheme == "" && j.AddPrefixSpace != nil {

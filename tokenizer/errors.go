@@ -18,8 +18,8 @@ type UnsupportedError struct {
 }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("tokenizer: unsupported %s type %q: this package implements BPE models with the "+
-		"normalizers, pre-tokenizers, post-processors and decoders used by Llama, Qwen, Gemma and Mistral; "+
+	return fmt.Sprintf("tokenizer: unsupported %s type %q: this package implements BPE, WordPiece and Unigram models with the "+
+		"normalizers, pre-tokenizers, post-processors and decoders used by Llama, Qwen, Gemma, Mistral, BERT and XLM-RoBERTa; "+
 		"convert the tokenizer or extend the package", e.Component, e.Type)
 }
 

@@ -39,6 +39,7 @@ func (a addedTokenJSON) normalized() bool {
 
 type modelJSON struct {
 	Type                    string          `json:"type"`
+	raw                     json.RawMessage // the model's fields but vocab and merges
 	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 	UnkToken                *string         `json:"unk_token"`
@@ -89,11 +90,18 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.byteFallbackDecoder = hasByteFallback(t.decoder)
-	merges, err := parseMerges(mj.Merges)
-	if err != nil {
-		return nil, err
+	switch mj.Type {
+	case "WordPiece":
+		t.model, err = newWordPiece(mj.raw, mj.Vocab)
+	case "Unigram":
+		t.model, err = newUnigram(mj.raw, mj.Vocab)
+	default:
+		var merges [][2]string
+		if merges, err = parseMerges(mj.Merges); err == nil {
+			t.model, err = newBPE(mj, merges, t.byteLevel)
+		}
 	}
-	if t.model, err = newBPE(mj, merges, t.byteLevel); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if err := t.buildVocab(f.AddedTokens); err != nil {
@@ -149,7 +157,11 @@ func parseFile(data []byte) (*fileJSON, *modelJSON, error) {
 			return nil, nil, invalidf("model.type: %v", err)
 		}
 	}
-	if modelType != "BPE" && modelType != "" { // older files omit the type of BPE models
+	switch modelType {
+	case "BPE", "WordPiece", "Unigram":
+	case "": // older files omit the type of BPE models
+		modelType = "BPE"
+	default:
 		return nil, nil, &UnsupportedError{Component: "model", Type: modelType}
 	}
 	mj := &modelJSON{Vocab: modelFields["vocab"], Merges: modelFields["merges"]}
@@ -162,8 +174,9 @@ func parseFile(data []byte) (*fileJSON, *modelJSON, error) {
 	if err != nil {
 		return nil, nil, invalidf("model: %v", err)
 	}
-	if mj.Merges == nil {
-		return nil, nil, invalidf("model has no merges; only BPE models are supported")
+	mj.Type, mj.raw = modelType, small
+	if mj.Merges == nil && modelType == "BPE" {
+		return nil, nil, invalidf("BPE model has no merges")
 	}
 	return f, mj, nil
 }
@@ -227,7 +240,8 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 // buildVocab makes the id → token table from the model vocabulary and the
 // added tokens (which win, as in Hugging Face).
 func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
-	n := len(t.model.idToToken)
+	idToToken, hasID := t.model.tokens()
+	n := len(idToToken)
 	for _, a := range added {
 		if a.ID < 0 || a.ID > maxTokenID {
 			return invalidf("added token %q has id %d outside 0..%d", a.Content, a.ID, maxTokenID)
@@ -237,8 +251,8 @@ func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 	t.tokens = make([]string, n)
 	t.known = make([]bool, n)
 	t.special = make([]bool, n)
-	for id, tok := range t.model.idToToken {
-		if t.model.hasID[id] {
+	for id, tok := range idToToken {
+		if hasID[id] {
 			t.tokens[id], t.known[id] = tok, true
 		}
 	}
@@ -260,8 +274,7 @@ func (t *Tokenizer) tokenID(tok string) (int, bool) {
 	if id, ok := t.ids[tok]; ok {
 		return id, true
 	}
-	id, ok := t.model.vocab[tok]
-	return int(id), ok
+	return t.model.id(tok)
 }
 
 func (t *Tokenizer) applyConfig(raw []byte) error {
@@ -303,14 +316,14 @@ func (t *Tokenizer) applyConfig(raw []byte) error {
 	if (addBOS && bos < 0) || (addEOS && eos < 0) {
 		return invalidf("tokenizer_config.json asks for add_bos_token=%v add_eos_token=%v but does not name those tokens", addBOS, addEOS)
 	}
-	var tp templateProcessing
+	var before, after []int
 	if addBOS {
-		tp.before = []int{bos}
+		before = []int{bos}
 	}
 	if addEOS {
-		tp.after = []int{eos}
+		after = []int{eos}
 	}
-	t.post = &tp
+	t.post = prefixSuffix(before, after)
 	return nil
 }
 

@@ -52,7 +52,7 @@ func TestMergeScanEqualsHeap(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"llama3", "gemma3", "mistral"} {
-		m := fixtureTokenizer(t, name).model
+		m := fixtureTokenizer(t, name).model.(*bpe)
 		for _, w := range words {
 			if diff := cmp.Diff(mergeIDs(t, m, w, false), mergeIDs(t, m, w, true)); diff != "" {
 				t.Fatalf("%s %q: (-heap +scan):\n%s", name, w, diff)

@@ -21,6 +21,7 @@ type normalizerJSON struct {
 	Prepend     string            `json:"prepend"`
 	Left        *bool             `json:"left"`
 	Right       *bool             `json:"right"`
+	Charsmap    *string           `json:"precompiled_charsmap"`
 }
 
 func parseNormalizer(raw json.RawMessage) (normalizer, error) {
@@ -66,6 +67,13 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		return byteLevelNormalizer{}, nil
 	case "Strip":
 		return strip{left: j.Left == nil || *j.Left, right: j.Right == nil || *j.Right}, nil
+	case "BertNormalizer":
+		return parseBertNormalizer(raw)
+	case "Precompiled":
+		if j.Charsmap == nil {
+			return nil, invalidf("normalizer Precompiled has no precompiled_charsmap")
+		}
+		return parsePrecompiled(*j.Charsmap)
 	}
 	return nil, &UnsupportedError{Component: "normalizer", Type: j.Type}
 }

@@ -2,11 +2,17 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"slices"
 )
 
-// postProcessor adds the special tokens of Encode(text, addSpecial=true).
+// postProcessor adds the special tokens of Encode(text, addSpecial=true) and
+// joins the two texts of a pair (EncodePair), with their token type ids.
 type postProcessor interface {
 	apply(ids []int) []int
+	// applyPair joins a and b (types: the type id of each output token).
+	applyPair(a, b []int) (ids, types []int)
+	// count is the number of tokens apply (pair false) or applyPair adds.
+	count(pair bool) int
 	// firstSpecial is the first token added in front (the BOS), if any.
 	firstSpecial() (int, bool)
 	// added lists every id the processor may add.
@@ -16,6 +22,7 @@ type postProcessor interface {
 type postProcessorJSON struct {
 	Type          string         `json:"type"`
 	Single        []templateItem `json:"single"`
+	Pair          []templateItem `json:"pair"`
 	SpecialTokens map[string]struct {
 		IDs []int `json:"ids"`
 	} `json:"special_tokens"`
@@ -26,10 +33,12 @@ type postProcessorJSON struct {
 
 type templateItem struct {
 	SpecialToken *struct {
-		ID string `json:"id"`
+		ID     string `json:"id"`
+		TypeID int    `json:"type_id"`
 	} `json:"SpecialToken"`
 	Sequence *struct {
-		ID string `json:"id"`
+		ID     string `json:"id"`
+		TypeID int    `json:"type_id"`
 	} `json:"Sequence"`
 }
 
@@ -55,7 +64,13 @@ func parsePostProcessor(raw json.RawMessage) (postProcessor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &templateProcessing{before: []int{cls}, after: []int{sep}}, nil
+		tp := &templateProcessing{single: []templatePart{{ids: []int{cls}}, {seq: 'A'}, {ids: []int{sep}}}}
+		if j.Type == "BertProcessing" { // [CLS] A [SEP] B [SEP], B and its [SEP] of type 1
+			tp.pair = append(slices.Clone(tp.single), templatePart{seq: 'B', typeID: 1}, templatePart{ids: []int{sep}, typeID: 1})
+		} else { // <s> A </s> </s> B </s>, every type 0
+			tp.pair = append(slices.Clone(tp.single), templatePart{ids: []int{sep}}, templatePart{seq: 'B'}, templatePart{ids: []int{sep}})
+		}
+		return tp, nil
 	case "Sequence":
 		var seq sequenceProcessor
 		for _, r := range j.Processors {
@@ -80,59 +95,134 @@ func processorToken(pair []json.RawMessage, name string) (int, error) {
 }
 
 func parseTemplate(j postProcessorJSON) (postProcessor, error) {
-	tp := &templateProcessing{}
-	seenA := false
-	for _, it := range j.Single {
+	single, err := templateParts(j, j.Single, "single", "A")
+	if err != nil {
+		return nil, err
+	}
+	tp := &templateProcessing{single: single}
+	if j.Pair != nil {
+		if tp.pair, err = templateParts(j, j.Pair, "pair", "AB"); err != nil {
+			return nil, err
+		}
+	}
+	return tp, nil
+}
+
+// templateParts reads one template, which must hold each sequence of seqs
+// once, in that order.
+func templateParts(j postProcessorJSON, items []templateItem, name, seqs string) ([]templatePart, error) {
+	var parts []templatePart
+	seen := ""
+	for _, it := range items {
 		switch {
 		case it.Sequence != nil:
-			if it.Sequence.ID != "A" || seenA {
-				return nil, invalidf("post_processor single template must contain sequence A once, found %q", it.Sequence.ID)
+			id := it.Sequence.ID
+			if len(id) != 1 || len(seen) >= len(seqs) || id[0] != seqs[len(seen)] {
+				return nil, invalidf("post_processor %s template must contain the sequences %s once each in order, found %q", name, seqs, id)
 			}
-			seenA = true
+			seen += id
+			parts = append(parts, templatePart{seq: id[0], typeID: it.Sequence.TypeID})
 		case it.SpecialToken != nil:
 			st, ok := j.SpecialTokens[it.SpecialToken.ID]
 			if !ok {
 				return nil, invalidf("post_processor template uses special token %q that special_tokens does not define", it.SpecialToken.ID)
 			}
-			if seenA {
-				tp.after = append(tp.after, st.IDs...)
-			} else {
-				tp.before = append(tp.before, st.IDs...)
-			}
+			parts = append(parts, templatePart{ids: st.IDs, typeID: it.SpecialToken.TypeID})
 		default:
 			return nil, invalidf("post_processor template item is neither SpecialToken nor Sequence")
 		}
 	}
-	if !seenA {
-		return nil, invalidf("post_processor single template has no sequence A")
+	if seen != seqs {
+		return nil, invalidf("post_processor %s template must contain the sequences %s, found %q", name, seqs, seen)
 	}
-	return tp, nil
+	return parts, nil
 }
 
-// templateProcessing puts fixed ids before and after the sequence.
+// templatePart is a run of special tokens (ids) or one of the sequences (seq
+// 'A' or 'B'), with the token type id its tokens get.
+type templatePart struct {
+	ids    []int
+	seq    byte
+	typeID int
+}
+
+// templateProcessing lays out a sequence, or a pair, by a template. The zero
+// value adds nothing and joins a pair end to end.
 type templateProcessing struct {
-	before, after []int
+	single, pair []templatePart
 }
 
 func (tp *templateProcessing) apply(ids []int) []int {
-	if len(tp.before) == 0 && len(tp.after) == 0 {
+	if len(tp.single) == 0 {
 		return ids
 	}
-	out := make([]int, 0, len(tp.before)+len(ids)+len(tp.after))
-	out = append(out, tp.before...)
-	out = append(out, ids...)
-	return append(out, tp.after...)
+	out, _ := tp.lay(tp.single, ids, nil)
+	return out
+}
+
+func (tp *templateProcessing) applyPair(a, b []int) ([]int, []int) {
+	if len(tp.pair) == 0 { // no pair template: A then B, B of type 1, as Hugging Face defaults
+		ids, types := tp.lay(tp.single, a, nil)
+		ids = append(ids, b...)
+		for range b {
+			types = append(types, 1)
+		}
+		return ids, types
+	}
+	return tp.lay(tp.pair, a, b)
+}
+
+func (tp *templateProcessing) lay(parts []templatePart, a, b []int) (ids, types []int) {
+	if len(parts) == 0 {
+		parts = []templatePart{{seq: 'A'}}
+	}
+	for _, p := range parts {
+		run := p.ids
+		switch p.seq {
+		case 'A':
+			run = a
+		case 'B':
+			run = b
+		}
+		ids = append(ids, run...)
+		for range run {
+			types = append(types, p.typeID)
+		}
+	}
+	return ids, types
+}
+
+func (tp *templateProcessing) count(pair bool) int {
+	parts := tp.single
+	if pair && tp.pair != nil {
+		parts = tp.pair
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p.ids)
+	}
+	return n
 }
 
 func (tp *templateProcessing) firstSpecial() (int, bool) {
-	if len(tp.before) == 0 {
+	if len(tp.single) == 0 || tp.single[0].seq != 0 || len(tp.single[0].ids) == 0 {
 		return 0, false
 	}
-	return tp.before[0], true
+	return tp.single[0].ids[0], true
 }
 
 func (tp *templateProcessing) added() []int {
-	return append(append([]int(nil), tp.before...), tp.after...)
+	var ids []int
+	for _, p := range append(slices.Clone(tp.single), tp.pair...) {
+		ids = append(ids, p.ids...)
+	}
+	return ids
+}
+
+// prefixSuffix is the template of a config that asks for BOS and/or EOS
+// (tokenizer_config.json's add_bos_token, add_eos_token).
+func prefixSuffix(before, after []int) *templateProcessing {
+	return &templateProcessing{single: []templatePart{{ids: before}, {seq: 'A'}, {ids: after}}}
 }
 
 type sequenceProcessor []postProcessor
@@ -150,6 +240,25 @@ func (seq sequenceProcessor) apply(ids []int) []int {
 		ids = p.apply(ids)
 	}
 	return ids
+}
+
+// applyPair joins the pair with the first processor that lays out pairs
+// (adds tokens); the others only touch offsets.
+func (seq sequenceProcessor) applyPair(a, b []int) ([]int, []int) {
+	for _, p := range seq {
+		if p.count(true) > 0 {
+			return p.applyPair(a, b)
+		}
+	}
+	return (&templateProcessing{}).applyPair(a, b)
+}
+
+func (seq sequenceProcessor) count(pair bool) int {
+	n := 0
+	for _, p := range seq {
+		n += p.count(pair)
+	}
+	return n
 }
 
 func (seq sequenceProcessor) firstSpecial() (int, bool) {

@@ -91,6 +91,8 @@ func parsePreTokenizer(j preTokenizerJSON) (preTokenizer, bool, error) {
 			b = behaviorIsolated
 		}
 		return splitPreTokenizer{pattern: runePattern(unicode.IsNumber), behavior: b}, false, nil
+	case "BertPreTokenizer":
+		return bertPreTokenizer(), false, nil
 	case "WhitespaceSplit":
 		return splitPreTokenizer{pattern: runePattern(isWhiteSpace), behavior: behaviorRemoved}, false, nil
 	case "Whitespace":

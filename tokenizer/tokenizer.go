@@ -1,23 +1,28 @@
-// Package tokenizer implements Hugging Face tokenizer.json BPE tokenizers
+// Package tokenizer implements Hugging Face tokenizer.json tokenizers with
+// the same ids and text as the Hugging Face tokenizers library: BPE
 // (byte-level as in Llama 3, Qwen and SmolLM, and SentencePiece-style with
-// byte fallback as in Llama 2, Mistral and Gemma 3) with the same ids and
-// text as the Hugging Face tokenizers library, plus a streaming
-// detokenizer for generation.
+// byte fallback as in Llama 2, Mistral and Gemma 3), WordPiece (BERT and the
+// sentence-transformers models built on it) and Unigram (XLM-RoBERTa, bge-m3,
+// multilingual-e5), plus a streaming detokenizer for generation and the
+// pair encoding with token type ids and truncation that encoder models take
+// (EncodeSequence, EncodePair).
 //
 // It owns: parsing tokenizer.json and the special-token part of
 // tokenizer_config.json, added/special token matching, normalizers,
-// pre-tokenizers, the BPE model, post-processors (BOS/EOS) and decoders.
-// It does not own chat templates (internal/chat), truncation, padding,
-// offsets, or models other than BPE (WordPiece, Unigram, WordLevel are
-// rejected with an *UnsupportedError).
+// pre-tokenizers, the models, post-processors (BOS/EOS, pair templates and
+// type ids) and decoders. It does not own chat templates (internal/chat),
+// padding, offsets, or the WordLevel model (rejected with an
+// *UnsupportedError).
 //
 // Supported components: normalizers NFC, NFD, NFKC, NFKD, Lowercase,
-// Replace, Prepend, Strip, ByteLevel, Sequence; pre-tokenizers ByteLevel,
-// Split, Metaspace, Digits, Whitespace, WhitespaceSplit, Sequence;
-// post-processors TemplateProcessing, ByteLevel, RobertaProcessing,
-// BertProcessing, Sequence; decoders ByteLevel, Replace, ByteFallback,
-// Fuse, Strip, Metaspace, Sequence. The split regexes of GPT-2, Llama 3 and
-// Qwen 2/3 run on hand-written scanners; other regexes run on regexp2.
+// Replace, Prepend, Strip, ByteLevel, BertNormalizer, Precompiled
+// (SentencePiece's compiled rules), Sequence; pre-tokenizers ByteLevel,
+// Split, Metaspace, Digits, Whitespace, WhitespaceSplit, BertPreTokenizer,
+// Sequence; post-processors TemplateProcessing, ByteLevel,
+// RobertaProcessing, BertProcessing, Sequence; decoders ByteLevel, Replace,
+// ByteFallback, Fuse, Strip, Metaspace, WordPiece, Sequence. The split
+// regexes of GPT-2, Llama 3 and Qwen 2/3 run on hand-written scanners; other
+// regexes run on regexp2.
 //
 // Typical use:
 //
@@ -40,7 +45,7 @@ type Tokenizer struct {
 	normalizer   normalizer   // nil: identity
 	preTokenizer preTokenizer // nil: the whole segment is one word
 	byteLevel    bool         // a ByteLevel pre-tokenizer ends the chain: words reach the model as raw bytes
-	model        *bpe
+	model        wordModel
 	post         postProcessor
 	decoder      decoder // nil: tokens joined with spaces
 	// byteFallbackDecoder: the decoder joins runs of <0xNN> tokens (streams
@@ -56,6 +61,18 @@ type Tokenizer struct {
 	bos    int
 	hasBOS bool
 	eos    []int
+}
+
+// wordModel turns one pre-tokenized word into ids: BPE, WordPiece or Unigram.
+type wordModel interface {
+	// encodeWord appends the ids of w to dst; sc is scratch from getScratch.
+	encodeWord(w string, dst []int, sc *mergeScratch) ([]int, error)
+	getScratch() *mergeScratch
+	putScratch(*mergeScratch)
+	// tokens is the vocabulary: [id] token text, and whether the id is used.
+	tokens() (idToToken []string, hasID []bool)
+	// id finds a token of the vocabulary.
+	id(tok string) (int, bool)
 }
 
 // piece is one span of text on its way to the model. first reports that it

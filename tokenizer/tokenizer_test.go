@@ -150,11 +150,11 @@ func TestLoadRejectsUnsupportedComponents(t *testing.T) {
 		component, json string
 		args            [5]string
 	}{
-		{"normalizer", "", [5]string{`{"type": "BertNormalizer"}`, "null", "null", "null", model}},
+		{"normalizer", "", [5]string{`{"type": "NmtNormalizer"}`, "null", "null", "null", model}},
 		{"pre_tokenizer", "", [5]string{"null", `{"type": "UnicodeScripts"}`, "null", "null", model}},
 		{"post_processor", "", [5]string{"null", "null", `{"type": "Fancy"}`, "null", model}},
 		{"decoder", "", [5]string{"null", "null", "null", `{"type": "CTC"}`, model}},
-		{"model", "", [5]string{"null", "null", "null", "null", `{"type": "Unigram", "vocab": []}`}},
+		{"model", "", [5]string{"null", "null", "null", "null", `{"type": "WordLevel", "vocab": {}}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.component, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -20,9 +21,10 @@ func newAccuracyCmd() *cobra.Command {
 		tokens, prompt  string
 		textFile        string
 		extend, threads int
+		ef              exportFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "accuracy REFERENCE CANDIDATE [--text FILE | --tokens IDS | --prompt TEXT] [--generate N]",
+		Use:   "accuracy [REFERENCE] CANDIDATE [--text FILE | --tokens IDS | --prompt TEXT] [--generate N]",
 		Short: "Compare a candidate program's logits (e.g. quantized) with a reference program's",
 		Long: `accuracy runs one token sequence through both programs and prints the argmax agreement and the
 mean KL divergence KL(reference ‖ candidate) over every position, and the bits per weight of the
@@ -30,20 +32,35 @@ candidate's weight matrices (what its linear and embedding ops read). The sequen
 --text FILE encoded with the reference's tokenizer (BOS first; cut at the context), or --tokens, or
 --prompt encoded likewise (default: "` + defaultAccuracyPrompt + `"; --prompt "" is just BOS)
 extended by --generate N greedy tokens of the reference (--text is not extended unless --generate
-is given).`,
-		Args: cobra.ExactArgs(2),
+is given).
+
+With CANDIDATE alone, the reference is the embedded stories260K model (float32 weights): e.g.
+hfstatic export -o q4.hfs --weights q4 && hfstatic accuracy q4.hfs.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				// The embedded model alone would be compared with itself.
+				return errors.New("give the CANDIDATE program to compare (with the embedded stories260K model as the reference unless REFERENCE comes first), e.g. hfstatic export -o q4.hfs --weights q4 && hfstatic accuracy q4.hfs")
+			}
+			return cobra.RangeArgs(1, 2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ref, err := openProgram(ctx, args[0], threads)
+			if len(args) == 1 {
+				args = []string{"", args[0]} // the embedded model is the reference
+			}
+			ref, err := openProgram(cmd, args[0], threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer ref.Close()
-			cand, err := openProgram(ctx, args[1], threads)
+			cand, err := openProgram(cmd, args[1], threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer cand.Close()
+			if rv, cv := ref.Runner.Metadata().VocabSize, cand.Runner.Metadata().VocabSize; rv != cv {
+				return fmt.Errorf("%s has %d tokens and %s %d: accuracy compares two programs of one model (e.g. its f32 and q4 exports)", ref.name, rv, cand.name, cv)
+			}
 			var seq []int
 			if textFile != "" {
 				if cmd.Flags().Changed("tokens") || cmd.Flags().Changed("prompt") {
@@ -96,6 +113,7 @@ is given).`,
 	f.StringVar(&textFile, "text", "", "file whose text is the sequence (held-out text, not the calibration text)")
 	f.IntVar(&extend, "generate", 200, "extend the sequence with N greedy tokens of the reference")
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	ef.register(f)
 	return cmd
 }
 

@@ -57,7 +57,10 @@ type benchReport struct {
 }
 
 func newBenchCmd() *cobra.Command {
-	var o benchOptions
+	var (
+		o  benchOptions
+		ef exportFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "bench [PROGRAM]",
 		Short: "Measure startup, prefill and decode speed of a program",
@@ -72,7 +75,7 @@ decode together; the rates are totals over the B sessions (like llama-batched-be
 S_PP and S_TG).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := runBench(cmd.Context(), argOr(args, 0), o)
+			rep, err := runBench(cmd, argOr(args, 0), o, &ef)
 			if err != nil {
 				return err
 			}
@@ -94,10 +97,12 @@ S_PP and S_TG).`,
 	f.IntVar(&o.repeat, "repeat", 3, "measured repeats (medians are reported)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured repeats to this file")
+	ef.register(f)
 	return cmd
 }
 
-func runBench(ctx context.Context, path string, o benchOptions) (benchReport, error) {
+func runBench(cmd *cobra.Command, path string, o benchOptions, ef *exportFlags) (benchReport, error) {
+	ctx := cmd.Context()
 	switch {
 	case o.promptTokens < 1:
 		return benchReport{}, usagef("--prompt-tokens %d must be ≥ 1", o.promptTokens)
@@ -111,7 +116,7 @@ func runBench(ctx context.Context, path string, o benchOptions) (benchReport, er
 		return benchReport{}, usagef("--batch %d must be ≥ 1", o.batch)
 	}
 	start := time.Now()
-	m, err := openProgram(ctx, path, o.threads)
+	m, err := openProgram(cmd, path, o.threads, ef)
 	if err != nil {
 		return benchReport{}, err
 	}

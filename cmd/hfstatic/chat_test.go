@@ -179,3 +179,75 @@ func TestChatTemplateFile(t *testing.T) {
 		t.Errorf("chat with --template-file said %q", stderr)
 	}
 }
+
+// A line ending in \ continues on the next; """ starts and ends a message of several lines;
+// /save writes the messages and the session, which /load restores in a new chat; /show
+// shows the system message.
+func TestChatMultiLineSaveAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "conv.chat")
+	in := "Once upon \\\na time\n\"\"\"\nLily\n\nand Tom\"\"\"\n/save " + saved + "\n/show\n"
+	out1, stderr, err := run(t, in, "chat", "-n", "4", "--temperature", "0", "--system", "Stories.\nShort ones.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"... ", "(saved 5 messages and ", "system       Stories.\n             Short ones.\n"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("chat's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(string(b), "\n")
+	wantMsgs := `"messages":[{"role":"system","content":"Stories.\nShort ones."},{"role":"user","content":"Once upon \na time"},{"role":"assistant","content":`
+	if !strings.Contains(header, wantMsgs) || !strings.Contains(header, `{"role":"user","content":"Lily\n\nand Tom"}`) {
+		t.Errorf("the saved conversation's header is %s", header)
+	}
+	if st, _ := os.Stat(saved); st.Mode().Perm() != 0o644 {
+		t.Errorf("/save wrote mode %v, want 0644", st.Mode().Perm())
+	}
+
+	// Loaded into a new chat (whose --system it replaces), the conversation continues where
+	// it stopped: the same reply as the chat that never stopped.
+	_, stderr, err = run(t, "/load "+saved+"\n/show\n", "chat", "-n", "4", "--temperature", "0", "--system", "Other.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(loaded 5 messages and ", "system       Stories.\n", ", 5 messages\n"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("after /load, chat's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	cont, _, err := run(t, "/load "+saved+"\nThe end\n", "chat", "-n", "4", "--temperature", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _, err := run(t, in+"The end\n", "chat", "-n", "4", "--temperature", "0", "--system", "Stories.\nShort ones.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(whole, cont) || cont == "" || !strings.HasPrefix(whole, out1) {
+		t.Errorf("after /load the chat replied %q; the chat that went on replied %q", cont, whole)
+	}
+
+	// Another program's file brings its messages, run again with the next message; a file
+	// that is no conversation is refused and the chat goes on.
+	prog := filepath.Join(dir, "s.hfs")
+	mustRun(t, "export", "-o", prog, "--context", "256", "-q")
+	garbage := filepath.Join(dir, "garbage")
+	os.WriteFile(garbage, []byte("not a conversation\n"), 0o644)
+	_, stderr, err = run(t, "/load "+saved+"\n/load "+garbage+"\n/load "+filepath.Join(dir, "missing")+"\n/show\n", "chat", prog, "-n", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(loaded 5 messages from " + saved + "; it was saved from another program", "/load: " + garbage + ": not a conversation file", "/load: open ", "0 of 256 tokens used, 5 messages"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("chat's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, stderr, _ = run(t, "/save "+filepath.Join(dir, "missing", "x")+"\n", "chat"); !strings.Contains(stderr, "/save: cannot write "+filepath.Join(dir, "missing", "x")) {
+		t.Errorf("/save into a missing folder said %q", stderr)
+	}
+}

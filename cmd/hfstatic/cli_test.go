@@ -21,11 +21,10 @@ func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err
 	t.Helper()
 	root := newRoot()
 	var out, errb bytes.Buffer
-	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	root.SetIn(strings.NewReader(stdin))
-	err = root.ExecuteContext(t.Context())
+	err = execute(t.Context(), root, args)
 	return out.String(), errb.String(), err
 }
 

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,11 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hfstatic/hfstatic"
+	"github.com/hfstatic/hfstatic/internal/arch"
 	"github.com/hfstatic/hfstatic/internal/calib"
 	"github.com/hfstatic/hfstatic/internal/export"
 	"github.com/hfstatic/hfstatic/internal/hf"
 	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/internal/mmap"
+	"github.com/hfstatic/hfstatic/models"
 	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/tokenizer"
 )
@@ -32,20 +36,23 @@ func newExportCmd() *cobra.Command {
 		quiet, noTokenizer                                            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export MODEL -o PROGRAM",
+		Use:   "export [MODEL] -o PROGRAM",
 		Short: "Export a Hugging Face model folder to an hfstatic program",
 		Long: `Export reads config.json, model.safetensors (or a sharded index) and tokenizer files from
 MODEL (a Hugging Face folder, or ORG/NAME[@REVISION]: from the Hugging Face cache, else downloaded
-as "hfstatic pull" does) and writes one program file with a decode method and a prefill method that runs
+as "hfstatic pull" does; without MODEL, the embedded stories260K folder) and writes one program file with a decode method and a prefill method that runs
 prompts P tokens at a time (--prefill, default ` + fmt.Sprint(hfstatic.DefaultPrefill) + `; 0 for decode only, which runs prompts token by
 token, 4-9× slower here). Why ` + fmt.Sprint(hfstatic.DefaultPrefill) + `: measured with hfstatic bench (SmolLM2-135M, bf16, 2 threads; prompts of 20,
 128 and 500 tokens; P = 16, 32, 64, 128, 256), 64 was as fast as the best size for every prompt
 length within the machine's noise, while 16 and 32 were slower on long prompts and 128 and 256
 run a mostly padded step whenever a prompt just overflows a multiple of P.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("export needs -o PROGRAM")
+			}
+			if err := checkOutput(out); err != nil {
+				return err
 			}
 			if err := checkExportFlags(weights, embedWeights); err != nil {
 				return err
@@ -64,45 +71,43 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 					prefill = 0
 				}
 			}
-			dir, err := resolveModelDir(cmd, args[0], quiet)
+			ckpt, name, err := openCheckpoint(cmd, argOr(args, 0), quiet)
 			if err != nil {
 				return err
-			}
-			if err := checkFolder(dir); err != nil {
-				return err
-			}
-			ckpt, err := hf.Open(mmap.DirFS(dir))
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			defer ckpt.Close()
 			if ckpt.TokenizerJSON == nil && !noTokenizer {
-				return fmt.Errorf("%s has no tokenizer.json: a program without one cannot turn text into tokens (generate, chat and serve need it); copy the model's tokenizer.json (and tokenizer_config.json) into the folder, or pass --no-tokenizer to export without it", args[0])
+				return fmt.Errorf("%s has no tokenizer.json: a program without one cannot turn text into tokens (generate, chat and serve need it); copy the model's tokenizer.json (and tokenizer_config.json) into the folder, or pass --no-tokenizer to export without it", argOr(args, 0))
+			}
+			if trained := trainedContext(ckpt.Config.Raw); context > trained && trained > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: --context %d is past the %d positions %s was trained on (max_position_embeddings): expect worse text beyond %d tokens\n", context, trained, name, trained)
 			}
 			opts := export.Options{
 				Context: context, Prefill: prefill, CacheDType: program.DType(cacheDType), Weights: weights, EmbedWeights: embedWeights,
 				Keep: keep, TensorWeights: rules, PrefillLogits: program.LogitsRows(prefillLogits), SlidingLayout: program.SlidingLayout(layout),
-				Model: modelName(args[0]), Writer: "hfstatic " + hfstatic.Version(), Delegate: delegate, Rotate: rotate,
+				Model: name, Writer: "hfstatic " + hfstatic.Version(), Delegate: delegate, Rotate: rotate,
 			}
 			if opts.Calibration, err = calibrationStats(cmd, ckpt, calibrate, weights, embedWeights, rotate); err != nil {
 				return err
 			}
 			var bar *progressbar.ProgressBar
+			errw := cmd.ErrOrStderr()
+			errFile, _ := errw.(*os.File)
 			switch {
 			case quiet:
-			case !isTerminal(os.Stderr):
+			case errFile == nil || !isTerminal(errFile):
 				// Logs and pipes get a line per tenth of the tensors, not a redrawn bar.
 				last := -1
 				opts.Progress = func(p export.Progress) {
 					if tenth := 10 * p.Done / max(p.Total, 1); tenth != last && p.Done > 0 {
 						last = tenth
-						fmt.Fprintf(os.Stderr, "exporting: %d/%d tensors\n", p.Done, p.Total)
+						fmt.Fprintf(errw, "exporting: %d/%d tensors\n", p.Done, p.Total)
 					}
 				}
 			default:
 				opts.Progress = func(p export.Progress) {
 					if bar == nil {
-						bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(os.Stderr),
+						bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(errw),
 							progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(),
 							progressbar.OptionClearOnFinish())
 					}
@@ -111,9 +116,13 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 			}
 			tmp, err := os.CreateTemp(filepath.Dir(out), ".hfstatic-export-*")
 			if err != nil {
-				return err
+				return fmt.Errorf("cannot write %s: %w", out, unwrapPath(err))
 			}
 			defer os.Remove(tmp.Name())
+			if err := tmp.Chmod(0o644); err != nil { // CreateTemp's 0600 would keep the program from other users
+				tmp.Close()
+				return err
+			}
 			sum, err := export.Export(cmd.Context(), ckpt, tmp, opts)
 			if bar != nil {
 				bar.Finish()
@@ -129,7 +138,7 @@ run a mostly padded step whenever a prompt just overflows a multiple of P.`,
 				return err
 			}
 			if err := os.Rename(tmp.Name(), out); err != nil {
-				return err
+				return fmt.Errorf("cannot write %s: %w", out, unwrapPath(err))
 			}
 			types := map[program.DType]int{}
 			for _, t := range sum.Tensors {
@@ -295,6 +304,80 @@ func checkExportFlags(weights, embedWeights string) error {
 		}
 	}
 	return nil
+}
+
+// openCheckpoint opens the checkpoint export reads: a folder, ORG/NAME[@REVISION], or the
+// embedded stories260K folder for "". name is what the program records as its model.
+func openCheckpoint(cmd *cobra.Command, arg string, quiet bool) (ckpt *hf.Checkpoint, name string, err error) {
+	if arg == "" {
+		ckpt, err := hf.Open(models.Stories260K())
+		return ckpt, "stories260K", err
+	}
+	dir, err := resolveModelDir(cmd, arg, quiet)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkFolder(dir); err != nil {
+		return nil, "", err
+	}
+	ckpt, err = hf.Open(mmap.DirFS(dir))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", arg, err)
+	}
+	return ckpt, modelName(arg), nil
+}
+
+// checkOutput says what is wrong with a program file path before any work is done: a
+// folder that does not exist, or a path that is a folder.
+func checkOutput(out string) error {
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return usagef("-o %s is a folder: give the program file's path, e.g. %s", out, filepath.Join(out, "model.hfs"))
+	}
+	dir := filepath.Dir(out)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot write %s: the folder %s does not exist (create it first: mkdir -p %s)", out, dir, dir)
+	case err != nil:
+		return fmt.Errorf("cannot write %s: %w", out, unwrapPath(err))
+	case !st.IsDir():
+		return fmt.Errorf("cannot write %s: %s is not a folder", out, dir)
+	}
+	return nil
+}
+
+// unwrapPath drops the *fs.PathError around err, whose path may be a temporary file the
+// user never named.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// trainedContext is the number of positions a model was trained on (its
+// max_position_embeddings, with the family's defaults), 0 when the config does not say.
+func trainedContext(cfgRaw []byte) int {
+	var head struct {
+		Architectures []string `json:"architectures"`
+	}
+	if json.Unmarshal(cfgRaw, &head) != nil || len(head.Architectures) == 0 {
+		return 0
+	}
+	a, err := arch.Lookup(head.Architectures[0])
+	if err != nil {
+		return 0
+	}
+	_, maxPos, err := a.Spec(cfgRaw)
+	if err != nil {
+		return 0
+	}
+	return maxPos
 }
 
 // checkFolder says what path is when it is not a Hugging Face folder.

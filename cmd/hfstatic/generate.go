@@ -2,105 +2,119 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
-	"math"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hfstatic/hfstatic/sample"
+	"github.com/hfstatic/hfstatic/generate"
+	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
-// parseTokens parses comma-separated token ids.
-func parseTokens(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		v, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, usagef("--tokens: %q is not an integer token id", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func newLogitsCmd() *cobra.Command {
+// newGenerateCmd is long because generate takes text or ids and prints text or ids; the
+// loop itself is package generate.
+func newGenerateCmd() *cobra.Command {
 	var (
-		tokens, out string
-		threads     int
+		tokens, prompt string
+		maxTokens      int
+		threads        int
+		ids            bool
+		sf             samplingFlags
+		ef             exportFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "logits [PROGRAM] --tokens IDS [-o FILE]",
-		Short: "Write the logits after each token (float32 little-endian [n][vocab])",
-		Long: `logits runs the comma-separated token ids through the program and writes, for each token i,
-the logits after consuming it: float32 little-endian, row-major [n][vocab]. Without -o it prints
-each row's argmax and maximum instead. The prefill method is used when it returns every row's
-logits (export with --prefill-logits all); otherwise decode steps are used.`,
+		Use:   "generate [PROGRAM] (--prompt TEXT | --tokens IDS)",
+		Short: "Generate a continuation of a prompt, streaming text",
+		Long: `generate appends the prompt and generates up to -n tokens, streaming the text (or, with --ids,
+printing the new token ids comma-separated). --prompt "" starts from the tokenizer's BOS alone.
+Without PROGRAM it runs the embedded stories260K model.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			toks, err := parseTokens(tokens)
+			if cmd.Flags().Changed("prompt") && cmd.Flags().Changed("tokens") {
+				return usagef("generate takes --prompt or --tokens, not both")
+			}
+			if maxTokens < 1 {
+				return usagef("-n %d must be ≥ 1", maxTokens)
+			}
+			sampler, err := sf.sampler()
 			if err != nil {
 				return err
 			}
-			if len(toks) == 0 {
-				return usagef("logits needs --tokens")
-			}
-			m, err := openProgram(cmd.Context(), argOr(args, 0), threads)
+			m, err := openProgram(cmd, argOr(args, 0), threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			md := m.Runner.Metadata()
+			eos := md.Tokens.EOSIDs()
+			var tok *tokenizer.Tokenizer
+			if !ids || !cmd.Flags().Changed("tokens") {
+				if tok, err = m.Tokenizer(); err != nil {
+					return err
+				}
+			}
+			var toks []int
+			if cmd.Flags().Changed("tokens") {
+				if toks, err = parseTokens(tokens); err != nil {
+					return err
+				}
+			} else if toks, err = tok.Encode(prompt, true); err != nil {
+				return err
+			}
+			if len(toks) == 0 {
+				return fmt.Errorf("the prompt has no tokens and the tokenizer adds no BOS; give a non-empty prompt")
+			}
 			sess, err := m.Runner.NewSession()
 			if err != nil {
 				return err
 			}
 			defer sess.Close()
-			var w *bufio.Writer
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				w = bufio.NewWriter(f)
-			}
-			stdout := cmd.OutOrStdout()
-			buf := make([]byte, 4)
-			err = sess.AppendEach(cmd.Context(), toks, func(i int, row []float32) error {
-				if w == nil {
-					best := max(sample.Argmax(row), 0)
-					_, err := fmt.Fprintf(stdout, "%d\ttoken %d\targmax %d\tmax %.6f\n", i, toks[i], best, row[best])
-					return err
-				}
-				for _, x := range row {
-					binary.LittleEndian.PutUint32(buf, math.Float32bits(x))
-					if _, err := w.Write(buf); err != nil {
-						return err
+			out := cmd.OutOrStdout()
+			var onToken func(int) error
+			var emit *textEmitter
+			first := true
+			if ids {
+				bw := bufio.NewWriter(out)
+				defer bw.Flush()
+				onToken = func(t int) error {
+					if !first {
+						bw.WriteByte(',')
 					}
+					fmt.Fprint(bw, t)
+					first = false
+					return nil
 				}
-				return nil
-			})
+				defer bw.WriteByte('\n')
+			} else {
+				if emit, err = newTextEmitter(out, tok, toks, sf.stop, eos); err != nil {
+					return err
+				}
+				onToken = emit.token
+			}
+			res, err := generate.Run(cmd.Context(), sess, toks, generate.Options{
+				MaxTokens: maxTokens, Sampler: sampler, EOS: eos, OnToken: onToken, Vocab: vocabOf(tok)})
+			if emit != nil {
+				emit.finish(res.Reason == generate.StopCondition)
+				if len(res.Tokens) > 0 {
+					fmt.Fprintln(out)
+				}
+			}
 			if err != nil {
 				return err
 			}
-			if w != nil {
-				if err := w.Flush(); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d rows × %d logits\n", out, len(toks), m.Runner.Metadata().VocabSize)
+			if res.Reason == generate.StopContextFull {
+				fmt.Fprintf(cmd.ErrOrStderr(), "stopped after %d new tokens: the program's context of %d positions is full (prompt %d tokens)\n",
+					len(res.Tokens), md.MaxContext, res.PromptTokens)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tokens, "tokens", "", "comma-separated token ids")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write the logits to")
-	cmd.Flags().IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	f := cmd.Flags()
+	f.StringVar(&tokens, "tokens", "", "comma-separated prompt token ids")
+	f.StringVar(&prompt, "prompt", "", "prompt text (\"\": just the tokenizer's BOS)")
+	f.IntVarP(&maxTokens, "max-tokens", "n", 256, "most new tokens to generate")
+	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
+	f.BoolVar(&ids, "ids", false, "print the new token ids, comma-separated, instead of text")
+	sf.register(f)
+	ef.register(f)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hfstatic/hfstatic/hub/hubtest"
 	"github.com/hfstatic/hfstatic/models"
@@ -119,5 +120,22 @@ func TestChooseContextFitsMemory(t *testing.T) {
 		if got != c.want || (c.avail > 0 && bytes > c.avail/4) {
 			t.Errorf("%s with %d bytes: context %d (%d bytes), want %d", c.cfg, c.avail, got, bytes, c.want)
 		}
+	}
+}
+
+// TestHubEnvTimeouts: huggingface_hub's timeout variables set the client's timeouts; a
+// bad value is reported, not silently used.
+func TestHubEnvTimeouts(t *testing.T) {
+	t.Setenv("HF_HUB_DOWNLOAD_TIMEOUT", "2.5")
+	t.Setenv("HF_HUB_ETAG_TIMEOUT", "30")
+	var stderr strings.Builder
+	c := hubEnv(&stderr, true)
+	if c.ReadTimeout != 2500*time.Millisecond || c.ConnectTimeout != c.ReadTimeout || c.HeaderTimeout != c.ReadTimeout || c.MetadataTimeout != 30*time.Second {
+		t.Errorf("timeouts %v %v %v %v", c.ConnectTimeout, c.HeaderTimeout, c.ReadTimeout, c.MetadataTimeout)
+	}
+	t.Setenv("HF_HUB_DOWNLOAD_TIMEOUT", "soon")
+	c = hubEnv(&stderr, true)
+	if c.ReadTimeout != 0 || !strings.Contains(stderr.String(), `ignoring HF_HUB_DOWNLOAD_TIMEOUT="soon"`) {
+		t.Errorf("a bad value: ReadTimeout %v, stderr %q", c.ReadTimeout, stderr.String())
 	}
 }

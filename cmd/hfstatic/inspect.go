@@ -72,13 +72,14 @@ func newInspectCmd() *cobra.Command {
 	var (
 		asJSON, tensors bool
 		extractONNX     string
+		ef              exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect [PROGRAM]",
 		Short: "Show a program's contract, methods, per-layer caches, sizes and source",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := openProgram(cmd.Context(), argOr(args, 0), 1)
+			m, err := openProgram(cmd, argOr(args, 0), 1, &ef)
 			if err != nil {
 				return err
 			}
@@ -99,6 +100,7 @@ func newInspectCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&tensors, "tensors", false, "list every tensor")
 	cmd.Flags().StringVar(&extractONNX, "extract-onnx", "", "write the program's ONNX graphs (export --delegate onnx) into `DIR` as METHOD.onnx with their weights as external data files, for any ONNX tool")
+	ef.register(cmd.Flags())
 	return cmd
 }
 

@@ -44,8 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hfstatic:", err)
 		os.Exit(2)
 	}
-	root := newRoot()
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, newRoot(), os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hfstatic:", err)
 		var ue usageError
@@ -87,6 +86,41 @@ func exitAfterSignal(ctx context.Context, stop func()) {
 	os.Exit(1)
 }
 
+// execute runs root with args as main does. An unknown command, a wrong number of
+// arguments and a bad flag are usage errors (exit code 2).
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	root.SetArgs(args)
+	usageArgs(root)
+	if _, _, err := root.Find(args); err != nil {
+		// cobra's "unknown command" (Find fails for nothing else), said on one line
+		var name string
+		if _, e := fmt.Sscanf(err.Error(), "unknown command %q", &name); e != nil {
+			return usageError{err}
+		}
+		hint := "hfstatic --help lists the commands"
+		if s := root.SuggestionsFor(name); len(s) > 0 {
+			hint = "did you mean " + strings.Join(s, " or ") + "? " + hint
+		}
+		return usagef("unknown command %q (%s)", name, hint)
+	}
+	return root.ExecuteContext(ctx)
+}
+
+// usageArgs makes cmd's and its subcommands' argument-count errors usage errors.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{fmt.Errorf("%s: %w (usage: %s)", c.CommandPath(), err, c.UseLine())}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
+}
+
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hfstatic",
@@ -95,14 +129,17 @@ func newRoot() *cobra.Command {
 into one program file with fixed-shape decode and prefill methods (the hf_static v1 contract),
 and runs such programs on the CPU.
 
-Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted,
-and export a Hugging Face folder given in its place in memory first (hfstatic export saves the
-program, which then opens at once).`,
+Commands that take a PROGRAM use the embedded default model (stories260K) when it is omitted;
+given a model name (ORG/NAME[@REVISION]) they use its program in the program cache, exported once
+as run does (--weights, --context and --prefill choose the export); given a Hugging Face folder,
+they export it in memory first (hfstatic export saves a program, which then opens at once).
+Usage errors exit with 2, other failures with 1.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			notes = cmd.ErrOrStderr()
+			return checkRootFlags()
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")

@@ -1,37 +1,47 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hfstatic/hfstatic/engine"
+	"github.com/hfstatic/hfstatic/internal/chat"
 	"github.com/hfstatic/hfstatic/runner"
 	"github.com/hfstatic/hfstatic/server"
+	"github.com/hfstatic/hfstatic/server/webui"
 )
 
 // newServeCmd is long because it wires every serve flag into the server; the server itself
 // lives in package server.
 func newServeCmd() *cobra.Command {
 	var (
-		addr, modelID                string
+		addr, modelID, templateFile  string
 		aliases                      []string
 		sessions, maxBatch, chunk    int
 		budget                       float64
 		queue, threads               int
 		memoryBudget, maxBody        int64
 		timeout, queueTimeout, grace time.Duration
-		logJSON, mlock               bool
+		logJSON, mlock, noUI         bool
 		limits                       server.Limits
+		ef                           exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [PROGRAM] [--addr 127.0.0.1:8080] [--sessions N] [--memory-budget BYTES]",
 		Short: "Serve a program over an OpenAI-compatible HTTP API",
 		Long: `serve answers GET /v1/models, POST /v1/completions and POST /v1/chat/completions (JSON or,
-with "stream": true, Server-Sent Events), GET /health and GET /metrics (Prometheus text).
+with "stream": true, Server-Sent Events), GET /health and GET /metrics (Prometheus text), and
+shows a chat page at / (embedded in the binary; it loads nothing from other hosts; --no-ui
+turns it off). PROGRAM is a program file, a Hugging Face folder or a model name
+(ORG/NAME[@REVISION], exported once as run does); without it, the embedded stories260K model.
 
 Up to --sessions generations run at once, each on a pooled session; a request whose prompt
 starts with tokens a free session already holds (the earlier turns of a chat) reuses them.
@@ -73,7 +83,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			log := slog.New(handler)
 
 			path := argOr(args, 0)
-			m, err := openProgram(cmd.Context(), path, threads)
+			m, err := openProgram(cmd, path, threads, &ef)
 			if err != nil {
 				return err
 			}
@@ -92,10 +102,12 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			if err != nil {
 				return err
 			}
-			tmpl, err := m.ChatTemplate("")
+			tmpl, err := serveTemplate(m, templateFile)
 			if err != nil {
-				log.Warn("no chat template: /v1/chat/completions will answer 400", "err", err)
-				tmpl = nil
+				return err
+			}
+			if tmpl == nil {
+				log.Warn("no chat template: /v1/chat/completions will answer 400 (--template-file FILE gives the program one)")
 			}
 			if memoryBudget < m.Runner.SessionBytes() {
 				return usagef("--memory-budget %d bytes is less than one session of this program (%d bytes)", memoryBudget, m.Runner.SessionBytes())
@@ -115,11 +127,15 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			if !cmd.Flags().Changed("max-batch") || maxBatch > pool.Limit() {
 				maxBatch = pool.Limit() // --sessions, or fewer when --memory-budget holds fewer
 			}
-			s, err := server.New(server.Options{
+			opts := server.Options{
 				Runner: m.Runner, Pool: server.RunnerPool(pool), Tokenizer: tok, Template: tmpl, ModelID: modelID, Aliases: aliases,
 				MaxSessions: pool.Limit(), MaxBatch: maxBatch, PrefillChunk: chunk, ChunkBudget: budget, MaxQueue: queue, QueueTimeout: queueTimeout, RequestTimeout: timeout,
 				MaxBodyBytes: maxBody, Logger: log, Limits: limits,
-			})
+			}
+			if !noUI {
+				opts.UI = webui.Handler()
+			}
+			s, err := server.New(opts)
 			if err != nil {
 				return err
 			}
@@ -130,6 +146,9 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			}
 			if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
 				log.Warn("listening beyond loopback: anyone who can reach this address can use the model", "addr", addr)
+			}
+			if !noUI {
+				log.Info("chat page at http://" + ln.Addr().String() + "/")
 			}
 			log.Info("listening", "addr", ln.Addr().String(), "model", modelID, "context", m.Runner.Planner().Context,
 				"sessions", pool.Limit(), "max_batch", maxBatch, "session_bytes", m.Runner.SessionBytes(), "queue", queue, "threads", threads)
@@ -160,9 +179,33 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 	f.IntVar(&threads, "threads", defaultThreads(), "worker threads")
 	f.StringVar(&modelID, "model-id", "", "model name in /v1/models (default: the program's file name)")
 	f.StringArrayVar(&aliases, "model-alias", nil, "another name requests may use for the model (repeatable); other names get 404 model_not_found")
+	f.StringVar(&templateFile, "template-file", "", "file with a Jinja chat template (Hugging Face's dialect) for /v1/chat/completions, instead of the program's")
+	f.BoolVar(&noUI, "no-ui", false, "serve no chat page at / (the API only)")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.BoolVar(&mlock, "mlock", true, "lock the program's pages in memory (mlock) so that idle time cannot page them out")
+	ef.register(f)
 	return cmd
+}
+
+// serveTemplate is the chat template serve renders conversations with: --template-file's,
+// else the program's; nil when there is none.
+func serveTemplate(m *loaded, templateFile string) (*chat.Template, error) {
+	if templateFile != "" {
+		src, err := os.ReadFile(templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("--template-file: %w", err)
+		}
+		t, err := chat.Parse(string(src))
+		if err != nil {
+			return nil, fmt.Errorf("--template-file %s: %w", templateFile, err)
+		}
+		return t, nil
+	}
+	t, err := m.ChatTemplate("")
+	if errors.Is(err, engine.ErrNoChatTemplate) {
+		return nil, nil
+	}
+	return t, err
 }
 
 // notLocked starts the log line of a program serve could not lock in memory.
@@ -172,6 +215,9 @@ const notLocked = "the program is not locked in memory"
 func defaultModelID(path string) string {
 	if path == "" {
 		return "stories260K"
+	}
+	if isModelName(path) {
+		return path // ORG/NAME[@REVISION], as vLLM names a model
 	}
 	base := filepath.Base(path)
 	return strings.TrimSuffix(base, filepath.Ext(base))

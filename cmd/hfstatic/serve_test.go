@@ -176,3 +176,17 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// serve shows the chat page at / unless --no-ui.
+func TestServeChatPage(t *testing.T) {
+	base, stop := startServe(t, "serve", "--threads", "1")
+	code, body := httpGet(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, `aria-label="Message"`) {
+		t.Errorf("GET /: %d %.200s", code, body)
+	}
+	stop()
+	base, _ = startServe(t, "serve", "--threads", "1", "--no-ui")
+	if code, body := httpGet(t, base+"/"); code != http.StatusNotFound || !strings.Contains(body, "unknown_url") {
+		t.Errorf("GET / with --no-ui: %d %.200s", code, body)
+	}
+}

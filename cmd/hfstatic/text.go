@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +39,7 @@ func openTokenizer(cmd *cobra.Command, path string) (*tokenizer.Tokenizer, error
 			return tokenizer.Load(tj, cfg)
 		}
 	}
-	m, err := openProgram(cmd.Context(), path, 1)
+	m, err := openProgram(cmd, path, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -47,17 +49,23 @@ func openTokenizer(cmd *cobra.Command, path string) (*tokenizer.Tokenizer, error
 
 func newTokenizeCmd() *cobra.Command {
 	var (
-		text    string
-		special bool
+		text           string
+		special, jsonl bool
 	)
 	cmd := &cobra.Command{
-		Use:   "tokenize [MODEL] [--text T] [--special]",
+		Use:   "tokenize [MODEL] [--text T | --jsonl] [--special]",
 		Short: "Print token ids of text as a JSON array",
-		Long: `tokenize prints the ids of --text as a JSON array. Without --text it reads one JSON string per
-line of standard input and prints one JSON array per line. MODEL is a program or a folder with a
-tokenizer.json. --special applies the tokenizer's post-processor (e.g. adds BOS).`,
+		Long: `tokenize prints the ids of --text as a JSON array. Without --text it reads standard input:
+as plain text, all of it, printing one array (one final newline, as echo adds, is dropped); or,
+with --jsonl, as one JSON string per line, printing one array per line. Input whose every line is
+a JSON string is read as JSON lines too, with a note (scripts written before --jsonl); --jsonl=false
+reads it as text. MODEL is a program, a folder with a tokenizer.json, or ORG/NAME[@REVISION].
+--special applies the tokenizer's post-processor (e.g. adds BOS).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("text") && jsonl {
+				return usagef("--text gives the text itself; --jsonl reads JSON lines from standard input: pass one")
+			}
 			tok, err := openTokenizer(cmd, argOr(args, 0))
 			if err != nil {
 				return err
@@ -79,13 +87,28 @@ tokenizer.json. --special applies the tokenizer's post-processor (e.g. adds BOS)
 			if cmd.Flags().Changed("text") {
 				return encode(text)
 			}
-			dec := json.NewDecoder(cmd.InOrStdin())
+			if f, ok := cmd.InOrStdin().(*os.File); ok && isTerminal(f) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "reading the text from standard input until Ctrl-D (--text TEXT gives it on the command line)")
+			}
+			in, err := io.ReadAll(cmd.InOrStdin())
+			if err != nil {
+				return fmt.Errorf("reading standard input: %w", err)
+			}
+			if !cmd.Flags().Changed("jsonl") && jsonLines(in) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "reading standard input as JSON lines, every line being a JSON string (--jsonl says so; --jsonl=false reads it as text)")
+				jsonl = true
+			}
+			if !jsonl {
+				s := strings.TrimSuffix(string(in), "\n")
+				return encode(strings.TrimSuffix(s, "\r"))
+			}
+			dec := json.NewDecoder(bytes.NewReader(in))
 			for line := 1; ; line++ {
 				var s string
 				if err := dec.Decode(&s); err == io.EOF {
 					return nil
 				} else if err != nil {
-					return fmt.Errorf("stdin value %d: want a JSON string per line: %w", line, err)
+					return fmt.Errorf("--jsonl: stdin value %d: want a JSON string per line: %w", line, err)
 				}
 				if err := encode(s); err != nil {
 					return err
@@ -94,8 +117,27 @@ tokenizer.json. --special applies the tokenizer's post-processor (e.g. adds BOS)
 		},
 	}
 	cmd.Flags().StringVar(&text, "text", "", "text to tokenize")
+	cmd.Flags().BoolVar(&jsonl, "jsonl", false, "read standard input as one JSON string per line and print one array per line")
 	cmd.Flags().BoolVar(&special, "special", false, "apply the post-processor (special tokens such as BOS)")
 	return cmd
+}
+
+// jsonLines reports whether in is one or more lines that each hold one JSON string (blank
+// lines aside): the input of tokenize before --jsonl existed.
+func jsonLines(in []byte) bool {
+	n := 0
+	for _, line := range bytes.Split(in, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var s string
+		if line[0] != '"' || json.Unmarshal(line, &s) != nil {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 func newDetokenizeCmd() *cobra.Command {

@@ -39,8 +39,18 @@ type Server struct {
 	Cut map[string]int
 	// Flip: file → its next transfer has one corrupted byte (once).
 	Flip map[string]bool
+	// CutAlways: file → every transfer of it breaks after this many bytes of the response.
+	CutAlways map[string]int
 	// Limit: answer 429 (Retry-After: 0) to this many metadata calls first.
 	Limit int
+	// Duplicate lists every file twice in the revision metadata.
+	Duplicate bool
+	// Declare: file → the size the metadata and the HEAD declare instead of the true one;
+	// HeadSize: file → the size only the HEAD declares.
+	Declare, HeadSize map[string]int64
+	// Body: file → a handler that replaces the transfer of its bytes b (GETs of the CDN
+	// or resolve URL), to play a hostile or broken server.
+	Body map[string]func(w http.ResponseWriter, r *http.Request, b []byte)
 
 	ranges []string       // Range headers seen
 	gets   map[string]int // GETs per file
@@ -51,6 +61,13 @@ func (h *Server) URL() string { return h.srv.URL }
 
 // Close stops the Hub and its CDN.
 func (h *Server) Close() { h.srv.Close(); h.cdn.Close() }
+
+// Gets returns the number of GETs of a file's bytes so far.
+func (h *Server) Gets(file string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gets[file]
+}
 
 // Ranges returns the Range headers seen, as "FILE bytes=N-".
 func (h *Server) Ranges() []string {
@@ -86,7 +103,8 @@ func SHA256(b []byte) string {
 // New starts a Hub and its CDN on loopback; both stop when the test ends.
 func New(t testing.TB) *Server {
 	h := &Server{t: t, repos: map[string]*Repo{}, Gated: map[string]bool{},
-		gets: map[string]int{}, Cut: map[string]int{}, Flip: map[string]bool{}}
+		gets: map[string]int{}, Cut: map[string]int{}, Flip: map[string]bool{}, CutAlways: map[string]int{},
+		Declare: map[string]int64{}, HeadSize: map[string]int64{}, Body: map[string]func(http.ResponseWriter, *http.Request, []byte){}}
 	h.cdn = httptest.NewServer(http.HandlerFunc(h.serveCDN))
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(func() { h.srv.Close(); h.cdn.Close() })
@@ -180,11 +198,11 @@ func (h *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		type lfs struct {
 			SHA256 string `json:"sha256"`
-			Size   int    `json:"size"`
+			Size   int64  `json:"size"`
 		}
 		type sib struct {
 			Name   string `json:"rfilename"`
-			Size   int    `json:"size"`
+			Size   int64  `json:"size"`
 			BlobID string `json:"blobId"`
 			LFS    *lfs   `json:"lfs,omitempty"`
 		}
@@ -193,13 +211,22 @@ func (h *Server) serve(w http.ResponseWriter, r *http.Request) {
 			SHA      string `json:"sha"`
 			Siblings []sib  `json:"siblings"`
 		}{ID: "x", SHA: sha}
+		h.mu.Lock()
 		for name, b := range repo.Files {
-			s := sib{Name: name, Size: len(b), BlobID: GitSHA1(b)}
+			size := int64(len(b))
+			if n, ok := h.Declare[name]; ok {
+				size = n
+			}
+			s := sib{Name: name, Size: size, BlobID: GitSHA1(b)}
 			if IsLFS(name) {
-				s.LFS = &lfs{SHA256: SHA256(b), Size: len(b)}
+				s.LFS = &lfs{SHA256: SHA256(b), Size: size}
 			}
 			out.Siblings = append(out.Siblings, s)
+			if h.Duplicate {
+				out.Siblings = append(out.Siblings, s)
+			}
 		}
+		h.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(out)
 		return
@@ -230,7 +257,7 @@ func (h *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Repo-Commit", sha)
 	if IsLFS(file) {
 		w.Header().Set("X-Linked-Etag", `"`+SHA256(b)+`"`)
-		w.Header().Set("X-Linked-Size", strconv.Itoa(len(b)))
+		w.Header().Set("X-Linked-Size", strconv.FormatInt(h.headSize(file, b), 10))
 		w.Header().Set("ETag", `W/"`+GitSHA1([]byte(file))+`"`)
 		http.Redirect(w, r, h.cdn.URL+"/"+name+"/"+file, http.StatusFound)
 		return
@@ -253,10 +280,23 @@ func (h *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	h.send(w, r, parts[2], b)
 }
 
+// headSize is the size a HEAD of file declares.
+func (h *Server) headSize(file string, b []byte) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n, ok := h.HeadSize[file]; ok {
+		return n
+	}
+	if n, ok := h.Declare[file]; ok {
+		return n
+	}
+	return int64(len(b))
+}
+
 // send writes b honouring a Range header, breaking or corrupting the transfer when asked.
 func (h *Server) send(w http.ResponseWriter, r *http.Request, file string, b []byte) {
 	if r.Method == http.MethodHead {
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Header().Set("Content-Length", strconv.FormatInt(h.headSize(file, b), 10))
 		return
 	}
 	h.mu.Lock()
@@ -265,6 +305,16 @@ func (h *Server) send(w http.ResponseWriter, r *http.Request, file string, b []b
 	if rng != "" {
 		h.ranges = append(h.ranges, file+" "+rng)
 	}
+	hook := h.Body[file]
+	if n, ok := h.CutAlways[file]; ok {
+		h.Cut[file] = n
+	}
+	h.mu.Unlock()
+	if hook != nil {
+		hook(w, r, b)
+		return
+	}
+	h.mu.Lock()
 	cut, hasCut := h.Cut[file]
 	delete(h.Cut, file)
 	flip := h.Flip[file]
@@ -284,7 +334,7 @@ func (h *Server) send(w http.ResponseWriter, r *http.Request, file string, b []b
 		body = append([]byte(nil), body...)
 		body[len(body)/2] ^= 0x40
 	}
-	if hasCut {
+	if hasCut && cut < len(body) {
 		w.Write(body[:cut])
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection drops mid-body

@@ -271,9 +271,10 @@ type Tool struct {
 }
 
 // Grammar is the language of one call to one of tools (to the tool named name when it is not
-// empty) in syntax s: what tool_choice "required" or a named choice forces.
-func Grammar(s Syntax, tools []Tool, name string) (*grammar.Grammar, error) {
-	var alts []*grammar.Grammar
+// empty) in syntax s: what tool_choice "required" or a named choice forces. Every tool's
+// schema is compiled under c's one budget into one automaton for all of them.
+func Grammar(c *grammar.Compiler, s Syntax, tools []Tool, name string) (*grammar.Grammar, error) {
+	var alts []grammar.Expr
 	for _, t := range tools {
 		if name != "" && t.Name != name {
 			continue
@@ -282,7 +283,7 @@ func Grammar(s Syntax, tools []Tool, name string) (*grammar.Grammar, error) {
 		if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
 			params = json.RawMessage(`{"type":"object"}`)
 		}
-		args, err := grammar.FromJSONSchema(params)
+		args, err := c.SchemaExpr(params)
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
 		}
@@ -298,17 +299,10 @@ func Grammar(s Syntax, tools []Tool, name string) (*grammar.Grammar, error) {
 		default:
 			open, close = `{"name": `+string(quoted)+`, "arguments": `, "}"
 		}
-		g, err := grammar.Sequence(grammar.Literal(open), args, grammar.Literal(close))
-		if err != nil {
-			return nil, err
-		}
-		alts = append(alts, g)
+		alts = append(alts, c.Concat(c.Text(open), args, c.Text(close)))
 	}
 	if len(alts) == 0 {
 		return nil, fmt.Errorf("no tool named %q", name)
 	}
-	if len(alts) == 1 {
-		return alts[0], nil
-	}
-	return grammar.Alternatives(alts...)
+	return c.Compile(c.Union(alts...))
 }

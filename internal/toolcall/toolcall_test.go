@@ -1,11 +1,16 @@
 package toolcall
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hfstatic/hfstatic/grammar"
 	"github.com/hfstatic/hfstatic/internal/chat"
@@ -127,7 +132,7 @@ func TestForcedCallGrammar(t *testing.T) {
 	}
 	for _, s := range []Syntax{Hermes, Llama3, Mistral, Generic} {
 		for _, name := range []string{"get_weather", ""} {
-			g, err := Grammar(s, tools, name)
+			g, err := Grammar(newCompiler(t), s, tools, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +169,59 @@ func TestForcedCallGrammar(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Grammar(Hermes, tools, "missing"); err == nil {
+	if _, err := Grammar(newCompiler(t), Hermes, tools, "missing"); err == nil {
 		t.Error("a named choice of an unknown tool compiled")
+	}
+}
+
+func newCompiler(t testing.TB) *grammar.Compiler {
+	t.Helper()
+	c, err := grammar.NewCompiler(context.Background(), grammar.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestManyToolsMakeOneBoundedAutomaton is the regression test for tool_choice "required"
+// with 100 tools compiling an automaton per tool and again per combination (16 KB → 4.8 GB):
+// all tools share one budget and make one automaton, the size of its parts, and a tool set
+// past the budget is a *grammar.LimitError.
+func TestManyToolsMakeOneBoundedAutomaton(t *testing.T) {
+	tools := func(n int, params string) []Tool {
+		var ts []Tool
+		for i := range n {
+			ts = append(ts, Tool{Name: fmt.Sprintf("tool_%d", i), Parameters: json.RawMessage(params)})
+		}
+		return ts
+	}
+	const small = `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer","minimum":0,"maximum":100},"on":{"type":"boolean"}},"required":["q"]}`
+	one := newCompiler(t)
+	if _, err := Grammar(one, Hermes, tools(1, small), ""); err != nil {
+		t.Fatal(err)
+	}
+	many := newCompiler(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := Grammar(many, Hermes, tools(100, small), ""); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got, per := many.Usage().States, one.Usage().States; got > 100*per+100 {
+		t.Errorf("100 tools built %d states, one tool %d: more than one automaton of their parts", got, per)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Errorf("100 tools allocated %d MiB", alloc>>20)
+	}
+	const big = `{"type":"object","properties":{"a":{"type":"string","maxLength":1000},"b":{"type":"string","maxLength":1000}}}`
+	c, err := grammar.NewCompiler(context.Background(), grammar.Limits{MaxStates: 1 << 18, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Grammar(c, Hermes, tools(100, big), "")
+	var le *grammar.LimitError
+	if !errors.As(err, &le) || le.Limit != "MaxStates" {
+		t.Errorf("100 large tools: %v; want a *grammar.LimitError of MaxStates", err)
 	}
 }

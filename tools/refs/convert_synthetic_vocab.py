@@ -7,8 +7,8 @@ Reference logits are computed from token ids, so the vocabulary's text does not 
 size does (llama.cpp sizes the output from it). The released tokenizers of OLMo 2 and Granite
 are not available offline, and convert_hf_to_gguf.py refuses a BPE tokenizer it does not know.
 
-Usage (run as the peer tools run convert_hf_to_gguf.py; see ../shared/tools/peer/README.md):
-  LLAMA_CPP_DIR=~/.cache/llama-peer/llama.cpp PEER_SHIM=/work/shared/tools/peer/peer-shim \\
+Usage (run as the peer tools run convert_hf_to_gguf.py; see tools/peer/README.md):
+  LLAMA_CPP_DIR=~/.cache/llama-peer/llama.cpp PEER_SHIM=tools/peer/peer-shim \\
     /usr/bin/python3 convert_synthetic_vocab.py HF_DIR --outtype f32 --outfile OUT.gguf
 """
 import json, os, runpy, sys
