@@ -4,8 +4,9 @@ package kernels
 
 import "unsafe"
 
-// The matrix product for m >= tileM input rows (prefill; q8/q4 with VNNI
-// use vnniTileRows instead) uses an
+// The q8/q4 matrix product for m >= tileM input rows on AVX-512 where the
+// int8 kernels do not apply (ExactQuantized pools, rows of partial blocks;
+// the others take vnniTileRows or, without VNNI, i8TileRows) uses an
 // outer-product micro-kernel (bgemm_<mr>): 12 input rows × 32 weight rows
 // of accumulators, 32 weights loaded as two vectors and each input value
 // broadcast per k. Both operands are packed k-major per block of gemmKC

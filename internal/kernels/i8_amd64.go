@@ -2,9 +2,10 @@
 
 package kernels
 
-// The q8/q4 matrix product of x86 CPUs without AVX-512: the avx2 route
-// (int8 dot products by VPMADDUBSW and VPMADDWD) and the avx2+vnni route
-// (VPDPBUSD on ymm, AVX-VNNI), for weights whose rows are whole blocks. The
+// The q8/q4 matrix product of x86 CPUs without AVX-512 VNNI: the avx2 and
+// avx512 routes (int8 dot products by VPMADDUBSW and VPMADDWD) and the
+// avx2+vnni route (VPDPBUSD on ymm, AVX-VNNI), for weights whose rows are
+// whole blocks. The
 // kernels are asmgen/i8.go's; what they compute is described there: per
 // group of 8 blocks, the exact integer dot product of each block in its own
 // lane, then the same float operations whatever kernel runs them, so every
@@ -110,10 +111,13 @@ func i8Type(t WeightType) int {
 	return 0
 }
 
-// useI8 reports whether a matrix product takes the int8 kernels of CPUs
-// without AVX-512: q8/q4 rows of whole blocks, outside ExactQuantized pools.
+// useI8 reports whether a matrix product takes these int8 kernels: q8/q4
+// rows of whole blocks, outside ExactQuantized pools, on the AVX2 routes and
+// on avx512 (AVX-512 without VNNI, whose CPUs all have AVX2): its own
+// float kernels for q8/q4 (a packed GEMM for prefill, rows for decode) do
+// not give a prefill row the decode product's arithmetic.
 func (p *Pool) useI8(w Matrix) bool {
-	return !useAVX512 && useAVX2 && (w.Type == Q8 || w.Type == Q4) && w.Cols%BlockSize == 0 && useRowStream && !p.exact
+	return (useAVX2 || useAVX512 && !useVNNI) && (w.Type == Q8 || w.Type == Q4) && w.Cols%BlockSize == 0 && useRowStream && !p.exact
 }
 
 // prepareI8 quantizes the input rows into records for the int8 kernels

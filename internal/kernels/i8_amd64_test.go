@@ -25,6 +25,16 @@ func avx2Routes() []string {
 	return rs
 }
 
+// i8Routes are the routes this CPU runs whose q8/q4 products take the int8
+// kernels of i8_amd64.go: the AVX2 ones, and avx512 (without VNNI).
+func i8Routes() []string {
+	rs := avx2Routes()
+	if slices.Contains(Routes(), "avx512") {
+		rs = append(rs, "avx512")
+	}
+	return rs
+}
+
 // onRoute runs f with the kernels of route r, then restores the route in use.
 func onRoute(tb testing.TB, r string, f func()) {
 	tb.Helper()
@@ -172,13 +182,13 @@ func TestTransposeWAVX2MatchesReference(t *testing.T) {
 	}
 }
 
-// On the routes of CPUs without AVX-512, every row of a q8/q4 matrix
+// On the routes of CPUs without AVX-512 VNNI, every row of a q8/q4 matrix
 // product (the row stream for one row, its passes for a few, the tiles for
 // more) equals the matrix-vector product of that row alone, bit for bit, on
 // 1 and 2 threads, for rows of whole groups of 8 blocks and partial ones;
-// and the two routes (avx2, avx2+vnni) agree with each other bit for bit.
+// and the routes (avx2+vnni, avx2, avx512) agree with each other bit for bit.
 func TestI8RowsEqualAloneBitForBitOnEveryAVX2Route(t *testing.T) {
-	routes := avx2Routes()
+	routes := i8Routes()
 	if len(routes) == 0 {
 		t.Log("CPU lacks AVX2/FMA/F16C: the AVX2 kernels cannot run here")
 		return
@@ -233,7 +243,7 @@ func TestI8RowsEqualAloneBitForBitOnEveryAVX2Route(t *testing.T) {
 // blocks of dx/2 times the block's |w|, plus float rounding) of the exact
 // product of the dequantized weights.
 func TestI8WithinQuantizationBoundOnEveryAVX2Route(t *testing.T) {
-	routes := avx2Routes()
+	routes := i8Routes()
 	if len(routes) == 0 {
 		t.Log("CPU lacks AVX2/FMA/F16C: the AVX2 kernels cannot run here")
 		return

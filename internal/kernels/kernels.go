@@ -26,15 +26,16 @@
 // (rowStream*, vnniRowStream*: the tiles' arithmetic, one sequential stream,
 // more memory throughput than interleaved rows). For m < 4 input rows
 // (decode) q8/q4 weights use VPDPBUSD on int8 activations (see below) or,
-// without VNNI, dequantize in registers. With VNNI, 2 to 8 input rows (a
+// without VNNI, the int8 kernels of the AVX2 routes (below). With VNNI, 2 to 8 input rows (a
 // batched decode step) take the batch stream (vnniBatch<q>_<m>): the weights
 // read once as one prefetched stream, each group of 16 blocks transposed in
 // registers and multiplied with every input row. For m > 8 (prefill) q8/q4
 // weights with VNNI use register tiles of 4 input rows × 3 weight rows of VPDPBUSD
 // (weights made unsigned bytes — q4 nibbles expanded — and inputs transposed
-// per 16 blocks so that one lane sums one whole block); q8/q4 without VNNI convert the weights per 32-row
-// panel to float32, pack them k-major with the inputs, and multiply them by a
-// 12×32 outer-product micro-kernel (24 ZMM accumulators).
+// per 16 blocks so that one lane sums one whole block); ExactQuantized pools
+// without VNNI convert the weights per 32-row panel to float32, pack them
+// k-major with the inputs, and multiply them by a 12×32 outer-product
+// micro-kernel (24 ZMM accumulators).
 //
 // With VNNI, the q8/q4 product quantizes each input row per block of 32 to
 // int8 with a float32 scale (as llama.cpp's Q8_0 dot products do), for any
@@ -47,8 +48,10 @@
 // Gaussian data); everything else is float32 arithmetic on the exact stored
 // values.
 //
-// On CPUs with AVX2 but not AVX-512 (the avx2 and avx2+vnni routes), q8 and
-// q4 weights whose rows are whole blocks take int8 kernels too
+// On CPUs with AVX2 but not AVX-512 (the avx2 and avx2+vnni routes), and
+// with AVX-512 but not its VNNI (the avx512 route, which would otherwise
+// compute prefill and decode with different float arithmetic), q8 and q4
+// weights whose rows are whole blocks take int8 kernels too
 // (i8_amd64.go; asmgen/i8.go): inputs quantized per block with the same
 // bound, and per group of 8 blocks the exact integer dot product of each
 // block in its own lane (VPMADDUBSW/VPMADDWD with the sign trick for q8 on

@@ -266,6 +266,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	w, m := j.w, j.m
 	switch {
+	case j.i8: // avx512 without VNNI: the AVX2 int8 kernels (useI8)
+		i8Rows(p, id, j, lo, hi)
 	case j.bp != nil:
 		vnniBatchRows(j, lo, hi)
 	case j.nbp > 0 && m >= tileM:

@@ -4,8 +4,8 @@ package kernels
 
 import "golang.org/x/sys/cpu"
 
-// The routes of amd64, best first. avx512 needs AVX-512 F/BW/VL/DQ plus FMA
-// and F16C; +vnni adds the int8 dot products (VPDPBUSD) of AVX512_VNNI; avx2
+// The routes of amd64, best first. avx512 needs AVX-512 F/BW/VL/DQ plus FMA,
+// F16C and AVX2; +vnni adds the int8 dot products (VPDPBUSD) of AVX512_VNNI; avx2
 // needs AVX2, FMA and F16C; its +vnni adds AVX-VNNI, the VEX-encoded
 // VPDPBUSD on ymm registers (Intel Alder Lake and later, AMD Zen 4 and 5).
 var routeSpecs = []routeSpec{
@@ -18,7 +18,8 @@ var routeSpecs = []routeSpec{
 
 func avx512Needs() []feature {
 	return []feature{{"avx512f", cpu.X86.HasAVX512F}, {"avx512bw", cpu.X86.HasAVX512BW}, {"avx512vl", cpu.X86.HasAVX512VL},
-		{"avx512dq", cpu.X86.HasAVX512DQ}, {"fma", cpu.X86.HasFMA}, {"f16c", cpu.X86.HasF16C}}
+		{"avx512dq", cpu.X86.HasAVX512DQ}, {"fma", cpu.X86.HasFMA}, {"f16c", cpu.X86.HasF16C},
+		{"avx2", cpu.X86.HasAVX2}} // (every AVX-512 CPU has it; avx512 takes the AVX2 int8 kernels)
 }
 
 func avx2Needs() []feature {
