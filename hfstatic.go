@@ -58,7 +58,8 @@ type Options struct {
 	// Export configures the in-memory export of OpenFolder and LoadCheckpoint.
 	Export ExportOptions
 	// Executor runs the program: "" or "go" for hfstatic's own kernels, "ort" for ONNX
-	// Runtime over the program's ONNX graphs (export with --delegate onnx).
+	// Runtime over the program's ONNX graphs (export with --delegate onnx; only in builds
+	// with the ort tag, docs/delegate.md: others return an error saying so).
 	Executor string
 	// ORTLib is the path of ONNX Runtime's shared library (libonnxruntime.so), for "ort".
 	ORTLib string

@@ -35,7 +35,8 @@ const (
 	// ExecutorGo runs the op lists on hfstatic's own kernels (internal/exec).
 	ExecutorGo = "go"
 	// ExecutorORT runs the program's ONNX graphs on ONNX Runtime (internal/ort); the
-	// program must have been exported with --delegate onnx.
+	// program must have been exported with --delegate onnx, and the binary built with the
+	// ort tag (without it Load returns an *ort.LibraryError saying how to get one).
 	ExecutorORT = "ort"
 )
 

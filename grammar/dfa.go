@@ -18,7 +18,8 @@ type dfa struct {
 	dead     *dstate // no NFA state: every byte fails
 	bytes    int64   // memory of the cached states
 	maxBytes int64
-	flushes  int // times the cache was emptied
+	flushes  int   // times the cache was emptied
+	work     int64 // NFA states and edges visited building states, ever (computeMask reads the growth)
 
 	// scratch for closures
 	mark  []uint32
@@ -90,6 +91,7 @@ func (d *dfa) closure(seeds []int32) *dstate {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		set = append(set, s)
+		d.work += 1 + int64(len(d.n.states[s].eps))
 		for _, e := range d.n.states[s].eps {
 			if d.mark[e] != d.epoch {
 				d.mark[e] = d.epoch
@@ -139,6 +141,7 @@ func (d *dfa) step(s *dstate, c byte) *dstate {
 		return nx
 	}
 	seeds := make([]int32, 0, 8)
+	d.work += int64(len(s.bytes))
 	for _, q := range s.bytes {
 		st := &d.n.states[q]
 		if st.lo <= c && c <= st.hi {

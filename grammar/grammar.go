@@ -63,7 +63,7 @@ func (e *SchemaError) Error() string {
 
 // LimitError reports work past one of the Limits. It matches ErrTooLarge.
 type LimitError struct {
-	Limit string // the Limits field: "MaxDepth", "MaxNodes", "MaxStates", "Timeout", "MaxDFABytes"
+	Limit string // the Limits field: "MaxDepth", "MaxNodes", "MaxStates", "Timeout", "MaxDFABytes", "MaxMaskWork"
 	Max   int64  // its value (nanoseconds for Timeout)
 	What  string // what went past it, e.g. "nesting of ( ) groups"
 }
@@ -99,12 +99,18 @@ type Limits struct {
 	// MaxMaskBytes bounds one grammar's cached token masks (masks beyond it are computed
 	// each time they are needed).
 	MaxMaskBytes int64
+	// MaxMaskWork bounds the automaton work of one token's mask: the NFA states and edges
+	// visited while building the DFA states the mask needs. A grammar whose states each
+	// close over long chains of empty steps (GBNF's ("" ""){1000}) makes every new DFA
+	// state cost that much; past the bound the match stops with a *LimitError.
+	MaxMaskWork int64
 }
 
 // DefaultLimits: nesting 256, 2^18 nodes, 2^20 states, 5 s, 8 MiB of DFA, 16 MiB of masks
-// (about 850 masks of a 150k-token vocabulary).
+// (about 850 masks of a 150k-token vocabulary), 2^26 units of work per mask (about
+// 0.2 s; a 100,000-value enum needs 2^25).
 var DefaultLimits = Limits{MaxDepth: 256, MaxNodes: 1 << 18, MaxStates: 1 << 20, Timeout: 5 * time.Second,
-	MaxDFABytes: 8 << 20, MaxMaskBytes: 16 << 20}
+	MaxDFABytes: 8 << 20, MaxMaskBytes: 16 << 20, MaxMaskWork: 1 << 26}
 
 // Approximate sizes, for the memory estimates below.
 const (
@@ -120,6 +126,7 @@ func (l Limits) Validate() error {
 	}{
 		{"MaxDepth", int64(l.MaxDepth)}, {"MaxNodes", int64(l.MaxNodes)}, {"MaxStates", int64(l.MaxStates)},
 		{"Timeout", int64(l.Timeout)}, {"MaxDFABytes", l.MaxDFABytes}, {"MaxMaskBytes", l.MaxMaskBytes},
+		{"MaxMaskWork", l.MaxMaskWork},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("grammar: Limits.%s = %d, must be ≥ 0 (0: the default)", f.name, f.v)
@@ -151,6 +158,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.MaxMaskBytes == 0 {
 		l.MaxMaskBytes = d.MaxMaskBytes
+	}
+	if l.MaxMaskWork == 0 {
+		l.MaxMaskWork = d.MaxMaskWork
 	}
 	return l, nil
 }

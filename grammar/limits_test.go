@@ -414,3 +414,48 @@ func TestIntegerRangesHoldExactlyTheirIntegers(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskWorkIsBounded is the regression test for a GBNF grammar whose DFA states each
+// close over long chains of empty steps (("" ){1000}){100} between characters: every new
+// DFA state visited ~800,000 NFA states, so that each token's mask took 2-5 s of a core
+// for the whole generation while staying inside MaxDFABytes. The work of one mask is now
+// bounded by MaxMaskWork, and past it the match stops with a typed error.
+func TestMaskWorkIsBounded(t *testing.T) {
+	v := toyVocab()
+	src := "root ::= [a-z]* \"a\" e [a-z] e [a-z] e [a-z] e [a-z] e [a-z] e [a-z] e [a-z] e [a-z]\n" +
+		"e ::= (\"\"{1000}){100}\n"
+	lim := Limits{MaxMaskWork: 1 << 22}
+	g, err := compiler(t, lim).GBNF(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := g.NewMatcher(v)
+	mask := make([]uint64, v.MaskWords())
+	for _, b := range "abaab" {
+		before := g.dfa.work
+		m.FillMask(mask)
+		// One mask stops at most one closure past the bound (a closure visits every NFA
+		// state and edge at most once).
+		if spent, most := g.dfa.work-before, lim.MaxMaskWork+2*int64(len(g.nfa.states)); spent > most {
+			t.Errorf("a mask cost %d units of work, more than MaxMaskWork %d and one closure", spent, lim.MaxMaskWork)
+		}
+		if m.Err() != nil {
+			break
+		}
+		if err := m.Accept(int(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantLimit(t, "empty-step chains", m.Err(), "MaxMaskWork")
+	for _, w := range mask {
+		if w != 0 {
+			t.Fatal("a matcher that stopped still allows tokens")
+		}
+	}
+	// The same bound leaves ordinary grammars alone.
+	g, err = compiler(t, lim).JSONSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	generate(t, g, v, rand.New(rand.NewPCG(1, 1)), 200)
+}

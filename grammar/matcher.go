@@ -64,7 +64,7 @@ func (m *Matcher) FillMask(allowed []uint64) {
 	if mask, ok := cache[m.cur]; ok {
 		copy(allowed, mask)
 	} else {
-		if err := m.v.computeMask(m.ctx, g.dfa, m.cur, allowed); err != nil {
+		if err := m.v.computeMask(m.ctx, g.dfa, m.cur, allowed, g.lim.MaxMaskWork); err != nil {
 			g.mu.Unlock()
 			m.err = err
 			clear(allowed)

@@ -97,14 +97,14 @@ func (v *Vocab) isEOS(id int) bool { return slices.Contains(v.eos, id) }
 
 // computeMask walks the trie from state s and sets the bit of every token whose bytes the
 // automaton accepts as a continuation (not necessarily a complete string). It stops when
-// ctx is done, or when the walk alone needs more DFA states than the cache holds (it was
-// emptied twice): a *LimitError.
-func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint64) error {
+// ctx is done, when the walk alone needs more DFA states than the cache holds (it was
+// emptied twice), or when building its DFA states costs more than maxWork: a *LimitError.
+func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint64, maxWork int64) error {
 	clear(mask)
 	if s == d.dead {
 		return nil
 	}
-	flushes := d.flushes
+	flushes, work0 := d.flushes, d.work
 	stack := make([]*dstate, 0, 64)
 	stack = append(stack, s)
 	n := int32(len(v.nodes) - 1)
@@ -117,6 +117,9 @@ func (v *Vocab) computeMask(ctx context.Context, d *dfa, s *dstate, mask []uint6
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if d.work-work0 > maxWork {
+			return &LimitError{Limit: "MaxMaskWork", Max: maxWork, What: "automaton work for one token's mask"}
 		}
 		nd := &v.nodes[i]
 		depth := int(nd.depth)

@@ -262,6 +262,9 @@ func Decode(data []byte, opts DecodeOptions) (*File, error) {
 	if err := f.Manifest.validate(int64(moff)); err != nil {
 		return nil, err
 	}
+	if err := f.Manifest.fit(int64(len(data)), AddressLimit); err != nil {
+		return nil, err
+	}
 	if !opts.SkipDataChecksums {
 		if err := verifyTensors(data, f.Manifest.Tensors, opts.Workers); err != nil {
 			return nil, err

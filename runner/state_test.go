@@ -3,8 +3,10 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -321,6 +323,51 @@ func TestAppendEachStopsOnCallbackError(t *testing.T) {
 	if err := s.Append(context.Background(), []int{1}); err != nil {
 		t.Errorf("append after a callback error: %v", err)
 	}
+}
+
+// FuzzRestoreWithChecksum is FuzzRestore past the checksum: the CRC-32C that stops damaged
+// files is no defence against a file made to pass it, so each input gets a correct one and
+// the fields behind it are what is fuzzed. A rejected file must leave the session
+// unchanged; an accepted one must save back to the same bytes and take a further token.
+func FuzzRestoreWithChecksum(f *testing.F) {
+	spec := fakeSpec{C: 6, P: 2, V: 3, W: 2, Layers: []program.LayerType{sliding, full}}
+	_, r := newFake(spec)
+	for _, toks := range [][]int{nil, {1}, {1, 2, 0}, {2, 2, 2, 1, 0, 1}, {0, 1, 2, 0, 1, 2}} {
+		s := freshRun(f, r, toks)
+		var b bytes.Buffer
+		s.Save(&b)
+		f.Add(b.Bytes()[:b.Len()-4]) // the body; the fuzz function appends the checksum
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		data := binary.LittleEndian.AppendUint32(slices.Clone(body), crc32.Checksum(body, castagnoli))
+		s := freshRun(t, r, []int{1, 1})
+		before := digest(s)
+		if err := s.Restore(bytes.NewReader(data)); err != nil {
+			var fe *SessionFileError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a *SessionFileError", err)
+			}
+			if digest(s) != before {
+				t.Fatalf("a rejected file changed the session")
+			}
+			return
+		}
+		var again bytes.Buffer
+		if err := s.Save(&again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Bytes(), data) {
+			t.Fatalf("restored then saved file differs from the input")
+		}
+		if s.Position() < spec.C {
+			if err := s.Append(context.Background(), []int{1}); err != nil {
+				t.Fatalf("append after a restore: %v", err)
+			}
+		}
+		if _, err := r.RestoreSession(bytes.NewReader(data)); err != nil {
+			t.Fatalf("RestoreSession of a file Restore took: %v", err)
+		}
+	})
 }
 
 // FuzzRestore feeds damaged session files to Restore: it must never panic, a rejected file

@@ -236,4 +236,22 @@ func TestGrammarPastItsDFACacheStopsTheRequest(t *testing.T) {
 	}
 }
 
+// TestGrammarPastItsMaskWorkStopsTheRequest: a grammar whose every DFA state closes over
+// ~800,000 empty steps (a mask took 2-5 s of a core with Qwen3's vocabulary, token after
+// token) stops its request with a 400 once a mask costs more than MaxMaskWork, and the
+// server serves on.
+func TestGrammarPastItsMaskWorkStopsTheRequest(t *testing.T) {
+	_, base, _ := startServer(t, func(o *Options) { o.Limits.Grammar = grammar.Limits{MaxMaskWork: 1 << 22} })
+	src := "root ::= [a-z]* \"a\" e [a-z] e [a-z] e [a-z] e [a-z] e [a-z] e [a-z] e [a-z] e [a-z]\n" +
+		"e ::= (\"\"{1000}){100}\n"
+	body := `{"prompt":"x","max_tokens":40,"seed":1,` + gbnfField(src) + `}`
+	code, _, resp := post(t, base+"/v1/completions", body)
+	if code != http.StatusBadRequest || !strings.Contains(string(resp), "grammar_too_large") || !strings.Contains(string(resp), "MaxMaskWork") {
+		t.Errorf("%d %s; want 400 grammar_too_large naming MaxMaskWork", code, resp)
+	}
+	if code, _, resp := post(t, base+"/v1/completions", `{"prompt":"x","max_tokens":4}`); code != 200 {
+		t.Errorf("next request: %d %s", code, resp)
+	}
+}
+
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

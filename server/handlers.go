@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hfstatic/hfstatic/internal/chat"
+	"github.com/hfstatic/hfstatic/tokenizer"
 )
 
 // usage reports token counts the OpenAI way; cached_tokens are the prompt tokens taken
@@ -208,8 +209,8 @@ func (s *Server) completionInput(req *completionRequest) ([]int, settings, error
 	}
 	prompt := p.tokens
 	if p.isText {
-		if prompt, err = s.o.Tokenizer.Encode(p.text, true); err != nil {
-			return nil, set, badRequest("prompt", "invalid_value", "cannot tokenize the prompt: %v", err)
+		if prompt, err = s.encode(p.text, true, "prompt"); err != nil {
+			return nil, set, err
 		}
 	}
 	return prompt, set, s.checkPrompt(prompt, "prompt")
@@ -359,11 +360,27 @@ func (s *Server) chatInput(ctx context.Context, req *chatRequest) ([]int, settin
 		}
 		return nil, set, badRequest("messages", "invalid_conversation", "cannot render the conversation with the model's chat template: %v", err)
 	}
-	prompt, err := s.o.Tokenizer.Encode(text, false)
+	prompt, err := s.encode(text, false, "messages")
 	if err != nil {
-		return nil, set, badRequest("messages", "invalid_value", "cannot tokenize the conversation: %v", err)
+		return nil, set, err
 	}
 	return prompt, set, s.checkPrompt(prompt, "messages")
+}
+
+// encode tokenizes a prompt, stopping as soon as it is known not to fit the context: a
+// prompt of one long word (8 MiB of "a") took 37 s and 1 GB to encode before it was
+// refused.
+func (s *Server) encode(text string, addSpecial bool, param string) ([]int, error) {
+	c := s.o.Runner.Planner().Context
+	ids, err := s.o.Tokenizer.EncodeLimit(text, addSpecial, c)
+	if errors.Is(err, tokenizer.ErrTooLong) {
+		return nil, badRequest(param, "context_length_exceeded",
+			"this model's context is %d tokens; the prompt has more. Shorten the prompt or the conversation", c)
+	}
+	if err != nil {
+		return nil, badRequest(param, "invalid_value", "cannot tokenize the %s: %v", param, err)
+	}
+	return ids, nil
 }
 
 // fail answers a request whose generation failed before any response was written.

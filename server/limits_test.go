@@ -215,3 +215,35 @@ func vmRSS(t testing.TB) uint64 {
 	}
 	return 0
 }
+
+// TestLongPromptsStopEncodingAtTheContext is the regression test for prompts that cost far
+// more to tokenize than their size: 8 MiB of one character is one word, which took 37 s
+// and 1 GB to encode with Qwen3's tokenizer before the server saw that it does not fit the
+// context (and its buffers stayed held afterwards). Encoding now stops as soon as the
+// prompt cannot fit: a 400 context_length_exceeded within the memory of a few copies of
+// the body, and the next request is served.
+func TestLongPromptsStopEncodingAtTheContext(t *testing.T) {
+	_, base, _ := startServer(t, func(o *Options) { o.MaxBodyBytes = 9 << 20 })
+	tmplMsg := func(content string) string {
+		return `{"messages":[{"role":"user","content":"` + content + `"}],"max_tokens":1}`
+	}
+	for _, c := range []struct{ name, path, body string }{
+		{"completion of one 8 MiB word", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 8<<20) + `","max_tokens":1}`},
+		{"completion of 8 MiB of short words", "/v1/completions", `{"prompt":"` + strings.Repeat("a1 ", 8<<20/3) + `","max_tokens":1}`},
+		{"chat message of one 3 MiB word", "/v1/chat/completions", tmplMsg(strings.Repeat("b", 3<<20))},
+	} {
+		var code int
+		var resp []byte
+		grew := heapPeak(func() { code, _, resp = post(t, base+c.path, c.body) })
+		if code != http.StatusBadRequest || !strings.Contains(string(resp), "context_length_exceeded") {
+			t.Errorf("%s: %d %.300s; want 400 context_length_exceeded", c.name, code, resp)
+		}
+		if max := int64(16 * len(c.body)); grew > max {
+			t.Errorf("%s: the heap grew by %d MiB, more than %d MiB", c.name, grew>>20, max>>20)
+		}
+		t.Logf("%s: heap +%d MiB", c.name, grew>>20)
+	}
+	if code, _, resp := post(t, base+"/v1/completions", `{"prompt":"Once","max_tokens":2}`); code != 200 {
+		t.Errorf("next request: %d %s", code, resp)
+	}
+}

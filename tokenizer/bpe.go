@@ -30,6 +30,11 @@ type bpe struct {
 	rawVocab    map[string]int // byte-level with ignore_merges: raw bytes → id
 	bytePairs   []bpeMerge     // byte-level: [a<<8|b] merge of the byte tokens of a and b (id -1: none)
 	runeIDs     []int32        // [r] id of the one-character token r (r < len), -1 if none; nil with prefix/suffix
+	// maxCover is the most symbols of a word (bytes for byte-level
+	// vocabularies, characters otherwise) one token stands for: the longest
+	// token in characters. 0 when an unknown token may stand for a run of
+	// any length (fuse_unk without a complete byte fallback).
+	maxCover int
 
 	cache wordCache
 	free  chan *mergeScratch // idle scratch buffers
@@ -69,8 +74,17 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		}
 		n = max(n, id+1)
 	}
+	if err := checkIDSpace(n, len(m.vocab)); err != nil {
+		return nil, err
+	}
 	m.idToToken = make([]string, n)
 	m.hasID = make([]bool, n)
+	for tok := range m.vocab {
+		// Byte-level tokens spell one character per byte; a merged token stands for the
+		// characters it spells (fewer with a continuing-subword prefix), a <0xNN> token
+		// for part of one character, an unknown token for one.
+		m.maxCover = max(m.maxCover, utf8.RuneCountInString(tok), 1)
+	}
 	for tok, id := range m.vocab {
 		if m.hasID[id] {
 			return nil, invalidf("model vocab gives id %d to both %q and %q", id, m.idToToken[id], tok)
@@ -102,6 +116,7 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		}
 		m.merges.put(int32(a), int32(b), bpeMerge{rank: int32(rank), id: int32(id)})
 	}
+	completeFallback := m.fallback
 	for b := 0; b < 256; b++ {
 		m.byteIDs[b], m.fallbackIDs[b] = -1, -1
 		if id, ok := m.vocab[byteToChar[b]]; ok {
@@ -109,7 +124,12 @@ func newBPE(mj *modelJSON, merges [][2]string, byteLevel bool) (*bpe, error) {
 		}
 		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
 			m.fallbackIDs[b] = int32(id)
+		} else {
+			completeFallback = false
 		}
+	}
+	if m.fuseUnk && !byteLevel && !completeFallback {
+		m.maxCover = 0
 	}
 	if m.prefix == "" && m.suffix == "" && !byteLevel {
 		m.runeIDs = make([]int32, runeTableSize)
@@ -146,7 +166,15 @@ func (m *bpe) getScratch() *mergeScratch {
 	}
 }
 
+// maxKeptSymbols bounds the symbol and heap buffers a scratch keeps for
+// the next Encode: one long word must not leave hundreds of megabytes held
+// by every idle scratch.
+const maxKeptSymbols = 1 << 16
+
 func (m *bpe) putScratch(sc *mergeScratch) {
+	if cap(sc.syms) > maxKeptSymbols || cap(sc.heap) > 2*maxKeptSymbols || cap(sc.pairs) > maxKeptSymbols {
+		sc.syms, sc.heap, sc.pairs = nil, nil, nil
+	}
 	select {
 	case m.free <- sc:
 	default:
@@ -158,6 +186,19 @@ func (m *bpe) tokens() ([]string, []bool) { return m.idToToken, m.hasID }
 func (m *bpe) id(tok string) (int, bool) {
 	id, ok := m.vocab[tok]
 	return id, ok
+}
+
+// minTokens is the symbols of w over the most one token stands for.
+func (m *bpe) minTokens(w string) int {
+	switch {
+	case w == "":
+		return 0
+	case m.maxCover == 0:
+		return 1
+	case m.byteLevel:
+		return (len(w) + m.maxCover - 1) / m.maxCover
+	}
+	return (utf8.RuneCountInString(w) + m.maxCover - 1) / m.maxCover
 }
 
 // encodeWord appends the ids of one pre-tokenized word.

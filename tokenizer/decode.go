@@ -245,7 +245,8 @@ func (m metaspaceDecoder) decode(tokens []string) []string {
 // Decode turns ids into text. With skipSpecial, added tokens marked special
 // (BOS, EOS, chat markers) are left out. An id outside the vocabulary is an
 // *UnknownIDError.
-func (t *Tokenizer) Decode(ids []int, skipSpecial bool) (string, error) {
+func (t *Tokenizer) Decode(ids []int, skipSpecial bool) (_ string, err error) {
+	defer catchRegex(&err)
 	tokens := make([]string, 0, len(ids))
 	for _, id := range ids {
 		tok, ok := t.Token(id)

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -45,6 +47,15 @@ func FuzzEncode(f *testing.F) {
 			}
 			if want, ok := lossless[name]; ok && utf8.ValidString(s) && got != want(s) {
 				t.Fatalf("%s: Decode(Encode(%q)) = %q", name, s, got)
+			}
+			// EncodeLimit agrees with Encode at exactly its length, and refuses one less.
+			if again, err := tok.EncodeLimit(s, true, len(ids)); err != nil || !slices.Equal(again, ids) {
+				t.Fatalf("%s: EncodeLimit(%q, %d) = %v, %v; Encode gave %v", name, s, len(ids), again, err, ids)
+			}
+			if len(ids) > 0 {
+				if _, err := tok.EncodeLimit(s, true, len(ids)-1); !errors.Is(err, ErrTooLong) {
+					t.Fatalf("%s: EncodeLimit(%q, %d) of a text of %d ids: %v", name, s, len(ids)-1, len(ids), err)
+				}
 			}
 		}
 	})

@@ -70,7 +70,8 @@ func isNull(raw json.RawMessage) bool {
 // BOS/EOS token strings and, for Llama and Gemma tokenizer classes, the
 // add_bos_token/add_eos_token flags that transformers applies on top of the
 // post-processor.
-func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
+func Load(tokenizerJSON, tokenizerConfigJSON []byte) (_ *Tokenizer, err error) {
+	defer catchRegex(&err) // added tokens are normalized
 	f, mj, err := parseFile(tokenizerJSON)
 	if err != nil {
 		return nil, err
@@ -86,6 +87,7 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if t.preTokenizer, t.byteLevel, err = parsePreTokenizerChain(f.PreTokenizer); err != nil {
 		return nil, err
 	}
+	t.keepsBytes = keepsBytes(t.preTokenizer)
 	if t.decoder, err = parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
@@ -248,6 +250,9 @@ func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 		}
 		n = max(n, a.ID+1)
 	}
+	if err := checkIDSpace(n, len(idToToken)+len(added)); err != nil {
+		return err
+	}
 	t.tokens = make([]string, n)
 	t.known = make([]bool, n)
 	t.special = make([]bool, n)
@@ -268,6 +273,17 @@ func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 // maxTokenID bounds token ids so that a corrupt file cannot make Load
 // allocate gigabytes (real vocabularies are below 2^20).
 const maxTokenID = 1 << 24
+
+// checkIDSpace refuses ids spread far beyond the tokens that use them: the
+// tables are as long as the largest id, so a 65-byte file naming one token
+// id 2^24-1 made Load allocate 560 MB. Real vocabularies are dense (added
+// tokens follow the model's); ids may reach twice the tokens plus 65,536.
+func checkIDSpace(n, tokens int) error {
+	if limit := 2*tokens + 1<<16; n > limit {
+		return invalidf("token ids reach %d for %d tokens (at most %d: a vocabulary's ids must be nearly dense)", n-1, tokens, limit)
+	}
+	return nil
+}
 
 // tokenID finds the id of a token string: added tokens first, then the model.
 func (t *Tokenizer) tokenID(tok string) (int, bool) {

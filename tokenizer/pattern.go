@@ -1,7 +1,10 @@
 package tokenizer
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -40,7 +43,35 @@ func compileRegex(expr, where string) (pattern, error) {
 	if err != nil {
 		return nil, invalidf("%s: regex %q: %v", where, expr, err)
 	}
+	re.MatchTimeout = regexTimeout
 	return regexPattern{re}, nil
+}
+
+// regexTimeout bounds one match of a regex of the tokenizer file: a
+// backtracking engine takes exponential time on some expressions ((a|aa)+b
+// on 40 a's: hours; on 32, 12 s), and tokenizing cannot be cancelled. Real
+// tokenizers' matches take microseconds.
+const regexTimeout = time.Second
+
+// ErrRegexTimeout is wrapped by the error of Load, Encode, EncodeLimit,
+// Decode and a Stream when a regular expression of the tokenizer file
+// matched for longer than a second (catastrophic backtracking).
+var ErrRegexTimeout = errors.New("tokenizer: a regular expression of tokenizer.json ran too long")
+
+// regexPanic carries a regex timeout out of the pattern code, which has no
+// error results, to the exported method that catches it (catchRegex).
+type regexPanic struct{ err error }
+
+// catchRegex, deferred by every exported method that may run a regex,
+// turns a regexPanic into *err.
+func catchRegex(err *error) {
+	if r := recover(); r != nil {
+		p, ok := r.(regexPanic)
+		if !ok {
+			panic(r)
+		}
+		*err = fmt.Errorf("%w: %v", ErrRegexTimeout, p.err)
+	}
 }
 
 type literalPattern string
@@ -75,6 +106,9 @@ func (p regexPattern) matches(s string, dst [][2]int) [][2]int {
 	for err == nil && m != nil {
 		dst = append(dst, [2]int{byteAt[m.Index], byteAt[m.Index+m.Length]})
 		m, err = p.re.FindNextMatch(m)
+	}
+	if err != nil {
+		panic(regexPanic{err}) // caught by catchRegex
 	}
 	return dst
 }

@@ -105,6 +105,28 @@ func parsePreTokenizer(j preTokenizerJSON) (preTokenizer, bool, error) {
 	return nil, false, &UnsupportedError{Component: "pre_tokenizer", Type: j.Type}
 }
 
+// keepsBytes reports whether pt passes every character of its input on to
+// the model (mapped, or with spaces replaced, perhaps with one prepended):
+// then a segment's length bounds its tokens as its words' lengths do. Only
+// splitting with the Removed behaviour (Whitespace, WhitespaceSplit, BERT's)
+// drops text.
+func keepsBytes(pt preTokenizer) bool {
+	switch pt := pt.(type) {
+	case nil, byteLevelPreTokenizer, mappedByteLevel, metaspace:
+		return true
+	case splitPreTokenizer:
+		return pt.behavior != behaviorRemoved
+	case sequencePreTokenizer:
+		for _, p := range pt {
+			if !keepsBytes(p) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 type sequencePreTokenizer []preTokenizer
 
 func (seq sequencePreTokenizer) split(in []piece) []piece {

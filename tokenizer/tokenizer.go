@@ -37,6 +37,8 @@
 package tokenizer
 
 import (
+	"errors"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -45,6 +47,7 @@ type Tokenizer struct {
 	normalizer   normalizer   // nil: identity
 	preTokenizer preTokenizer // nil: the whole segment is one word
 	byteLevel    bool         // a ByteLevel pre-tokenizer ends the chain: words reach the model as raw bytes
+	keepsBytes   bool         // the pre-tokenizer drops no text: its words hold every character of their segment
 	model        wordModel
 	post         postProcessor
 	decoder      decoder // nil: tokens joined with spaces
@@ -67,6 +70,9 @@ type Tokenizer struct {
 type wordModel interface {
 	// encodeWord appends the ids of w to dst; sc is scratch from getScratch.
 	encodeWord(w string, dst []int, sc *mergeScratch) ([]int, error)
+	// minTokens is a lower bound on the ids encodeWord gives for w, found
+	// without encoding it.
+	minTokens(w string) int
 	getScratch() *mergeScratch
 	putScratch(*mergeScratch)
 	// tokens is the vocabulary: [id] token text, and whether the id is used.
@@ -87,20 +93,52 @@ type piece struct {
 // encode(text, add_special_tokens=True). Invalid UTF-8 in text is replaced
 // by U+FFFD first, as Hugging Face only accepts valid strings.
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
+	return t.encode(text, addSpecial, -1)
+}
+
+// ErrTooLong is wrapped by the error of EncodeLimit for a text that needs
+// more ids than its limit.
+var ErrTooLong = errors.New("tokenizer: the text needs more tokens than the limit")
+
+// EncodeLimit is Encode for a caller that can take at most max ids (a
+// model's context): it stops as soon as the text is known to need more,
+// with an error wrapping ErrTooLong, without encoding the rest. A word is
+// refused before it is merged when its length alone shows that it needs
+// more tokens than are left (no token of the vocabulary stands for more
+// than so many bytes of it), so that a long run of one character costs
+// little: encoding 8 MiB of "a" took 37 s and 1 GB.
+func (t *Tokenizer) EncodeLimit(text string, addSpecial bool, max int) ([]int, error) {
+	return t.encode(text, addSpecial, max)
+}
+
+// encode is Encode with at most max ids (max < 0: no limit).
+func (t *Tokenizer) encode(text string, addSpecial bool, max int) (_ []int, err error) {
+	defer catchRegex(&err)
 	if !utf8.ValidString(text) {
 		text = lossyUTF8([]byte(text))
 	}
-	ids := make([]int, 0, len(text)/3+2)
+	capacity := len(text)/3 + 2
+	if max >= 0 {
+		// The ids the special tokens add are part of the limit.
+		if addSpecial {
+			max -= t.post.count(false)
+		}
+		if max < 0 {
+			return nil, fmt.Errorf("%w: the special tokens alone are more than %d", ErrTooLong, max+t.post.count(false))
+		}
+		capacity = min(capacity, max+1)
+	}
+	ids := make([]int, 0, capacity)
 	sc := t.model.getScratch()
 	defer t.model.putScratch(sc)
-	var err error
 	for _, seg := range t.added.split(text, nil) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
-			continue
-		}
-		if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids, sc); err != nil {
+		} else if ids, err = t.encodeSegment(seg.text, seg.start == 0, ids, sc, max); err != nil {
 			return nil, err
+		}
+		if max >= 0 && len(ids) > max {
+			return nil, tooLong(max)
 		}
 	}
 	if addSpecial {
@@ -109,9 +147,12 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 	return ids, nil
 }
 
+func tooLong(max int) error { return fmt.Errorf("%w: more than %d tokens", ErrTooLong, max) }
+
 // encodeSegment encodes text between non-normalized added tokens:
-// normalize, match normalized added tokens, pre-tokenize, run the model.
-func (t *Tokenizer) encodeSegment(text string, first bool, ids []int, sc *mergeScratch) ([]int, error) {
+// normalize, match normalized added tokens, pre-tokenize, run the model;
+// past max ids (max ≥ 0) it stops with an ErrTooLong error.
+func (t *Tokenizer) encodeSegment(text string, first bool, ids []int, sc *mergeScratch, max int) ([]int, error) {
 	if t.normalizer != nil {
 		text = t.normalizer.normalize(text)
 	}
@@ -125,14 +166,25 @@ func (t *Tokenizer) encodeSegment(text string, first bool, ids []int, sc *mergeS
 	var words []piece
 	for _, seg := range segs {
 		if seg.id >= 0 {
-			ids = append(ids, seg.id)
+			if ids = append(ids, seg.id); max >= 0 && len(ids) > max {
+				return nil, tooLong(max)
+			}
 			continue
+		}
+		// Where every character reaches the model, the segment's length bounds its
+		// tokens before it is cut into words (pieces of a megabyte of short words
+		// take tens of bytes per byte).
+		if max >= 0 && t.keepsBytes && len(ids)+t.model.minTokens(seg.text) > max {
+			return nil, tooLong(max)
 		}
 		words = append(words[:0], piece{text: seg.text, first: first && seg.start == 0})
 		if t.preTokenizer != nil {
 			words = t.preTokenizer.split(words)
 		}
 		for _, w := range words {
+			if max >= 0 && len(ids)+t.model.minTokens(w.text) > max {
+				return nil, tooLong(max)
+			}
 			var err error
 			if ids, err = t.model.encodeWord(w.text, ids, sc); err != nil {
 				return nil, err

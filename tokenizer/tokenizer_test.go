@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,7 +200,7 @@ func TestLoadRejectsMalformedFiles(t *testing.T) {
 
 func TestUnknownIDIsAnError(t *testing.T) {
 	tok := fixtureTokenizer(t, "stories260K")
-	for _, id := range []int{-1, 512, 1 << 40} {
+	for _, id := range []int{-1, 512, math.MaxInt} {
 		var ue *UnknownIDError
 		if _, err := tok.Decode([]int{1, id}, false); !errors.As(err, &ue) || ue.ID != id {
 			t.Errorf("Decode(%d) error = %v, want *UnknownIDError", id, err)

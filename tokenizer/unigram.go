@@ -105,6 +105,9 @@ func (m *unigram) id(tok string) (int, bool) {
 	return id, ok
 }
 
+// minTokens: unknown characters may fuse into one unknown token.
+func (m *unigram) minTokens(w string) int { return min(len(w), 1) }
+
 func (m *unigram) getScratch() *mergeScratch { return nil }
 func (m *unigram) putScratch(*mergeScratch)  {}
 

@@ -72,6 +72,9 @@ func vocabTable(vocab map[string]int) (idToToken []string, hasID []bool, err err
 		}
 		n = max(n, id+1)
 	}
+	if err := checkIDSpace(n, len(vocab)); err != nil {
+		return nil, nil, err
+	}
 	idToToken, hasID = make([]string, n), make([]bool, n)
 	for tok, id := range vocab {
 		if hasID[id] {
@@ -88,6 +91,9 @@ func (m *wordPiece) id(tok string) (int, bool) {
 	id, ok := m.vocab[tok]
 	return id, ok
 }
+
+// minTokens: a word longer than the longest match is one [UNK].
+func (m *wordPiece) minTokens(w string) int { return min(len(w), 1) }
 
 func (m *wordPiece) getScratch() *mergeScratch { return nil }
 func (m *wordPiece) putScratch(*mergeScratch)  {}

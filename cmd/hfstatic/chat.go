@@ -16,12 +16,16 @@ import (
 // it to stop a reply and stay at the prompt.
 var interrupts atomic.Pointer[chan struct{}]
 
+// ctrlCs counts the Ctrl-Cs delivered to a command that takes them (see ctrlCSince).
+var ctrlCs atomic.Uint64
+
 // interrupt delivers a Ctrl-C to the command that takes them, reporting false when none does.
 func interrupt() bool {
 	p := interrupts.Load()
 	if p == nil {
 		return false
 	}
+	ctrlCs.Add(1)
 	select {
 	case *p <- struct{}{}:
 	default: // one is pending already

@@ -146,7 +146,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{"foreign", write("foreign.hfs", []byte("GGUF\x03\x00\x00\x00 not ours")), "this is a GGUF file (llama.cpp's format): hfstatic takes Hugging Face safetensors folders"},
 		{"not a program", write("foreign.bin", []byte("PK\x03\x04 not ours, long enough")), "not an hfstatic program"},
 		{"unknown contract version", write("v2.hfs", v2), `"hf_static" version 2 is not supported`},
-		{"missing", filepath.Join(dir, "nope.hfs"), "no such file"},
+		{"missing", filepath.Join(dir, "nope.hfs"), "nope.hfs"}, // the system's words differ: "no such file", "cannot find the file"
 	}
 	for _, c := range programs {
 		t.Run("program/"+c.name, func(t *testing.T) {

@@ -79,10 +79,6 @@ func TestMistakesSayWhatToDo(t *testing.T) {
 			"has no tokenizer.json: a program without one cannot turn text into tokens"},
 		{"directory that is no model", []string{"generate", dir, "--prompt", "hi"}, 1, "is a directory without config.json"},
 		{"unknown executor", []string{"generate", prog, "--executor", "tpu", "--prompt", "hi"}, 2, `--executor "tpu": want go or ort`},
-		{"ort without its library", []string{"generate", prog, "--executor", "ort", "--ort-lib", "", "--prompt", "hi"}, 2,
-			"--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB"},
-		{"ort library missing", []string{"generate", prog, "--executor", "ort", "--ort-lib", filepath.Join(dir, "libonnxruntime.so.1"), "--prompt", "hi"}, 1,
-			"libonnxruntime.so.1: cannot be loaded"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := run(t, "", c.args...)

@@ -74,19 +74,32 @@ func onTerminal(in io.Reader, out io.Writer) bool {
 }
 
 func plainLines(in io.Reader, errw io.Writer) *lineReader {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	scanner := func() *bufio.Scanner {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		return sc
+	}
+	sc, seen := scanner(), ctrlCs.Load()
 	show := func(prompt string) { fmt.Fprint(errw, prompt) }
 	return &lineReader{
 		read: func(prompt string) (string, error) {
 			show(prompt)
-			if sc.Scan() {
-				return sc.Text(), nil
+			for {
+				if sc.Scan() {
+					seen = ctrlCs.Load()
+					return sc.Text(), nil
+				}
+				if err := sc.Err(); err != nil {
+					return "", err
+				}
+				if ctrlCEndsRead(in) && ctrlCSince(seen) {
+					// A Ctrl-C on a Windows console ended the read as if the input had
+					// ended; its signal reached the chat on its own: read on.
+					sc, seen = scanner(), ctrlCs.Load()
+					continue
+				}
+				return "", io.EOF
 			}
-			if err := sc.Err(); err != nil {
-				return "", err
-			}
-			return "", io.EOF
 		},
 		reshow: show,
 		close:  func() error { return nil },

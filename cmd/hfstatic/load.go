@@ -83,8 +83,11 @@ func openProgram(cmd *cobra.Command, arg string, threads int, e *exportFlags) (*
 	if err := checkRootFlags(); err != nil {
 		return nil, err
 	}
+	if executorName == engine.ExecutorORT && !ort.Supported {
+		return nil, usagef("--executor ort: %w", &ort.LibraryError{Path: ortLib, NotBuilt: true})
+	}
 	if executorName == engine.ExecutorORT && ortLib == "" {
-		return nil, usagef("--executor ort needs ONNX Runtime's library: give --ort-lib PATH or set HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@%s.0 ships it under node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1)", ort.Version)
+		return nil, usagef("--executor ort needs ONNX Runtime's library: %s", ort.LibraryHint())
 	}
 	var given []string
 	if e == nil {

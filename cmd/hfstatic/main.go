@@ -146,9 +146,9 @@ Usage errors exit with 2, other failures with 1.`,
 	root.PersistentFlags().StringVar(&loadMode, "load", "mmap",
 		"how to bring a program into memory: mmap (zero-copy, in 2 MiB pages where the kernel can: a large file cached in small pages is read again once), mmap-plain (zero-copy, the page cache as it is) or copy (read into huge-page memory)")
 	root.PersistentFlags().StringVar(&executorName, "executor", "go",
-		"what runs the program: go (hfstatic's kernels) or ort (ONNX Runtime over the program's ONNX graphs: export with --delegate onnx)")
+		"what runs the program: go (hfstatic's kernels) or ort (ONNX Runtime over the program's ONNX graphs: export with --delegate onnx; needs a build with the ort tag)")
 	root.PersistentFlags().StringVar(&ortLib, "ort-lib", os.Getenv("HFSTATIC_ORT_LIB"),
-		"path of ONNX Runtime "+ort.Version+"'s libonnxruntime.so for --executor ort (default $HFSTATIC_ORT_LIB)")
+		"path of ONNX Runtime "+ort.Version+"'s library (libonnxruntime.so.1, libonnxruntime.1.dylib or onnxruntime.dll) for --executor ort, in a build with the ort tag (default $HFSTATIC_ORT_LIB)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{suggestFlag(c, err)} })
 	root.AddCommand(newExportCmd(), newInspectCmd(), newGenerateCmd(), newLogitsCmd(),
 		newTokenizeCmd(), newDetokenizeCmd(), newChatCmd(), newAccuracyCmd(), newVersionCmd())

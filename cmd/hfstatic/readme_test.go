@@ -99,7 +99,7 @@ func TestREADMECommandsRun(t *testing.T) {
 	}
 	blocks := readmeBlocks(t, readme)
 	const top = `go run ./cmd/hfstatic generate --prompt "Once upon a time"   # run the embedded default model (stories260K)
-go test ./...                                                 # run the tests (.ci/run: this with ONNX Runtime from npm, the examples module, AVX2 kernels, a fuzz pass)
+go test ./...                                                 # run the tests (.ci/run adds every kernel route, ONNX Runtime, a browser, the platforms, fuzzing)
 `
 	if len(blocks) == 0 || blocks[0].text != top {
 		t.Fatalf("README.md does not start with the two commands:\n%s", top)

@@ -19,6 +19,9 @@ var cliPrograms struct {
 	prefill, decode string
 }
 
+// childArgsEnv makes the test binary run main with these arguments (TestMain).
+const childArgsEnv = "HFSTATIC_TEST_MAIN_ARGS"
+
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(childArgsEnv); ok { // a child process runs the command itself
 		os.Args = append([]string{"hfstatic"}, strings.Fields(args)...)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hfstatic/hfstatic/internal/mmap"
-	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the command's logger and the test to share.
@@ -42,13 +41,7 @@ func TestServeAnswersAndShutsDownOnCancel(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "s.hfs")
 	mustRun(t, "export", storiesDir, "-o", prog, "--prefill", "16", "--context", "128", "-q")
 	t.Run("file", func(t *testing.T) { testServe(t, prog, "s") })
-	// The same server on ONNX Runtime: the runner, pool and batcher drive it unchanged.
-	t.Run("file on ORT", func(t *testing.T) {
-		lib := orttest.LibPath(t)
-		onnxProg := filepath.Join(t.TempDir(), "o.hfs")
-		mustRun(t, "export", storiesDir, "-o", onnxProg, "--prefill", "16", "--context", "128", "--delegate", "onnx", "-q")
-		testServe(t, onnxProg, "o", "--executor", "ort", "--ort-lib", lib)
-	})
+	// ort_test.go serves on ONNX Runtime (the ort build).
 }
 
 func testServe(t *testing.T, prog, modelID string, extra ...string) {

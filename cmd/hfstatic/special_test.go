@@ -137,9 +137,6 @@ func TestHubCacheSymlinksAreFollowed(t *testing.T) {
 	mustRun(t, "export", snap, "-o", filepath.Join(t.TempDir(), "x.hfs"), "--context", "32", "-q")
 }
 
-// childArgsEnv makes the test binary run main with these arguments (TestMain).
-const childArgsEnv = "HFSTATIC_TEST_MAIN_ARGS"
-
 // TestSecondSignalKills: a command that does not watch its context
 // (tokenize blocked reading stdin) still ends on SIGTERM: the first signal
 // cancels, a second one kills at once (and a watchdog exits after

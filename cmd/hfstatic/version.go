@@ -14,7 +14,9 @@ import (
 
 // commit may be set at build time (-ldflags "-X main.commit=$(git rev-parse HEAD)") where the
 // Go toolchain records no VCS information (-buildvcs=false, go run, a tree without .git).
-var commit string
+// releaseVersion is the release's version, set the same way by the release build
+// (.goreleaser.yaml: -X main.releaseVersion=1.2.3); it replaces the module version.
+var commit, releaseVersion string
 
 // version describes this binary: module version, commit, Go version and the kernels this
 // CPU runs.
@@ -25,6 +27,9 @@ func version() string {
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		mod = bi.Main.Version
+		if releaseVersion != "" {
+			mod = releaseVersion
+		}
 		var vcs, modified string
 		for _, s := range bi.Settings {
 			switch s.Key {

@@ -27,6 +27,25 @@ type Budget struct {
 // Input.Budget is zero: 4 MiB of text, 1,000,000 steps, 2 seconds.
 var DefaultBudget = Budget{MaxOutput: 4 << 20, MaxSteps: 1_000_000, Timeout: 2 * time.Second}
 
+// Bounds on a template's source, checked by Parse before anything is
+// compiled. Compiling costs more than linear time in them: the engine
+// rescans the earlier tags for every statement tag (the rewritten program
+// has no raw text to stop its scan), and a nested expression is re-emitted
+// level by level. Real chat templates stay far below: the 37 of the test
+// fixtures are at most 25 KB, with 771 tags and expressions nested a few
+// levels. Past them, 10,000 nested or chained expressions took 1-7 s to
+// compile and 100,000 took minutes.
+const (
+	maxSourceBytes = 1 << 20 // bytes of template source
+	maxTags        = 1 << 13 // {{ }}, {% %} and {# #} tags
+	maxExprDepth   = 256     // brackets, operators, filters and attribute steps nested in one expression
+)
+
+// nestingError is the "nesting" limit of Parse.
+func nestingError() error {
+	return &BudgetError{Limit: "nesting", Detail: fmt.Sprintf("an expression nested deeper than %d (brackets, operators, filters, attributes)", maxExprDepth)}
+}
+
 // maxValue bounds any one string a template builds (by +, ~, join,
 // replace, indent, tojson, printing); a template doubling a string fails
 // here long before memory runs out.
@@ -35,8 +54,11 @@ const maxValue = 16 << 20
 // BudgetError reports the limit a rendering hit: "output", "steps",
 // "time", "value" (one string or list too large), "depth" (macros nested
 // deeper than 200) or "canceled" (the
-// context ended: the client left or the server is stopping). It matches
-// ErrLimit, and for "canceled" also the context's error.
+// context ended: the client left or the server is stopping); or, from
+// Parse, the limit a template's source went past: "source" (more than
+// maxSourceBytes), "tags" (more than maxTags) or "nesting" (an expression
+// nested deeper than maxExprDepth). It matches ErrLimit, and for
+// "canceled" also the context's error.
 type BudgetError struct {
 	Limit  string
 	Detail string

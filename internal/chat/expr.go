@@ -69,8 +69,21 @@ func lexExpr(toks []codeToken) []etok {
 func isDigitTok(t codeToken) bool { return len(t.text) == 1 && t.text[0] >= '0' && t.text[0] <= '9' }
 
 type exprParser struct {
-	toks []etok
-	pos  int
+	toks  []etok
+	pos   int
+	depth int // levels of the re-emitted expression open at this point
+}
+
+// nest opens one more level of the re-emitted expression (a bracket, a
+// not, a unary sign, an operator, a filter or an attribute step: each
+// wraps what came before), failing past maxExprDepth: both this parser
+// and the engine's recurse once per level, and each level copies the
+// text inside it. The caller gives the levels back (p.depth -= n).
+func (p *exprParser) nest() error {
+	if p.depth++; p.depth > maxExprDepth {
+		return nestingError()
+	}
+	return nil
 }
 
 func (p *exprParser) peek() etok { return p.toks[p.pos] }
@@ -106,11 +119,18 @@ func translateExpr(toks []codeToken) (string, error) {
 }
 
 func (p *exprParser) cond() (string, error) {
+	defer func(depth int) { p.depth = depth }(p.depth)
+	if err := p.nest(); err != nil {
+		return "", err
+	}
 	e, err := p.or()
 	if err != nil {
 		return "", err
 	}
 	for p.isName("if") {
+		if err := p.nest(); err != nil {
+			return "", err
+		}
 		p.next()
 		c, err := p.or()
 		if err != nil {
@@ -150,6 +170,10 @@ func (p *exprParser) and() (string, error) {
 
 func (p *exprParser) not() (string, error) {
 	if p.isName("not") {
+		defer func(depth int) { p.depth = depth }(p.depth)
+		if err := p.nest(); err != nil {
+			return "", err
+		}
 		p.next()
 		x, err := p.not()
 		if err != nil {
@@ -214,11 +238,15 @@ func (p *exprParser) math1() (string, error) {
 }
 
 func (p *exprParser) concat() (string, error) {
+	defer func(depth int) { p.depth = depth }(p.depth)
 	left, err := p.math2()
 	if err != nil {
 		return "", err
 	}
 	for p.isOp("~") {
+		if err := p.nest(); err != nil {
+			return "", err
+		}
 		p.next()
 		right, err := p.math2()
 		if err != nil {
@@ -251,6 +279,7 @@ func (p *exprParser) pow() (string, error) {
 // leftAssoc parses operand (op operand)*; strict operands go through
 // __hf_operand.
 func (p *exprParser) leftAssoc(operand func() (string, error), op func() (string, bool), strict bool) (string, error) {
+	defer func(depth int) { p.depth = depth }(p.depth)
 	left, err := operand()
 	if err != nil {
 		return "", err
@@ -259,6 +288,9 @@ func (p *exprParser) leftAssoc(operand func() (string, error), op func() (string
 		o, ok := op()
 		if !ok {
 			return left, nil
+		}
+		if err := p.nest(); err != nil {
+			return "", err
 		}
 		p.next()
 		right, err := operand()
@@ -289,6 +321,10 @@ func (p *exprParser) unary(withFilter bool) (string, error) {
 	var x string
 	var err error
 	if p.isOp("-") || p.isOp("+") {
+		defer func(depth int) { p.depth = depth }(p.depth)
+		if err := p.nest(); err != nil {
+			return "", err
+		}
 		op := p.next().text
 		operand, err := p.unary(false)
 		if err != nil {
@@ -325,11 +361,12 @@ func (p *exprParser) primary() (string, error) {
 		}
 		return t.text, nil
 	case 's':
-		s := t.text
+		var s strings.Builder
+		s.WriteString(t.text)
 		for p.peek().kind == 's' { // adjacent literals concatenate
-			s += p.next().text
+			s.WriteString(p.next().text)
 		}
-		return quoteLiteral(s), nil
+		return quoteLiteral(s.String()), nil
 	case 'i', 'f':
 		return t.text, nil
 	case 'o':
@@ -401,7 +438,13 @@ func (p *exprParser) list(closer string) (items []string, trailingComma bool, er
 }
 
 func (p *exprParser) postfix(x string) (string, error) {
+	defer func(depth int) { p.depth = depth }(p.depth)
 	for {
+		if p.isOp(".") || p.isOp("[") || p.isOp("(") {
+			if err := p.nest(); err != nil {
+				return "", err
+			}
+		}
 		switch {
 		case p.isOp("."):
 			p.next()
@@ -520,7 +563,13 @@ func (p *exprParser) callArgs() (string, error) {
 // filters parses any chain of "| filter(args)", "is [not] test [arg]" and
 // calls after a unary expression.
 func (p *exprParser) filters(x string) (string, error) {
+	defer func(depth int) { p.depth = depth }(p.depth)
 	for {
+		if p.isOp("|") || p.isName("is") || p.isOp("(") {
+			if err := p.nest(); err != nil {
+				return "", err
+			}
+		}
 		switch {
 		case p.isOp("|"):
 			p.next()

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -71,7 +72,7 @@ var endRawRe = regexp.MustCompile(`\{%([-+]?)\s*endraw\s*([-+]?)%\}`)
 // lexTemplate splits src into text and tag pieces like Jinja2's lexer.
 func lexTemplate(src string) ([]piece, error) {
 	var out []piece
-	i := 0
+	i, tags := 0, 0
 	for i < len(src) {
 		start := nextTagStart(src, i)
 		if start < 0 {
@@ -90,6 +91,9 @@ func lexTemplate(src string) ([]piece, error) {
 			kind, closer = pieceStmt, "%}"
 		default:
 			kind, closer = pieceComment, "#}"
+		}
+		if tags++; tags > maxTags {
+			return nil, &BudgetError{Limit: "tags", Detail: fmt.Sprintf("more than %d tags", maxTags)}
 		}
 		p := piece{kind: kind}
 		j := start + 2
@@ -346,6 +350,19 @@ func rewriteCode(body string, stmt bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Brackets nest the engine's parser as deep as they go, also where the
+	// translator leaves code as written.
+	depth := 0
+	for _, t := range toks {
+		switch t.text {
+		case "(", "[", "{":
+			if depth++; depth > maxExprDepth {
+				return "", nestingError()
+			}
+		case ")", "]", "}":
+			depth--
+		}
+	}
 	for k := range toks {
 		if toks[k].name {
 			if repl, ok := hfFilters[toks[k].text]; ok && prevSignificant(toks, k) == "|" {
@@ -354,7 +371,7 @@ func rewriteCode(body string, stmt bool) (string, error) {
 		}
 	}
 	if !stmt {
-		return translateOr(toks), nil
+		return translateOr(toks)
 	}
 	first := nextSignificant(toks, 0)
 	if first >= len(toks) {
@@ -362,17 +379,23 @@ func rewriteCode(body string, stmt bool) (string, error) {
 	}
 	switch toks[first].text {
 	case "if", "elif":
-		return plainCode(toks[:first+1]) + " " + translateOr(toks[first+1:]), nil
+		x, err := translateOr(toks[first+1:])
+		return plainCode(toks[:first+1]) + " " + x, err
 	case "set":
 		if eq := assignIndex(toks); eq >= 0 {
-			return plainCode(toks[:eq+1]) + " " + translateOr(toks[eq+1:]), nil
+			x, err := translateOr(toks[eq+1:])
+			return plainCode(toks[:eq+1]) + " " + x, err
 		}
 	case "for":
 		start, end := forIterable(toks)
 		if start < 0 {
 			break
 		}
-		out := plainCode(toks[:start]) + " __hf_iterable(" + translateOr(toks[start:end]) + ") "
+		iter, err := translateOr(toks[start:end])
+		if err != nil {
+			return "", err
+		}
+		out := plainCode(toks[:start]) + " __hf_iterable(" + iter + ") "
 		if end < len(toks) && toks[end].text == "if" {
 			rec := len(toks)
 			for k := end + 1; k < len(toks); k++ {
@@ -380,7 +403,8 @@ func rewriteCode(body string, stmt bool) (string, error) {
 					rec = k
 				}
 			}
-			return out + "if " + translateOr(toks[end+1:rec]) + " " + plainCode(toks[rec:]), nil
+			cond, err := translateOr(toks[end+1 : rec])
+			return out + "if " + cond + " " + plainCode(toks[rec:]), err
 		}
 		return out + plainCode(toks[end:]), nil
 	}
@@ -388,12 +412,17 @@ func rewriteCode(body string, stmt bool) (string, error) {
 }
 
 // translateOr re-emits an expression, or returns it as written if it uses
-// syntax the translator does not know (the engine may still accept it).
-func translateOr(toks []codeToken) string {
-	if out, err := translateExpr(toks); err == nil {
-		return out
+// syntax the translator does not know (the engine may still accept it). An
+// expression nested past maxExprDepth is an error either way.
+func translateOr(toks []codeToken) (string, error) {
+	out, err := translateExpr(toks)
+	if errors.Is(err, ErrLimit) {
+		return "", err
 	}
-	return plainCode(toks)
+	if err != nil {
+		return plainCode(toks), nil
+	}
+	return out, nil
 }
 
 // plainCode writes tokens back with string literals re-encoded.

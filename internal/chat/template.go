@@ -41,13 +41,18 @@ type Template struct {
 // raised on this template), reported as an error instead.
 var ErrEngine = errors.New("chat: Jinja engine failure")
 
-// Parse compiles template source with Hugging Face's Jinja settings.
+// Parse compiles template source with Hugging Face's Jinja settings. A
+// source past the bounds of a real template (1 MiB, 8,192 tags,
+// expressions nested 256 deep) is a *BudgetError naming the bound.
 func Parse(src string) (t *Template, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			t, err = nil, fmt.Errorf("%w while compiling: %v", ErrEngine, r)
 		}
 	}()
+	if len(src) > maxSourceBytes {
+		return nil, &BudgetError{Limit: "source", Detail: fmt.Sprintf("a template of %d bytes (the bound is %d)", len(src), maxSourceBytes)}
+	}
 	program, err := rewriteSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat: lex template: %w", err)

@@ -17,7 +17,7 @@ const (
 	MaxContext = 1 << 20
 	// MaxCacheBytes bounds the K/V cache the program will ask every session
 	// for: layers × 2 × C × kv_heads × head_dim × cache element size.
-	MaxCacheBytes = 64 << 30
+	MaxCacheBytes int64 = 64 << 30
 )
 
 // ErrConfigClaims means config.json describes a model the checkpoint's

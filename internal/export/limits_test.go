@@ -58,8 +58,8 @@ func TestExportRefusesConfigClaimsTheTensorsDoNotBack(t *testing.T) {
 	}{
 		{"a billion layers", map[string]any{"num_hidden_layers": 1_000_000_000}, export.Options{}, hf.ErrConfigLimit, "num_hidden_layers"},
 		{"a billion heads", map[string]any{"num_attention_heads": 1_000_000_000}, export.Options{}, hf.ErrConfigLimit, "num_attention_heads"},
-		{"a huge vocabulary", map[string]any{"vocab_size": 1 << 40}, export.Options{}, hf.ErrConfigLimit, "vocab_size"},
-		{"a huge context", map[string]any{"max_position_embeddings": 1 << 40}, export.Options{}, hf.ErrConfigLimit, "max_position_embeddings"},
+		{"a huge vocabulary", map[string]any{"vocab_size": int64(1 << 40)}, export.Options{}, hf.ErrConfigLimit, "vocab_size"},
+		{"a huge context", map[string]any{"max_position_embeddings": int64(1 << 40)}, export.Options{}, hf.ErrConfigLimit, "max_position_embeddings"},
 		{"six layers in a five-layer folder", map[string]any{"num_hidden_layers": 6}, export.Options{}, export.ErrConfigClaims, "model.layers.5."},
 		{"a vocabulary the embedding lacks", map[string]any{"vocab_size": 1000}, export.Options{}, export.ErrConfigClaims, "vocab_size 1000"},
 		{"a context past the bound", nil, export.Options{Context: export.MaxContext + 1, Prefill: 0}, export.ErrOptions, "MaxContext"},

@@ -38,7 +38,7 @@ func (d dirFS) Open(name string) (fs.File, error) {
 	if !st.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("a %s: %w", modeName(st.Mode()), ErrNotRegular)}
 	}
-	m, err := Open(filepath.Join(d.dir, filepath.FromSlash(name)))
+	m, err := Open(d.path(name))
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -48,10 +48,10 @@ func (d dirFS) Open(name string) (fs.File, error) {
 // ReadFile implements fs.ReadFileFS without mapping small files. Like Open,
 // it reads regular files only.
 func (d dirFS) ReadFile(name string) ([]byte, error) {
-	if !fs.ValidPath(name) {
+	if _, err := filepath.Localize(name); err != nil || !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fs.ErrInvalid}
 	}
-	b, err := ReadRegular(filepath.Join(d.dir, filepath.FromSlash(name)))
+	b, err := ReadRegular(d.path(name))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -61,6 +61,14 @@ func (d dirFS) ReadFile(name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	return b, nil
+}
+
+// path is the file name of a valid name, which Localize accepts: on Windows a name with a
+// backslash or a colon in it, or a reserved one (NUL, COM1), is not a name in the folder
+// (as in os.DirFS).
+func (d dirFS) path(name string) string {
+	local, _ := filepath.Localize(name)
+	return filepath.Join(d.dir, local)
 }
 
 // Stat implements fs.StatFS.

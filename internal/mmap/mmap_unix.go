@@ -3,12 +3,7 @@
 package mmap
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,23 +67,6 @@ func OpenWith(path string, opts Options) (*File, error) {
 	return f, nil
 }
 
-// openRegular opens the regular file at path and returns its size, which fits
-// in an int. An empty file is returned closed, with size 0.
-func openRegular(path string) (*os.File, int64, error) {
-	fd, st, err := OpenRegular(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	switch {
-	case int64(int(st.Size())) != st.Size():
-		err = fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, st.Size())
-	case st.Size() > 0:
-		return fd, st.Size(), nil
-	}
-	fd.Close()
-	return nil, 0, err
-}
-
 // Load reads the file at path into private anonymous memory advised for transparent huge
 // pages, then makes it read-only. It costs a copy at load time, but the large pages spare
 // the TLB misses that 4 KiB file-mapping pages cost a memory-bound decode.
@@ -115,34 +93,4 @@ func Load(path string) (*File, error) {
 	}
 	huge, _ := hugeMapped(data)
 	return &File{data: data, unmap: FreeAnon, huge: huge}, nil
-}
-
-// readParallel fills data from f with positioned reads of 32 MiB chunks on two goroutines
-// (faulting in fresh huge pages is a good part of the cost, and it parallelizes).
-func readParallel(f *os.File, data []byte) error {
-	const chunk = 32 << 20
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs [2]error
-	)
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				off := next.Add(chunk) - chunk
-				if off >= int64(len(data)) {
-					return
-				}
-				end := min(off+chunk, int64(len(data)))
-				if _, err := f.ReadAt(data[off:end], off); err != nil && !(err == io.EOF && end == int64(len(data))) {
-					errs[w] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs[:]...)
 }

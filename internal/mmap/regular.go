@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // ErrNotRegular means a path names a FIFO, device, socket or directory where
@@ -72,4 +76,67 @@ func modeName(m fs.FileMode) string {
 		return "directory"
 	}
 	return "special file"
+}
+
+// openRegular opens the regular file at path and returns its size, which fits
+// in an int. An empty file is returned closed, with size 0.
+func openRegular(path string) (*os.File, int64, error) {
+	fd, st, err := OpenRegular(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case int64(int(st.Size())) != st.Size():
+		err = &TooLargeError{Path: path, Size: st.Size()}
+	case st.Size() > 0:
+		return fd, st.Size(), nil
+	}
+	fd.Close()
+	return nil, 0, err
+}
+
+// ErrTooLarge reports a file larger than this platform's address space (a 32-bit one)
+// can hold; the *TooLargeError that wraps it names the file.
+var ErrTooLarge = errors.New("file too large for this platform's address space")
+
+// TooLargeError is a file of Size bytes, more than an int (and a slice) can hold here.
+type TooLargeError struct {
+	Path string
+	Size int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("mmap: %s is %d bytes, more than a %d-bit platform can map (at most %d): use a 64-bit build of hfstatic", e.Path, e.Size, strconv.IntSize, math.MaxInt)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// readParallel fills data from f with positioned reads of 32 MiB chunks on two goroutines
+// (faulting in fresh huge pages is a good part of the cost, and it parallelizes).
+func readParallel(f *os.File, data []byte) error {
+	const chunk = 32 << 20
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs [2]error
+	)
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				off := next.Add(chunk) - chunk
+				if off >= int64(len(data)) {
+					return
+				}
+				end := min(off+chunk, int64(len(data)))
+				if _, err := f.ReadAt(data[off:end], off); err != nil && !(err == io.EOF && end == int64(len(data))) {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs[:]...)
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/onnx"
 	"github.com/hfstatic/hfstatic/program"
@@ -387,7 +385,7 @@ func (s *Step) Run(ctx context.Context) error {
 	if e.closed || s.binding == 0 {
 		return fmt.Errorf("ort: method %q: step used after Close", s.m.spec.Name)
 	}
-	st, _, _ := purego.SyscallN(e.lib.fn[fnRunWithBinding], s.runArgs...) // a stored slice: nothing allocated
+	st := syscallN(e.lib.fn[fnRunWithBinding], s.runArgs...) // a stored slice: nothing allocated
 	if st != 0 {
 		return e.lib.status(fmt.Sprintf("run method %q", s.m.spec.Name), st)
 	}

@@ -1,8 +1,14 @@
 // Package ort runs a program's methods on ONNX Runtime: a binding to ONNX Runtime's C API,
-// loaded at run time with purego (no cgo, so a binary built without the library keeps
-// working with the Go executor), and an Executor (runner.Executor) that runs each method's
-// ONNX graph, stored in the program file by `hfstatic export --delegate onnx`, over the
-// runner's own buffers.
+// loaded at run time (no cgo, so a binary built without the library keeps working with the
+// Go executor), and an Executor (runner.Executor) that runs each method's ONNX graph, stored
+// in the program file by `hfstatic export --delegate onnx`, over the runner's own buffers.
+//
+// The loader needs the platform's dynamic loader, which makes a binary dynamically linked,
+// so it is built only with the build tag ort (go build -tags ort ./cmd/hfstatic): dl_*.go
+// load the library (purego's Dlopen on Unix, LoadLibrary on Windows) and call its functions
+// (call_ort.go). Without the tag Open returns a *LibraryError saying how to get a build with
+// it (noort.go), the binary stays static, and the rest of the package compiles unchanged:
+// it calls ONNX Runtime only through Lib's helpers.
 //
 // The graph attends over the incoming caches and the current rows and returns the logits
 // and the current rows' keys and values; it mutates nothing. The executor then writes the
@@ -20,8 +26,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Version is the ONNX Runtime release this binding is written for; a library whose
@@ -78,14 +82,43 @@ type LibraryError struct {
 	Path    string
 	Found   string // the version the library reports; "" when it could not be asked
 	Problem string
+	// NotBuilt: this binary was built without the ort tag and loads no library at all.
+	NotBuilt bool
 }
 
+// HowToBuild says how to get a binary that runs ONNX Runtime.
+const HowToBuild = "build hfstatic with the ort tag (`go build -tags ort ./cmd/hfstatic`), or take the hfstatic-ort release archive"
+
 func (e *LibraryError) Error() string {
+	if e.NotBuilt {
+		switch runtime.GOOS {
+		case "linux", "darwin", "windows":
+			return "this hfstatic was built without ONNX Runtime support (the default build is a static binary, which cannot load shared libraries): " + HowToBuild
+		}
+		return "hfstatic has no ONNX Runtime support on " + runtime.GOOS + ": its loader is built for Linux, macOS and Windows only"
+	}
 	msg := fmt.Sprintf("onnxruntime library %s: %s", e.Path, e.Problem)
 	if e.Found != "" {
 		msg += fmt.Sprintf(" (it reports version %s, hfstatic needs %s.x)", e.Found, Version)
 	}
-	return msg + "; give the path of libonnxruntime.so from ONNX Runtime " + Version + " with --ort-lib or HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@" + Version + ".0 ships it under node_modules/onnxruntime-node/bin/napi-v6/linux/x64/)"
+	return msg + "; " + LibraryHint()
+}
+
+// LibraryHint says how to give the library and where to get it for this platform.
+func LibraryHint() string {
+	name, dir := "libonnxruntime.so.1", "linux/"
+	switch runtime.GOOS {
+	case "darwin":
+		name, dir = "libonnxruntime.1.dylib", "darwin/"
+	case "windows":
+		name, dir = "onnxruntime.dll", "win32/"
+	}
+	if runtime.GOARCH == "amd64" {
+		dir += "x64"
+	} else {
+		dir += runtime.GOARCH
+	}
+	return "give the path of " + name + " from ONNX Runtime " + Version + " with --ort-lib or HFSTATIC_ORT_LIB (npm install --ignore-scripts onnxruntime-node@" + Version + ".0 ships it as node_modules/onnxruntime-node/bin/napi-v6/" + dir + "/" + name + ")"
 }
 
 func (e *LibraryError) Unwrap() error { return ErrLibrary }
@@ -117,8 +150,12 @@ var (
 )
 
 // Open loads the ONNX Runtime library at path (once per process; later calls return the
-// same Lib) and checks its version.
+// same Lib) and checks its version. In a build without the ort tag it returns a
+// *LibraryError with NotBuilt set.
 func Open(path string) (*Lib, error) {
+	if !Supported {
+		return nil, &LibraryError{Path: path, NotBuilt: true}
+	}
 	if path == "" {
 		return nil, &LibraryError{Path: `""`, Problem: "no path given"}
 	}
@@ -136,27 +173,26 @@ func Open(path string) (*Lib, error) {
 }
 
 func open(path string) (*Lib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	h, err := dlopen(path)
 	if err != nil {
 		return nil, &LibraryError{Path: path, Problem: "cannot be loaded: " + err.Error()}
 	}
-	base, err := purego.Dlsym(h, "OrtGetApiBase")
+	base, err := dlsym(h, "OrtGetApiBase")
 	if err != nil {
 		return nil, &LibraryError{Path: path, Problem: "has no OrtGetApiBase symbol: not ONNX Runtime"}
 	}
 	// OrtApiBase { const OrtApi* (*GetApi)(uint32_t); const char* (*GetVersionString)(void); }
-	apiBase, _, _ := purego.SyscallN(base)
+	apiBase := syscallN(base)
 	if apiBase == 0 {
 		return nil, &LibraryError{Path: path, Problem: "OrtGetApiBase returned NULL"}
 	}
 	getAPI := *(*uintptr)(cptr(apiBase))
 	getVersion := *(*uintptr)(unsafe.Add(cptr(apiBase), unsafe.Sizeof(uintptr(0))))
-	v, _, _ := purego.SyscallN(getVersion)
-	l := &Lib{Path: path, Version: goString(v)}
+	l := &Lib{Path: path, Version: goString(syscallN(getVersion))}
 	if l.Version != Version && !strings.HasPrefix(l.Version, Version+".") {
 		return nil, &LibraryError{Path: path, Found: l.Version, Problem: "wrong version"}
 	}
-	api, _, _ := purego.SyscallN(getAPI, apiVersion)
+	api := syscallN(getAPI, apiVersion)
 	if api == 0 {
 		return nil, &LibraryError{Path: path, Found: l.Version, Problem: fmt.Sprintf("does not provide C API version %d", apiVersion)}
 	}
@@ -212,7 +248,7 @@ const (
 //
 //go:uintptrescapes
 func (l *Lib) call(what string, i int, args ...uintptr) error {
-	st, _, _ := purego.SyscallN(l.fn[i], args...)
+	st := syscallN(l.fn[i], args...)
 	runtime.KeepAlive(args)
 	return l.status(what, st)
 }
@@ -222,23 +258,22 @@ func (l *Lib) status(what string, st uintptr) error {
 	if st == 0 {
 		return nil
 	}
-	code, _, _ := purego.SyscallN(l.fn[fnGetErrorCode], st)
-	msg, _, _ := purego.SyscallN(l.fn[fnGetErrorMessage], st)
+	code := syscallN(l.fn[fnGetErrorCode], st)
+	msg := syscallN(l.fn[fnGetErrorMessage], st)
 	e := &Error{Op: what, Code: int(int32(code)), Message: goString(msg)}
-	purego.SyscallN(l.fn[fnReleaseStatus], st)
+	syscallN(l.fn[fnReleaseStatus], st)
 	return e
 }
 
 // callString calls an OrtApi function that returns a const char*.
 func (l *Lib) callString(i int) string {
-	s, _, _ := purego.SyscallN(l.fn[i])
-	return goString(s)
+	return goString(syscallN(l.fn[i]))
 }
 
 // release calls a Release* function on p (a no-op for 0).
 func (l *Lib) release(i int, p uintptr) {
 	if p != 0 {
-		purego.SyscallN(l.fn[i], p)
+		syscallN(l.fn[i], p)
 	}
 }
 

@@ -1,3 +1,5 @@
+//go:build ort
+
 package ort
 
 import (
@@ -8,11 +10,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/internal/ort/orttest"
 )
 
@@ -29,8 +30,15 @@ func testLib(t testing.TB) *Lib {
 
 func TestOpenRejectsMissingAndForeignLibraries(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	// a library that is not ONNX Runtime
 	libc := "/lib/x86_64-linux-gnu/libc.so.6"
-	if _, err := os.Stat(libc); err != nil {
+	switch runtime.GOOS {
+	case "windows":
+		libc = "kernel32.dll"
+	case "darwin":
+		libc = "/usr/lib/libSystem.B.dylib"
+	}
+	if _, err := os.Stat(libc); err != nil && runtime.GOOS != "windows" {
 		libc = ""
 	}
 	for _, c := range []struct{ name, path, want string }{
@@ -75,17 +83,12 @@ func readOnly(t testing.TB, data []byte) []byte {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
+	f, err := mmap.OpenWith(path, mmap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	m, err := syscall.Mmap(int(f.Fd()), 0, len(data), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Munmap(m) })
-	return m
+	t.Cleanup(func() { f.Close() })
+	return f.Bytes()
 }
 
 func f32le(vals ...float32) []byte {
@@ -144,7 +147,7 @@ func TestSessionReadsMappedWeightsAndWritesBoundBuffers(t *testing.T) {
 	runtime.KeepAlive(strs)
 	args := []uintptr{sess, 0, binding}
 	run := func() {
-		st, _, _ := purego.SyscallN(l.fn[fnRunWithBinding], args...)
+		st := syscallN(l.fn[fnRunWithBinding], args...)
 		if err := l.status("run", st); err != nil {
 			t.Fatal(err)
 		}

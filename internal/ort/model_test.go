@@ -1,3 +1,5 @@
+//go:build ort
+
 package ort
 
 import (

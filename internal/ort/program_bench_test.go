@@ -1,3 +1,5 @@
+//go:build ort && unix
+
 package ort_test
 
 import (
