@@ -4,8 +4,9 @@ package kernels
 
 import "unsafe"
 
-// The matrix product for m >= tileM input rows (prefill; q8/q4 with VNNI
-// use vnniTileRows instead) uses an
+// The q8/q4 matrix product for m >= tileM input rows on AVX-512 where the
+// int8 kernels do not apply (ExactQuantized pools, rows of partial blocks;
+// the others take vnniTileRows or, without VNNI, i8TileRows) uses an
 // outer-product micro-kernel (bgemm_<mr>): 12 input rows × 32 weight rows
 // of accumulators, 32 weights loaded as two vectors and each input value
 // broadcast per k. Both operands are packed k-major per block of gemmKC
@@ -100,14 +101,7 @@ func convertColumns(t WeightType, row []byte, cols, kb, kl int, dst []float32) {
 	case F16:
 		f16ToF32Slice(dst[:kl], unsafe.Slice((*uint16)(unsafe.Pointer(&row[2*kb])), kl))
 	case BF16:
-		src := unsafe.Slice((*uint16)(unsafe.Pointer(&row[2*kb])), kl)
-		n16 := kl &^ 15
-		if n16 > 0 {
-			bf16ToF32AVX512(&dst[0], &src[0], n16)
-		}
-		for i := n16; i < kl; i++ {
-			dst[i] = bf16ToF32(src[i])
-		}
+		bf16ToF32Slice(dst[:kl], unsafe.Slice((*uint16)(unsafe.Pointer(&row[2*kb])), kl))
 	case Q8, Q4:
 		nb := (cols + BlockSize - 1) / BlockSize
 		b0, nbl := kb/BlockSize, (kl+BlockSize-1)/BlockSize

@@ -10016,6 +10016,834 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func tileF32AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_1x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	MOVQ    k8+32(FP), DX
+	SHLQ    $0x02, DX
+	XORQ    BX, BX
+	VXORPS  Y0, Y0, Y0
+	MOVQ    acc+40(FP), SI
+	MOVQ    flags+48(FP), DI
+	TESTQ   $0x00000001, DI
+	JZ      fresh
+	VMOVUPS (SI), Y0
+
+fresh:
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VMOVUPS     (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x20, BX
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (SI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_1x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), DX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x02, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (CX)(SI*1), Y12
+	VMOVUPS     (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_1x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), BX
+	LEAQ    (BX)(DX*1), DX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x02, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (CX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_2x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x02, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VMOVUPS     (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x20, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_2x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), BX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x02, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (DX)(DI*1), Y12
+	VMOVUPS     (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_2x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), SI
+	LEAQ    (SI)(BX*1), BX
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x02, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (DX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_3x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x02, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VMOVUPS     (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*1), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*1), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x20, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_3x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), SI
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x02, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VMOVUPS     (BX)(R8*1), Y12
+	VMOVUPS     (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*1), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*1), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x20, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF32AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·tileF32AVX2C_3x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), DI
+	LEAQ    (DI)(SI*1), SI
+	MOVQ    k8+32(FP), R8
+	SHLQ    $0x02, R8
+	XORQ    R9, R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	MOVQ    acc+40(FP), R10
+	MOVQ    flags+48(FP), R11
+	TESTQ   $0x00000001, R11
+	JZ      fresh
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS 128(R10), Y4
+	VMOVUPS 160(R10), Y5
+	VMOVUPS 192(R10), Y6
+	VMOVUPS 224(R10), Y7
+	VMOVUPS 256(R10), Y8
+
+fresh:
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VMOVUPS     (BX)(R9*1), Y12
+	VMOVUPS     (DI)(R9*1), Y13
+	VMOVUPS     (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*1), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*1), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*1), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x20, R9
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
 // func rowStreamF32AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 // Requires: AVX, FMA3, MMX+
 TEXT ·rowStreamF32AVX2(SB), NOSPLIT, $0-48
@@ -10662,6 +11490,834 @@ loop:
 reduce:
 	MOVQ         y+40(FP), AX
 	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_1x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	MOVQ    k8+32(FP), DX
+	SHLQ    $0x01, DX
+	XORQ    BX, BX
+	VXORPS  Y0, Y0, Y0
+	MOVQ    acc+40(FP), SI
+	MOVQ    flags+48(FP), DI
+	TESTQ   $0x00000001, DI
+	JZ      fresh
+	VMOVUPS (SI), Y0
+
+fresh:
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VCVTPH2PS   (CX)(BX*1), Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (SI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_1x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), DX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (CX)(SI*1), Y12
+	VCVTPH2PS   (DX)(SI*1), Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_1x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), BX
+	LEAQ    (BX)(DX*1), DX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (CX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VCVTPH2PS   (DX)(DI*1), Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_2x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VCVTPH2PS   (DX)(SI*1), Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_2x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), BX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (DX)(DI*1), Y12
+	VCVTPH2PS   (BX)(DI*1), Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_2x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), SI
+	LEAQ    (SI)(BX*1), BX
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (DX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VCVTPH2PS   (BX)(R8*1), Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_3x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VCVTPH2PS   (BX)(DI*1), Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_3x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), SI
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VCVTPH2PS   (BX)(R8*1), Y12
+	VCVTPH2PS   (SI)(R8*1), Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tileF16AVX2C_3x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), DI
+	LEAQ    (DI)(SI*1), SI
+	MOVQ    k8+32(FP), R8
+	SHLQ    $0x01, R8
+	XORQ    R9, R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	MOVQ    acc+40(FP), R10
+	MOVQ    flags+48(FP), R11
+	TESTQ   $0x00000001, R11
+	JZ      fresh
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS 128(R10), Y4
+	VMOVUPS 160(R10), Y5
+	VMOVUPS 192(R10), Y6
+	VMOVUPS 224(R10), Y7
+	VMOVUPS 256(R10), Y8
+
+fresh:
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VCVTPH2PS   (BX)(R9*1), Y12
+	VCVTPH2PS   (DI)(R9*1), Y13
+	VCVTPH2PS   (SI)(R9*1), Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
 	SHLQ         $0x02, CX
 	VEXTRACTF128 $0x01, Y0, X15
 	VADDPS       X15, X0, X0
@@ -11482,6 +13138,852 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func tileBF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_1x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	MOVQ    k8+32(FP), DX
+	SHLQ    $0x01, DX
+	XORQ    BX, BX
+	VXORPS  Y0, Y0, Y0
+	MOVQ    acc+40(FP), SI
+	MOVQ    flags+48(FP), DI
+	TESTQ   $0x00000001, DI
+	JZ      fresh
+	VMOVUPS (SI), Y0
+
+fresh:
+loop:
+	CMPQ        BX, DX
+	JGE         reduce
+	VPMOVZXWD   (CX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(BX*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	ADDQ        $0x10, BX
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (SI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_1x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), DX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (CX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DX)(SI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_1x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    w+16(FP), CX
+	MOVQ    ldw+24(FP), DX
+	LEAQ    (CX)(DX*1), BX
+	LEAQ    (BX)(DX*1), DX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (CX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (DX)(DI*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_2x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	MOVQ    k8+32(FP), BX
+	SHLQ    $0x01, BX
+	XORQ    SI, SI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	MOVQ    acc+40(FP), DI
+	MOVQ    flags+48(FP), R8
+	TESTQ   $0x00000001, R8
+	JZ      fresh
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+
+fresh:
+loop:
+	CMPQ        SI, BX
+	JGE         reduce
+	VPMOVZXWD   (DX)(SI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(SI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (CX)(SI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	ADDQ        $0x10, SI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_2x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), BX
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (DX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (BX)(DI*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (CX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_2x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), CX
+	MOVQ    w+16(FP), DX
+	MOVQ    ldw+24(FP), BX
+	LEAQ    (DX)(BX*1), SI
+	LEAQ    (SI)(BX*1), BX
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (DX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (BX)(R8*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (CX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_3x1(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	MOVQ    k8+32(FP), SI
+	SHLQ    $0x01, SI
+	XORQ    DI, DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	MOVQ    acc+40(FP), R8
+	MOVQ    flags+48(FP), R9
+	TESTQ   $0x00000001, R9
+	JZ      fresh
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+
+fresh:
+loop:
+	CMPQ        DI, SI
+	JGE         reduce
+	VPMOVZXWD   (BX)(DI*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VMOVUPS     (AX)(DI*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VMOVUPS     (DX)(DI*2), Y10
+	VFMADD231PS Y12, Y10, Y1
+	VMOVUPS     (CX)(DI*2), Y11
+	VFMADD231PS Y12, Y11, Y2
+	ADDQ        $0x10, DI
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       (AX), X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_3x2(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), SI
+	MOVQ    k8+32(FP), DI
+	SHLQ    $0x01, DI
+	XORQ    R8, R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	MOVQ    acc+40(FP), R9
+	MOVQ    flags+48(FP), R10
+	TESTQ   $0x00000001, R10
+	JZ      fresh
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	VMOVUPS 128(R9), Y4
+	VMOVUPS 160(R9), Y5
+
+fresh:
+loop:
+	CMPQ        R8, DI
+	JGE         reduce
+	VPMOVZXWD   (BX)(R8*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (SI)(R8*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VMOVUPS     (AX)(R8*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VMOVUPS     (DX)(R8*2), Y10
+	VFMADD231PS Y12, Y10, Y2
+	VFMADD231PS Y13, Y10, Y3
+	VMOVUPS     (CX)(R8*2), Y11
+	VFMADD231PS Y12, Y11, Y4
+	VFMADD231PS Y13, Y11, Y5
+	ADDQ        $0x10, R8
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	VMOVUPS Y4, 128(R9)
+	VMOVUPS Y5, 160(R9)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       (AX), X2, X2
+	VMOVSS       X2, (AX)
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       4(AX), X3, X3
+	VMOVSS       X3, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       (AX), X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       4(AX), X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func tileBF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileBF16AVX2C_3x3(SB), NOSPLIT, $0-72
+	MOVQ    x+0(FP), AX
+	MOVQ    ldx+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (AX)(CX*1), DX
+	LEAQ    (DX)(CX*1), CX
+	MOVQ    w+16(FP), BX
+	MOVQ    ldw+24(FP), SI
+	LEAQ    (BX)(SI*1), DI
+	LEAQ    (DI)(SI*1), SI
+	MOVQ    k8+32(FP), R8
+	SHLQ    $0x01, R8
+	XORQ    R9, R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VXORPS  Y8, Y8, Y8
+	MOVQ    acc+40(FP), R10
+	MOVQ    flags+48(FP), R11
+	TESTQ   $0x00000001, R11
+	JZ      fresh
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS 128(R10), Y4
+	VMOVUPS 160(R10), Y5
+	VMOVUPS 192(R10), Y6
+	VMOVUPS 224(R10), Y7
+	VMOVUPS 256(R10), Y8
+
+fresh:
+loop:
+	CMPQ        R9, R8
+	JGE         reduce
+	VPMOVZXWD   (BX)(R9*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VPMOVZXWD   (DI)(R9*1), Y13
+	VPSLLD      $0x10, Y13, Y13
+	VPMOVZXWD   (SI)(R9*1), Y14
+	VPSLLD      $0x10, Y14, Y14
+	VMOVUPS     (AX)(R9*2), Y9
+	VFMADD231PS Y12, Y9, Y0
+	VFMADD231PS Y13, Y9, Y1
+	VFMADD231PS Y14, Y9, Y2
+	VMOVUPS     (DX)(R9*2), Y10
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y13, Y10, Y4
+	VFMADD231PS Y14, Y10, Y5
+	VMOVUPS     (CX)(R9*2), Y11
+	VFMADD231PS Y12, Y11, Y6
+	VFMADD231PS Y13, Y11, Y7
+	VFMADD231PS Y14, Y11, Y8
+	ADDQ        $0x10, R9
+	JMP         loop
+
+reduce:
+	MOVQ    flags+48(FP), AX
+	TESTQ   $0x00000002, AX
+	JNZ     final
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VZEROUPPER
+	RET
+
+final:
+	MOVQ         y+56(FP), AX
+	MOVQ         ldy+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X0
+	VPERMILPD    $0x01, X0, X15
+	VADDPS       X15, X0, X0
+	VMOVSHDUP    X0, X15
+	VADDSS       X15, X0, X0
+	VADDSS       (AX), X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X15
+	VADDPS       X15, X1, X1
+	VPERMILPD    $0x01, X1, X15
+	VADDPS       X15, X1, X1
+	VMOVSHDUP    X1, X15
+	VADDSS       X15, X1, X1
+	VADDSS       4(AX), X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X15
+	VADDPS       X15, X2, X2
+	VPERMILPD    $0x01, X2, X15
+	VADDPS       X15, X2, X2
+	VMOVSHDUP    X2, X15
+	VADDSS       X15, X2, X2
+	VADDSS       8(AX), X2, X2
+	VMOVSS       X2, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X15
+	VADDPS       X15, X3, X3
+	VPERMILPD    $0x01, X3, X15
+	VADDPS       X15, X3, X3
+	VMOVSHDUP    X3, X15
+	VADDSS       X15, X3, X3
+	VADDSS       (AX), X3, X3
+	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X4
+	VPERMILPD    $0x01, X4, X15
+	VADDPS       X15, X4, X4
+	VMOVSHDUP    X4, X15
+	VADDSS       X15, X4, X4
+	VADDSS       4(AX), X4, X4
+	VMOVSS       X4, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X15
+	VADDPS       X15, X5, X5
+	VPERMILPD    $0x01, X5, X15
+	VADDPS       X15, X5, X5
+	VMOVSHDUP    X5, X15
+	VADDSS       X15, X5, X5
+	VADDSS       8(AX), X5, X5
+	VMOVSS       X5, 8(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X15
+	VADDPS       X15, X6, X6
+	VPERMILPD    $0x01, X6, X15
+	VADDPS       X15, X6, X6
+	VMOVSHDUP    X6, X15
+	VADDSS       X15, X6, X6
+	VADDSS       (AX), X6, X6
+	VMOVSS       X6, (AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPD    $0x01, X7, X15
+	VADDPS       X15, X7, X7
+	VMOVSHDUP    X7, X15
+	VADDSS       X15, X7, X7
+	VADDSS       4(AX), X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y8, X15
+	VADDPS       X15, X8, X8
+	VPERMILPD    $0x01, X8, X15
+	VADDPS       X15, X8, X8
+	VMOVSHDUP    X8, X15
+	VADDSS       X15, X8, X8
+	VADDSS       8(AX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VZEROUPPER
+	RET
+
 // func rowStreamBF16AVX2(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
 // Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·rowStreamBF16AVX2(SB), NOSPLIT, $0-48
@@ -11841,105 +14343,1704 @@ done:
 	VZEROUPPER
 	RET
 
-// func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
+DATA i8Const<>+0(SB)/4, $0x00010001
+DATA i8Const<>+4(SB)/4, $0x00010001
+DATA i8Const<>+8(SB)/4, $0x00010001
+DATA i8Const<>+12(SB)/4, $0x00010001
+DATA i8Const<>+16(SB)/4, $0x00010001
+DATA i8Const<>+20(SB)/4, $0x00010001
+DATA i8Const<>+24(SB)/4, $0x00010001
+DATA i8Const<>+28(SB)/4, $0x00010001
+DATA i8Const<>+32(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+36(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+40(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+44(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+48(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+52(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+56(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+60(SB)/4, $0x0f0f0f0f
+DATA i8Const<>+64(SB)/4, $0x80808080
+DATA i8Const<>+68(SB)/4, $0x80808080
+DATA i8Const<>+72(SB)/4, $0x80808080
+DATA i8Const<>+76(SB)/4, $0x80808080
+DATA i8Const<>+80(SB)/4, $0x80808080
+DATA i8Const<>+84(SB)/4, $0x80808080
+DATA i8Const<>+88(SB)/4, $0x80808080
+DATA i8Const<>+92(SB)/4, $0x80808080
+DATA i8Const<>+96(SB)/4, $0x00000000
+DATA i8Const<>+100(SB)/4, $0x00000004
+DATA i8Const<>+104(SB)/4, $0x00000001
+DATA i8Const<>+108(SB)/4, $0x00000005
+DATA i8Const<>+112(SB)/4, $0x00000002
+DATA i8Const<>+116(SB)/4, $0x00000006
+DATA i8Const<>+120(SB)/4, $0x00000003
+DATA i8Const<>+124(SB)/4, $0x00000007
+DATA i8Const<>+128(SB)/4, $0x7fffffff
+DATA i8Const<>+132(SB)/4, $0x7fffffff
+DATA i8Const<>+136(SB)/4, $0x7fffffff
+DATA i8Const<>+140(SB)/4, $0x7fffffff
+DATA i8Const<>+144(SB)/4, $0x7fffffff
+DATA i8Const<>+148(SB)/4, $0x7fffffff
+DATA i8Const<>+152(SB)/4, $0x7fffffff
+DATA i8Const<>+156(SB)/4, $0x7fffffff
+DATA i8Const<>+160(SB)/4, $0x3c010204
+DATA i8Const<>+164(SB)/4, $0x42fe0000
+DATA i8Const<>+168(SB)/4, $0x0da24260
+DATA i8Const<>+172(SB)/4, $0x00000000
+GLOBL i8Const<>(SB), RODATA|NOPTR, $176
+
+DATA i8TailMask<>+0(SB)/4, $0x00000000
+DATA i8TailMask<>+4(SB)/4, $0x00000000
+DATA i8TailMask<>+8(SB)/4, $0x00000000
+DATA i8TailMask<>+12(SB)/4, $0x00000000
+DATA i8TailMask<>+16(SB)/4, $0x00000000
+DATA i8TailMask<>+20(SB)/4, $0x00000000
+DATA i8TailMask<>+24(SB)/4, $0x00000000
+DATA i8TailMask<>+28(SB)/4, $0x00000000
+DATA i8TailMask<>+32(SB)/4, $0xffffffff
+DATA i8TailMask<>+36(SB)/4, $0x00000000
+DATA i8TailMask<>+40(SB)/4, $0x00000000
+DATA i8TailMask<>+44(SB)/4, $0x00000000
+DATA i8TailMask<>+48(SB)/4, $0x00000000
+DATA i8TailMask<>+52(SB)/4, $0x00000000
+DATA i8TailMask<>+56(SB)/4, $0x00000000
+DATA i8TailMask<>+60(SB)/4, $0x00000000
+DATA i8TailMask<>+64(SB)/4, $0xffffffff
+DATA i8TailMask<>+68(SB)/4, $0xffffffff
+DATA i8TailMask<>+72(SB)/4, $0x00000000
+DATA i8TailMask<>+76(SB)/4, $0x00000000
+DATA i8TailMask<>+80(SB)/4, $0x00000000
+DATA i8TailMask<>+84(SB)/4, $0x00000000
+DATA i8TailMask<>+88(SB)/4, $0x00000000
+DATA i8TailMask<>+92(SB)/4, $0x00000000
+DATA i8TailMask<>+96(SB)/4, $0xffffffff
+DATA i8TailMask<>+100(SB)/4, $0xffffffff
+DATA i8TailMask<>+104(SB)/4, $0xffffffff
+DATA i8TailMask<>+108(SB)/4, $0x00000000
+DATA i8TailMask<>+112(SB)/4, $0x00000000
+DATA i8TailMask<>+116(SB)/4, $0x00000000
+DATA i8TailMask<>+120(SB)/4, $0x00000000
+DATA i8TailMask<>+124(SB)/4, $0x00000000
+DATA i8TailMask<>+128(SB)/4, $0xffffffff
+DATA i8TailMask<>+132(SB)/4, $0xffffffff
+DATA i8TailMask<>+136(SB)/4, $0xffffffff
+DATA i8TailMask<>+140(SB)/4, $0xffffffff
+DATA i8TailMask<>+144(SB)/4, $0x00000000
+DATA i8TailMask<>+148(SB)/4, $0x00000000
+DATA i8TailMask<>+152(SB)/4, $0x00000000
+DATA i8TailMask<>+156(SB)/4, $0x00000000
+DATA i8TailMask<>+160(SB)/4, $0xffffffff
+DATA i8TailMask<>+164(SB)/4, $0xffffffff
+DATA i8TailMask<>+168(SB)/4, $0xffffffff
+DATA i8TailMask<>+172(SB)/4, $0xffffffff
+DATA i8TailMask<>+176(SB)/4, $0xffffffff
+DATA i8TailMask<>+180(SB)/4, $0x00000000
+DATA i8TailMask<>+184(SB)/4, $0x00000000
+DATA i8TailMask<>+188(SB)/4, $0x00000000
+DATA i8TailMask<>+192(SB)/4, $0xffffffff
+DATA i8TailMask<>+196(SB)/4, $0xffffffff
+DATA i8TailMask<>+200(SB)/4, $0xffffffff
+DATA i8TailMask<>+204(SB)/4, $0xffffffff
+DATA i8TailMask<>+208(SB)/4, $0xffffffff
+DATA i8TailMask<>+212(SB)/4, $0xffffffff
+DATA i8TailMask<>+216(SB)/4, $0x00000000
+DATA i8TailMask<>+220(SB)/4, $0x00000000
+DATA i8TailMask<>+224(SB)/4, $0xffffffff
+DATA i8TailMask<>+228(SB)/4, $0xffffffff
+DATA i8TailMask<>+232(SB)/4, $0xffffffff
+DATA i8TailMask<>+236(SB)/4, $0xffffffff
+DATA i8TailMask<>+240(SB)/4, $0xffffffff
+DATA i8TailMask<>+244(SB)/4, $0xffffffff
+DATA i8TailMask<>+248(SB)/4, $0xffffffff
+DATA i8TailMask<>+252(SB)/4, $0x00000000
+DATA i8TailMask<>+256(SB)/4, $0xffffffff
+DATA i8TailMask<>+260(SB)/4, $0xffffffff
+DATA i8TailMask<>+264(SB)/4, $0xffffffff
+DATA i8TailMask<>+268(SB)/4, $0xffffffff
+DATA i8TailMask<>+272(SB)/4, $0xffffffff
+DATA i8TailMask<>+276(SB)/4, $0xffffffff
+DATA i8TailMask<>+280(SB)/4, $0xffffffff
+DATA i8TailMask<>+284(SB)/4, $0xffffffff
+GLOBL i8TailMask<>(SB), RODATA|NOPTR, $288
+
+// func quantizeXI8AVX2(x *float32, nb int, xg *byte, shift int)
+// Requires: AVX, AVX2
+TEXT ·quantizeXI8AVX2(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), AX
+	MOVQ    nb+8(FP), CX
+	MOVQ    xg+16(FP), DX
+	MOVQ    shift+24(FP), BX
+	VMOVQ   BX, X10
+	LEAQ    i8Const<>+0(SB), BX
+	VMOVDQU 128(BX), Y15
+	VMOVDQU 96(BX), Y11
+	VMOVSS  160(BX), X14
+	VMOVSS  164(BX), X13
+	VMOVSS  168(BX), X12
+
+group:
+	TESTQ        CX, CX
+	JLE          done
+	VMOVUPS      (AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      32(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      64(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      96(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 256(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 288(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, (DX)
+	CMPQ         CX, $0x01
+	JLE          done
+	VMOVUPS      128(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      160(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      192(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      224(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 260(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 292(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 32(DX)
+	CMPQ         CX, $0x02
+	JLE          done
+	VMOVUPS      256(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      288(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      320(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      352(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 264(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 296(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 64(DX)
+	CMPQ         CX, $0x03
+	JLE          done
+	VMOVUPS      384(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      416(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      448(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      480(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 268(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 300(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 96(DX)
+	CMPQ         CX, $0x04
+	JLE          done
+	VMOVUPS      512(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      544(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      576(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      608(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 272(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 304(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 128(DX)
+	CMPQ         CX, $0x05
+	JLE          done
+	VMOVUPS      640(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      672(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      704(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      736(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 276(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 308(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 160(DX)
+	CMPQ         CX, $0x06
+	JLE          done
+	VMOVUPS      768(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      800(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      832(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      864(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 280(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 312(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 192(DX)
+	CMPQ         CX, $0x07
+	JLE          done
+	VMOVUPS      896(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      928(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      960(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      992(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 284(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 316(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 224(DX)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000140, DX
+	SUBQ         $0x08, CX
+	JMP          group
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantizeXI8PairsAVX2(x *float32, nb int, xg *byte, shift int)
+// Requires: AVX, AVX2
+TEXT ·quantizeXI8PairsAVX2(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), AX
+	MOVQ    nb+8(FP), CX
+	MOVQ    xg+16(FP), DX
+	MOVQ    shift+24(FP), BX
+	VMOVQ   BX, X10
+	LEAQ    i8Const<>+0(SB), BX
+	VMOVDQU 128(BX), Y15
+	VMOVDQU 96(BX), Y11
+	VMOVSS  160(BX), X14
+	VMOVSS  164(BX), X13
+	VMOVSS  168(BX), X12
+
+group:
+	TESTQ        CX, CX
+	JLE          done
+	VMOVUPS      (AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      32(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      64(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      96(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 256(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 288(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, (DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 32(DX)
+	CMPQ         CX, $0x01
+	JLE          done
+	VMOVUPS      128(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      160(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      192(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      224(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 260(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 292(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 16(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 48(DX)
+	CMPQ         CX, $0x02
+	JLE          done
+	VMOVUPS      256(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      288(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      320(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      352(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 264(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 296(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 64(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 96(DX)
+	CMPQ         CX, $0x03
+	JLE          done
+	VMOVUPS      384(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      416(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      448(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      480(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 268(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 300(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 80(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 112(DX)
+	CMPQ         CX, $0x04
+	JLE          done
+	VMOVUPS      512(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      544(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      576(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      608(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 272(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 304(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 128(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 160(DX)
+	CMPQ         CX, $0x05
+	JLE          done
+	VMOVUPS      640(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      672(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      704(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      736(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 276(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 308(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 144(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 176(DX)
+	CMPQ         CX, $0x06
+	JLE          done
+	VMOVUPS      768(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      800(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      832(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      864(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 280(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 312(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 192(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 224(DX)
+	CMPQ         CX, $0x07
+	JLE          done
+	VMOVUPS      896(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      928(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      960(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      992(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 284(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 316(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      X0, 208(DX)
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVDQU      X1, 240(DX)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000140, DX
+	SUBQ         $0x08, CX
+	JMP          group
+
+done:
+	VZEROUPPER
+	RET
+
+// func quantizeXI8TAVX2(x *float32, nb int, xg *byte, shift int)
+// Requires: AVX, AVX2
+TEXT ·quantizeXI8TAVX2(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), AX
+	MOVQ    nb+8(FP), CX
+	MOVQ    xg+16(FP), DX
+	MOVQ    shift+24(FP), BX
+	VMOVQ   BX, X10
+	LEAQ    i8Const<>+0(SB), BX
+	VMOVDQU 128(BX), Y15
+	VMOVDQU 96(BX), Y11
+	VMOVSS  160(BX), X14
+	VMOVSS  164(BX), X13
+	VMOVSS  168(BX), X12
+
+group:
+	TESTQ        CX, CX
+	JLE          done
+	VMOVUPS      (AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      32(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      64(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      96(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 256(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 288(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, (DX)
+	VPEXTRD      $0x01, X0, 32(DX)
+	VPEXTRD      $0x02, X0, 64(DX)
+	VPEXTRD      $0x03, X0, 96(DX)
+	VMOVD        X1, 128(DX)
+	VPEXTRD      $0x01, X1, 160(DX)
+	VPEXTRD      $0x02, X1, 192(DX)
+	VPEXTRD      $0x03, X1, 224(DX)
+	CMPQ         CX, $0x01
+	JLE          done
+	VMOVUPS      128(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      160(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      192(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      224(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 260(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 292(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 4(DX)
+	VPEXTRD      $0x01, X0, 36(DX)
+	VPEXTRD      $0x02, X0, 68(DX)
+	VPEXTRD      $0x03, X0, 100(DX)
+	VMOVD        X1, 132(DX)
+	VPEXTRD      $0x01, X1, 164(DX)
+	VPEXTRD      $0x02, X1, 196(DX)
+	VPEXTRD      $0x03, X1, 228(DX)
+	CMPQ         CX, $0x02
+	JLE          done
+	VMOVUPS      256(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      288(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      320(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      352(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 264(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 296(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 8(DX)
+	VPEXTRD      $0x01, X0, 40(DX)
+	VPEXTRD      $0x02, X0, 72(DX)
+	VPEXTRD      $0x03, X0, 104(DX)
+	VMOVD        X1, 136(DX)
+	VPEXTRD      $0x01, X1, 168(DX)
+	VPEXTRD      $0x02, X1, 200(DX)
+	VPEXTRD      $0x03, X1, 232(DX)
+	CMPQ         CX, $0x03
+	JLE          done
+	VMOVUPS      384(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      416(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      448(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      480(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 268(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 300(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 12(DX)
+	VPEXTRD      $0x01, X0, 44(DX)
+	VPEXTRD      $0x02, X0, 76(DX)
+	VPEXTRD      $0x03, X0, 108(DX)
+	VMOVD        X1, 140(DX)
+	VPEXTRD      $0x01, X1, 172(DX)
+	VPEXTRD      $0x02, X1, 204(DX)
+	VPEXTRD      $0x03, X1, 236(DX)
+	CMPQ         CX, $0x04
+	JLE          done
+	VMOVUPS      512(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      544(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      576(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      608(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 272(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 304(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 16(DX)
+	VPEXTRD      $0x01, X0, 48(DX)
+	VPEXTRD      $0x02, X0, 80(DX)
+	VPEXTRD      $0x03, X0, 112(DX)
+	VMOVD        X1, 144(DX)
+	VPEXTRD      $0x01, X1, 176(DX)
+	VPEXTRD      $0x02, X1, 208(DX)
+	VPEXTRD      $0x03, X1, 240(DX)
+	CMPQ         CX, $0x05
+	JLE          done
+	VMOVUPS      640(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      672(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      704(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      736(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 276(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 308(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 20(DX)
+	VPEXTRD      $0x01, X0, 52(DX)
+	VPEXTRD      $0x02, X0, 84(DX)
+	VPEXTRD      $0x03, X0, 116(DX)
+	VMOVD        X1, 148(DX)
+	VPEXTRD      $0x01, X1, 180(DX)
+	VPEXTRD      $0x02, X1, 212(DX)
+	VPEXTRD      $0x03, X1, 244(DX)
+	CMPQ         CX, $0x06
+	JLE          done
+	VMOVUPS      768(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      800(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      832(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      864(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 280(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 312(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 24(DX)
+	VPEXTRD      $0x01, X0, 56(DX)
+	VPEXTRD      $0x02, X0, 88(DX)
+	VPEXTRD      $0x03, X0, 120(DX)
+	VMOVD        X1, 152(DX)
+	VPEXTRD      $0x01, X1, 184(DX)
+	VPEXTRD      $0x02, X1, 216(DX)
+	VPEXTRD      $0x03, X1, 248(DX)
+	CMPQ         CX, $0x07
+	JLE          done
+	VMOVUPS      896(AX), Y0
+	VANDPS       Y15, Y0, Y4
+	VMOVUPS      928(AX), Y1
+	VANDPS       Y15, Y1, Y5
+	VMOVUPS      960(AX), Y2
+	VANDPS       Y15, Y2, Y6
+	VMOVUPS      992(AX), Y3
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VMAXPS       X5, X4, X4
+	VPERMILPD    $0x01, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4
+	VMULSS       X14, X4, X5
+	VMOVSS       X5, 284(DX)
+	VMAXSS       X12, X4, X4
+	VDIVSS       X4, X13, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VMULPS       Y6, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VMULPS       Y6, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y6, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y1, Y0, Y4
+	VPADDD       Y3, Y2, Y5
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VPSLLD       X10, X4, X4
+	VPXOR        X5, X5, X5
+	VPSUBD       X4, X5, X5
+	VMOVD        X5, 316(DX)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VMOVD        X0, 28(DX)
+	VPEXTRD      $0x01, X0, 60(DX)
+	VPEXTRD      $0x02, X0, 92(DX)
+	VPEXTRD      $0x03, X0, 124(DX)
+	VMOVD        X1, 156(DX)
+	VPEXTRD      $0x01, X1, 188(DX)
+	VPEXTRD      $0x02, X1, 220(DX)
+	VPEXTRD      $0x03, X1, 252(DX)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000140, DX
+	SUBQ         $0x08, CX
+	JMP          group
+
+done:
+	VZEROUPPER
+	RET
+
+// func i8RowStreamQ8AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·rowsQ8I8AVX2(SB), NOSPLIT, $0-56
-	MOVQ         w+16(FP), AX
-	MOVQ         ldw+24(FP), CX
-	MOVQ         y+40(FP), DX
-	MOVQ         n+48(FP), BX
-	LEAQ         4095(AX), R11
-	ANDQ         $-4096, R11
-	MOVL         $0x00010001, SI
-	VMOVD        SI, X15
-	VPBROADCASTD X15, Y15
+TEXT ·i8RowStreamQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ    w+8(FP), AX
+	MOVQ    ldw+16(FP), CX
+	MOVQ    y+32(FP), DX
+	MOVQ    n+40(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+	LEAQ    4095(AX), R10
+	ANDQ    $-4096, R10
 
 row:
 	TESTQ       BX, BX
 	JZ          done
 	PREFETCHNTA (AX)(CX*1)
 	PREFETCHNTA 64(AX)(CX*1)
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y5, Y5, Y5
+	VXORPS      Y12, Y12, Y12
 	MOVQ        AX, SI
-	MOVQ        nb+32(FP), R10
-	LEAQ        (AX)(R10*2), DI
-	MOVQ        xq+0(FP), R8
-	MOVQ        dx+8(FP), R9
+	MOVQ        nb+24(FP), R9
+	LEAQ        (AX)(R9*2), DI
+	MOVQ        xg+0(FP), R8
 
-pair:
-	CMPQ        R10, $0x02
-	JL          single
-	LEAQ        2048(DI), R12
-	CMPQ        R12, R11
+group:
+	CMPQ        R9, $0x08
+	JL          tail
+	LEAQ        2048(DI), R11
+	CMPQ        R11, R10
 	JB          nokick
-	PREFETCHNTA (R11)
-	PREFETCHNTA 64(R11)
-	ANDQ        $-4096, R12
-	LEAQ        4096(R12), R11
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
 
 nokick:
-	PREFETCHNTA  4096(DI)
-	MOVWLZX      (SI), R12
-	VMOVD        R12, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), Y2
-	VMOVDQU      (R8), Y3
-	VPSIGNB      Y2, Y3, Y3
-	VPABSB       Y2, Y2
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-	MOVWLZX      2(SI), R12
-	VMOVD        R12, X6
-	VCVTPH2PS    X6, X6
-	VMULSS       4(R9), X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      32(DI), Y7
-	VMOVDQU      32(R8), Y8
-	VPSIGNB      Y7, Y8, Y8
-	VPABSB       Y7, Y7
-	VPMADDUBSW   Y8, Y7, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y6, Y9, Y5
-	ADDQ         $0x04, SI
-	ADDQ         $0x40, DI
-	ADDQ         $0x40, R8
-	ADDQ         $0x08, R9
-	SUBQ         $0x02, R10
-	JMP          pair
+	PREFETCHNTA 4096(DI)
+	PREFETCHNTA 4160(DI)
+	PREFETCHNTA 4224(DI)
+	PREFETCHNTA 4288(DI)
+	VMOVDQU     (DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     (R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y3
+	VPMADDWD    Y15, Y3, Y3
+	VMOVDQU     32(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     32(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y4
+	VPMADDWD    Y15, Y4, Y4
+	VPHADDD     Y4, Y3, Y5
+	VMOVDQU     64(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     64(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y3
+	VPMADDWD    Y15, Y3, Y3
+	VMOVDQU     96(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     96(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y4
+	VPMADDWD    Y15, Y4, Y4
+	VPHADDD     Y4, Y3, Y6
+	VPHADDD     Y6, Y5, Y7
+	VMOVDQU     128(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     128(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y3
+	VPMADDWD    Y15, Y3, Y3
+	VMOVDQU     160(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     160(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y4
+	VPMADDWD    Y15, Y4, Y4
+	VPHADDD     Y4, Y3, Y5
+	VMOVDQU     192(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     192(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y3
+	VPMADDWD    Y15, Y3, Y3
+	VMOVDQU     224(DI), Y0
+	VPABSB      Y0, Y1
+	VMOVDQU     224(R8), Y2
+	VPSIGNB     Y0, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y4
+	VPMADDWD    Y15, Y4, Y4
+	VPHADDD     Y4, Y3, Y6
+	VPHADDD     Y6, Y5, Y8
+	VPERM2I128  $0x20, Y8, Y7, Y9
+	VPERM2I128  $0x31, Y8, Y7, Y10
+	VPADDD      Y10, Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+	ADDQ        $0x10, SI
+	ADDQ        $0x00000100, DI
+	ADDQ        $0x00000140, R8
+	SUBQ        $0x08, R9
+	JMP         group
 
-single:
-	TESTQ        R10, R10
-	JZ           reduce
-	MOVWLZX      (SI), SI
-	VMOVD        SI, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), Y2
-	VMOVDQU      (R8), Y3
-	VPSIGNB      Y2, Y3, Y3
-	VPABSB       Y2, Y2
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
+tail:
+	TESTQ      R9, R9
+	JZ         reduce
+	VPXOR      Y3, Y3, Y3
+	CMPQ       R9, $0x00
+	JLE        skip0
+	VMOVDQU    (DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    (R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y3
+	VPMADDWD   Y15, Y3, Y3
+
+skip0:
+	VPXOR      Y4, Y4, Y4
+	CMPQ       R9, $0x01
+	JLE        skip1
+	VMOVDQU    32(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    32(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y4
+	VPMADDWD   Y15, Y4, Y4
+
+skip1:
+	VPHADDD    Y4, Y3, Y5
+	VPXOR      Y3, Y3, Y3
+	CMPQ       R9, $0x02
+	JLE        skip2
+	VMOVDQU    64(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    64(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y3
+	VPMADDWD   Y15, Y3, Y3
+
+skip2:
+	VPXOR      Y4, Y4, Y4
+	CMPQ       R9, $0x03
+	JLE        skip3
+	VMOVDQU    96(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    96(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y4
+	VPMADDWD   Y15, Y4, Y4
+
+skip3:
+	VPHADDD    Y4, Y3, Y6
+	VPHADDD    Y6, Y5, Y7
+	VPXOR      Y3, Y3, Y3
+	CMPQ       R9, $0x04
+	JLE        skip4
+	VMOVDQU    128(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    128(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y3
+	VPMADDWD   Y15, Y3, Y3
+
+skip4:
+	VPXOR      Y4, Y4, Y4
+	CMPQ       R9, $0x05
+	JLE        skip5
+	VMOVDQU    160(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    160(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y4
+	VPMADDWD   Y15, Y4, Y4
+
+skip5:
+	VPHADDD    Y4, Y3, Y5
+	VPXOR      Y3, Y3, Y3
+	CMPQ       R9, $0x06
+	JLE        skip6
+	VMOVDQU    192(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    192(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y3
+	VPMADDWD   Y15, Y3, Y3
+
+skip6:
+	VPXOR      Y4, Y4, Y4
+	CMPQ       R9, $0x07
+	JLE        skip7
+	VMOVDQU    224(DI), Y0
+	VPABSB     Y0, Y1
+	VMOVDQU    224(R8), Y2
+	VPSIGNB    Y0, Y2, Y2
+	VPMADDUBSW Y2, Y1, Y4
+	VPMADDWD   Y15, Y4, Y4
+
+skip7:
+	VPHADDD     Y4, Y3, Y6
+	VPHADDD     Y6, Y5, Y8
+	VPERM2I128  $0x20, Y8, Y7, Y9
+	VPERM2I128  $0x31, Y8, Y7, Y10
+	VPADDD      Y10, Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	MOVQ        R9, SI
+	SHLQ        $0x05, SI
+	LEAQ        i8TailMask<>+0(SB), DI
+	VPAND       (DI)(SI*1), Y1, Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
 
 reduce:
-	VADDPS       Y5, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       (DX), X0, X0
-	VMOVSS       X0, (DX)
+	VEXTRACTF128 $0x01, Y12, X0
+	VADDPS       X0, X12, X12
+	VPERMILPD    $0x01, X12, X0
+	VADDPS       X0, X12, X12
+	VMOVSHDUP    X12, X0
+	VADDSS       X0, X12, X12
+	VMOVSS       X12, (DX)
 	ADDQ         $0x04, DX
 	ADDQ         CX, AX
 	DECQ         BX
@@ -11949,123 +16050,10414 @@ done:
 	VZEROUPPER
 	RET
 
-// func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·rowsQ4I8AVX2(SB), NOSPLIT, $0-64
-	MOVQ         w+24(FP), AX
-	MOVQ         ldw+32(FP), CX
-	MOVQ         y+48(FP), DX
-	MOVQ         n+56(FP), BX
-	LEAQ         4095(AX), R12
-	ANDQ         $-4096, R12
-	MOVL         $0x00010001, SI
-	VMOVD        SI, X15
-	VPBROADCASTD X15, Y15
-	MOVL         $0x0f0f0f0f, SI
-	VMOVD        SI, X14
-	VPBROADCASTD X14, Y14
+// func i8TileQ8AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_1x1(SB), NOSPLIT, $32-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), DX
+	LEAQ    i8Const<>+0(SB), BX
+	VMOVDQU (BX), Y15
 
-row:
-	TESTQ       BX, BX
-	JZ          done
-	PREFETCHNTA (AX)(CX*1)
-	PREFETCHNTA 64(AX)(CX*1)
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y5, Y5, Y5
-	MOVQ        AX, SI
-	MOVQ        nb+40(FP), R10
-	LEAQ        (AX)(R10*2), DI
-	MOVQ        xq+0(FP), R8
-	MOVQ        dx+8(FP), R9
-	MOVQ        xs+16(FP), R11
-
-pair:
-	CMPQ        R10, $0x02
-	JL          single
-	LEAQ        2048(DI), R13
-	CMPQ        R13, R12
-	JB          nokick
-	PREFETCHNTA (R12)
-	PREFETCHNTA 64(R12)
-	ANDQ        $-4096, R13
-	LEAQ        4096(R13), R12
-
-nokick:
-	PREFETCHNTA  4096(DI)
-	MOVWLZX      (SI), R13
-	VMOVD        R13, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), X2
-	VPSRLW       $0x04, X2, X3
-	VINSERTI128  $0x01, X3, Y2, Y2
-	VPAND        Y14, Y2, Y2
-	VMOVDQU      (R8), Y3
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VMOVD        (R11), X3
-	VPSUBD       Y3, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-	MOVWLZX      2(SI), R13
-	VMOVD        R13, X6
-	VCVTPH2PS    X6, X6
-	VMULSS       4(R9), X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      16(DI), X7
-	VPSRLW       $0x04, X7, X8
-	VINSERTI128  $0x01, X8, Y7, Y7
-	VPAND        Y14, Y7, Y7
-	VMOVDQU      32(R8), Y8
-	VPMADDUBSW   Y8, Y7, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VMOVD        4(R11), X8
-	VPSUBD       Y8, Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y6, Y9, Y5
-	ADDQ         $0x04, SI
-	ADDQ         $0x20, DI
-	ADDQ         $0x40, R8
-	ADDQ         $0x08, R9
-	ADDQ         $0x08, R11
-	SUBQ         $0x02, R10
-	JMP          pair
-
-single:
-	TESTQ        R10, R10
-	JZ           reduce
-	MOVWLZX      (SI), SI
-	VMOVD        SI, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (R9), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU      (DI), X2
-	VPSRLW       $0x04, X2, X3
-	VINSERTI128  $0x01, X3, Y2, Y2
-	VPAND        Y14, Y2, Y2
-	VMOVDQU      (R8), Y3
-	VPMADDUBSW   Y3, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VMOVD        (R11), X3
-	VPSUBD       Y3, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
+group:
+	TESTQ       DX, DX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPABSB      (CX), Y9
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      32(CX), Y9
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      64(CX), Y9
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      96(CX), Y9
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      128(CX), Y9
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      160(CX), Y9
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      192(CX), Y9
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPABSB      224(CX), Y9
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DX
+	JMP         group
 
 reduce:
-	VADDPS       Y5, Y0, Y0
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPD    $0x01, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
-	VADDSS       (DX), X0, X0
-	VMOVSS       X0, (DX)
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_1x2(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPABSB      (CX), Y9
+	VPABSB      (CX)(DX*1), Y10
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     (CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      32(CX), Y9
+	VPABSB      32(CX)(DX*1), Y10
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     32(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      64(CX), Y9
+	VPABSB      64(CX)(DX*1), Y10
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     64(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      96(CX), Y9
+	VPABSB      96(CX)(DX*1), Y10
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     96(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      128(CX), Y9
+	VPABSB      128(CX)(DX*1), Y10
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     128(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      160(CX), Y9
+	VPABSB      160(CX)(DX*1), Y10
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     160(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      192(CX), Y9
+	VPABSB      192(CX)(DX*1), Y10
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     192(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      224(CX), Y9
+	VPABSB      224(CX)(DX*1), Y10
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     224(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_1x3(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPABSB      (CX), Y9
+	VPABSB      (CX)(DX*1), Y10
+	VPABSB      (CX)(DX*2), Y11
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     (CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     (CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      32(CX), Y9
+	VPABSB      32(CX)(DX*1), Y10
+	VPABSB      32(CX)(DX*2), Y11
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     32(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     32(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      64(CX), Y9
+	VPABSB      64(CX)(DX*1), Y10
+	VPABSB      64(CX)(DX*2), Y11
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     64(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     64(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      96(CX), Y9
+	VPABSB      96(CX)(DX*1), Y10
+	VPABSB      96(CX)(DX*2), Y11
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     96(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     96(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      128(CX), Y9
+	VPABSB      128(CX)(DX*1), Y10
+	VPABSB      128(CX)(DX*2), Y11
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     128(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     128(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      160(CX), Y9
+	VPABSB      160(CX)(DX*1), Y10
+	VPABSB      160(CX)(DX*2), Y11
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     160(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     160(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      192(CX), Y9
+	VPABSB      192(CX)(DX*1), Y10
+	VPABSB      192(CX)(DX*2), Y11
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     192(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     192(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      224(CX), Y9
+	VPABSB      224(CX)(DX*1), Y10
+	VPABSB      224(CX)(DX*2), Y11
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     224(CX)(DX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     224(CX)(DX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(DX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_2x1(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPABSB      (CX), Y9
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     (AX)(DX*1), Y12
+	VPSIGNB     (CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      32(CX), Y9
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     32(AX)(DX*1), Y12
+	VPSIGNB     32(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      64(CX), Y9
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSIGNB     64(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      96(CX), Y9
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     96(AX)(DX*1), Y12
+	VPSIGNB     96(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      128(CX), Y9
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     128(AX)(DX*1), Y12
+	VPSIGNB     128(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      160(CX), Y9
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSIGNB     160(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      192(CX), Y9
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     192(AX)(DX*1), Y12
+	VPSIGNB     192(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPABSB      224(CX), Y9
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     224(AX)(DX*1), Y12
+	VPSIGNB     224(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_2x2(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+	VMOVDQU (DI), Y15
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPABSB      (CX), Y9
+	VPABSB      (CX)(BX*1), Y10
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     (AX)(DX*1), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      32(CX), Y9
+	VPABSB      32(CX)(BX*1), Y10
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     32(AX)(DX*1), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      64(CX), Y9
+	VPABSB      64(CX)(BX*1), Y10
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      96(CX), Y9
+	VPABSB      96(CX)(BX*1), Y10
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     96(AX)(DX*1), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      128(CX), Y9
+	VPABSB      128(CX)(BX*1), Y10
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     128(AX)(DX*1), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      160(CX), Y9
+	VPABSB      160(CX)(BX*1), Y10
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      192(CX), Y9
+	VPABSB      192(CX)(BX*1), Y10
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     192(AX)(DX*1), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPABSB      224(CX), Y9
+	VPABSB      224(CX)(BX*1), Y10
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     224(AX)(DX*1), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_2x3(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+	VMOVDQU (DI), Y15
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VPABSB      (CX), Y9
+	VPABSB      (CX)(BX*1), Y10
+	VPABSB      (CX)(BX*2), Y11
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     (CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     (AX)(DX*1), Y12
+	VPSIGNB     (CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     (CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     (CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      32(CX), Y9
+	VPABSB      32(CX)(BX*1), Y10
+	VPABSB      32(CX)(BX*2), Y11
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     32(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     32(AX)(DX*1), Y12
+	VPSIGNB     32(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     32(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     32(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      64(CX), Y9
+	VPABSB      64(CX)(BX*1), Y10
+	VPABSB      64(CX)(BX*2), Y11
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     64(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSIGNB     64(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     64(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     64(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      96(CX), Y9
+	VPABSB      96(CX)(BX*1), Y10
+	VPABSB      96(CX)(BX*2), Y11
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     96(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     96(AX)(DX*1), Y12
+	VPSIGNB     96(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     96(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     96(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      128(CX), Y9
+	VPABSB      128(CX)(BX*1), Y10
+	VPABSB      128(CX)(BX*2), Y11
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     128(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     128(AX)(DX*1), Y12
+	VPSIGNB     128(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     128(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     128(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      160(CX), Y9
+	VPABSB      160(CX)(BX*1), Y10
+	VPABSB      160(CX)(BX*2), Y11
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     160(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSIGNB     160(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     160(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     160(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      192(CX), Y9
+	VPABSB      192(CX)(BX*1), Y10
+	VPABSB      192(CX)(BX*2), Y11
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     192(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     192(AX)(DX*1), Y12
+	VPSIGNB     192(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     192(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     192(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      224(CX), Y9
+	VPABSB      224(CX)(BX*1), Y10
+	VPABSB      224(CX)(BX*2), Y11
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     224(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     224(AX)(DX*1), Y12
+	VPSIGNB     224(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     224(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     224(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_3x1(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPABSB      (CX), Y9
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     (AX)(DX*1), Y12
+	VPSIGNB     (CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     (AX)(DX*2), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      32(CX), Y9
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     32(AX)(DX*1), Y12
+	VPSIGNB     32(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     32(AX)(DX*2), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      64(CX), Y9
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSIGNB     64(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     64(AX)(DX*2), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      96(CX), Y9
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     96(AX)(DX*1), Y12
+	VPSIGNB     96(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     96(AX)(DX*2), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      128(CX), Y9
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     128(AX)(DX*1), Y12
+	VPSIGNB     128(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     128(AX)(DX*2), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      160(CX), Y9
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSIGNB     160(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     160(AX)(DX*2), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      192(CX), Y9
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     192(AX)(DX*1), Y12
+	VPSIGNB     192(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     192(AX)(DX*2), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPABSB      224(CX), Y9
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VMOVDQU     224(AX)(DX*1), Y12
+	VPSIGNB     224(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     224(AX)(DX*2), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_3x2(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+	VMOVDQU (DI), Y15
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VPABSB      (CX), Y9
+	VPABSB      (CX)(BX*1), Y10
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     (AX)(DX*1), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     (AX)(DX*2), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      32(CX), Y9
+	VPABSB      32(CX)(BX*1), Y10
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     32(AX)(DX*1), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     32(AX)(DX*2), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      64(CX), Y9
+	VPABSB      64(CX)(BX*1), Y10
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     64(AX)(DX*2), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      96(CX), Y9
+	VPABSB      96(CX)(BX*1), Y10
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     96(AX)(DX*1), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     96(AX)(DX*2), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      128(CX), Y9
+	VPABSB      128(CX)(BX*1), Y10
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     128(AX)(DX*1), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     128(AX)(DX*2), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      160(CX), Y9
+	VPABSB      160(CX)(BX*1), Y10
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     160(AX)(DX*2), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      192(CX), Y9
+	VPABSB      192(CX)(BX*1), Y10
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     192(AX)(DX*1), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     192(AX)(DX*2), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VPABSB      224(CX), Y9
+	VPABSB      224(CX)(BX*1), Y10
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VMOVDQU     224(AX)(DX*1), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VMOVDQU     224(AX)(DX*2), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ8AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ8AVX2_3x3(SB), NOSPLIT, $288-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+	VMOVDQU (DI), Y15
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VPXOR       Y6, Y6, Y6
+	VPXOR       Y7, Y7, Y7
+	VPXOR       Y8, Y8, Y8
+	VPABSB      (CX), Y9
+	VPABSB      (CX)(BX*1), Y10
+	VPABSB      (CX)(BX*2), Y11
+	VMOVDQU     (AX), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     (CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     (AX)(DX*1), Y12
+	VPSIGNB     (CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     (CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     (CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     (AX)(DX*2), Y12
+	VPSIGNB     (CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     (CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     (CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      32(CX), Y9
+	VPABSB      32(CX)(BX*1), Y10
+	VPABSB      32(CX)(BX*2), Y11
+	VMOVDQU     32(AX), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     32(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     32(AX)(DX*1), Y12
+	VPSIGNB     32(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     32(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     32(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     32(AX)(DX*2), Y12
+	VPSIGNB     32(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     32(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     32(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      64(CX), Y9
+	VPABSB      64(CX)(BX*1), Y10
+	VPABSB      64(CX)(BX*2), Y11
+	VMOVDQU     64(AX), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     64(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSIGNB     64(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     64(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     64(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     64(AX)(DX*2), Y12
+	VPSIGNB     64(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     64(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     64(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      96(CX), Y9
+	VPABSB      96(CX)(BX*1), Y10
+	VPABSB      96(CX)(BX*2), Y11
+	VMOVDQU     96(AX), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     96(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     96(AX)(DX*1), Y12
+	VPSIGNB     96(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     96(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     96(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     96(AX)(DX*2), Y12
+	VPSIGNB     96(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     96(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     96(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      128(CX), Y9
+	VPABSB      128(CX)(BX*1), Y10
+	VPABSB      128(CX)(BX*2), Y11
+	VMOVDQU     128(AX), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     128(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     128(AX)(DX*1), Y12
+	VPSIGNB     128(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     128(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     128(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     128(AX)(DX*2), Y12
+	VPSIGNB     128(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     128(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     128(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      160(CX), Y9
+	VPABSB      160(CX)(BX*1), Y10
+	VPABSB      160(CX)(BX*2), Y11
+	VMOVDQU     160(AX), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     160(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSIGNB     160(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     160(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     160(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     160(AX)(DX*2), Y12
+	VPSIGNB     160(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     160(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     160(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      192(CX), Y9
+	VPABSB      192(CX)(BX*1), Y10
+	VPABSB      192(CX)(BX*2), Y11
+	VMOVDQU     192(AX), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     192(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     192(AX)(DX*1), Y12
+	VPSIGNB     192(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     192(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     192(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     192(AX)(DX*2), Y12
+	VPSIGNB     192(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     192(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     192(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VPABSB      224(CX), Y9
+	VPABSB      224(CX)(BX*1), Y10
+	VPABSB      224(CX)(BX*2), Y11
+	VMOVDQU     224(AX), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y0, Y0
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y1, Y1
+	VPSIGNB     224(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y2, Y2
+	VMOVDQU     224(AX)(DX*1), Y12
+	VPSIGNB     224(CX), Y12, Y14
+	VPMADDUBSW  Y14, Y9, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y3, Y3
+	VPSIGNB     224(CX)(BX*1), Y12, Y13
+	VPMADDUBSW  Y13, Y10, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPSIGNB     224(CX)(BX*2), Y12, Y14
+	VPMADDUBSW  Y14, Y11, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y5, Y5
+	VMOVDQU     224(AX)(DX*2), Y12
+	VPSIGNB     224(CX), Y12, Y13
+	VPMADDUBSW  Y13, Y9, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPSIGNB     224(CX)(BX*1), Y12, Y14
+	VPMADDUBSW  Y14, Y10, Y14
+	VPMADDWD    Y15, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPSIGNB     224(CX)(BX*2), Y12, Y13
+	VPMADDUBSW  Y13, Y11, Y13
+	VPMADDWD    Y15, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func i8RowStreamQ4AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·i8RowStreamQ4AVX2(SB), NOSPLIT, $0-48
+	MOVQ    w+8(FP), AX
+	MOVQ    ldw+16(FP), CX
+	MOVQ    y+32(FP), DX
+	MOVQ    n+40(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+	VMOVDQU 32(SI), Y14
+	VMOVDQU 96(SI), Y13
+	LEAQ    4095(AX), R10
+	ANDQ    $-4096, R10
+
+row:
+	TESTQ       BX, BX
+	JZ          done
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
+	VXORPS      Y12, Y12, Y12
+	MOVQ        AX, SI
+	MOVQ        nb+24(FP), R9
+	LEAQ        (AX)(R9*2), DI
+	MOVQ        xg+0(FP), R8
+
+group:
+	CMPQ        R9, $0x08
+	JL          tail
+	LEAQ        2048(DI), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	PREFETCHNTA 4096(DI)
+	PREFETCHNTA 4160(DI)
+	VMOVDQU     (DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VPMADDUBSW  (R8), Y0, Y0
+	VPMADDUBSW  32(R8), Y1, Y1
+	VPADDW      Y1, Y0, Y0
+	VPMADDWD    Y15, Y0, Y3
+	VMOVDQU     32(DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VPMADDUBSW  64(R8), Y0, Y0
+	VPMADDUBSW  96(R8), Y1, Y1
+	VPADDW      Y1, Y0, Y0
+	VPMADDWD    Y15, Y0, Y4
+	VMOVDQU     64(DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VPMADDUBSW  128(R8), Y0, Y0
+	VPMADDUBSW  160(R8), Y1, Y1
+	VPADDW      Y1, Y0, Y0
+	VPMADDWD    Y15, Y0, Y5
+	VMOVDQU     96(DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VPMADDUBSW  192(R8), Y0, Y0
+	VPMADDUBSW  224(R8), Y1, Y1
+	VPADDW      Y1, Y0, Y0
+	VPMADDWD    Y15, Y0, Y6
+	VPHADDD     Y4, Y3, Y7
+	VPHADDD     Y6, Y5, Y8
+	VPHADDD     Y8, Y7, Y9
+	VPERMD      Y9, Y13, Y9
+	VPADDD      288(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+	ADDQ        $0x10, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000140, R8
+	SUBQ        $0x08, R9
+	JMP         group
+
+tail:
+	TESTQ   R9, R9
+	JZ      reduce
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R9, $0x01
+	JL      skip0
+	JE      half0
+	VMOVDQU (DI), Y0
+	JMP     loaded0
+
+half0:
+	VMOVDQU (DI), X0
+
+loaded0:
+	VPSRLW     $0x04, Y0, Y1
+	VPAND      Y14, Y0, Y0
+	VPAND      Y14, Y1, Y1
+	VPMADDUBSW (R8), Y0, Y0
+	VPMADDUBSW 32(R8), Y1, Y1
+	VPADDW     Y1, Y0, Y0
+	VPMADDWD   Y15, Y0, Y3
+
+skip0:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    R9, $0x03
+	JL      skip1
+	JE      half1
+	VMOVDQU 32(DI), Y0
+	JMP     loaded1
+
+half1:
+	VMOVDQU 32(DI), X0
+
+loaded1:
+	VPSRLW     $0x04, Y0, Y1
+	VPAND      Y14, Y0, Y0
+	VPAND      Y14, Y1, Y1
+	VPMADDUBSW 64(R8), Y0, Y0
+	VPMADDUBSW 96(R8), Y1, Y1
+	VPADDW     Y1, Y0, Y0
+	VPMADDWD   Y15, Y0, Y4
+
+skip1:
+	VPXOR   Y5, Y5, Y5
+	CMPQ    R9, $0x05
+	JL      skip2
+	JE      half2
+	VMOVDQU 64(DI), Y0
+	JMP     loaded2
+
+half2:
+	VMOVDQU 64(DI), X0
+
+loaded2:
+	VPSRLW     $0x04, Y0, Y1
+	VPAND      Y14, Y0, Y0
+	VPAND      Y14, Y1, Y1
+	VPMADDUBSW 128(R8), Y0, Y0
+	VPMADDUBSW 160(R8), Y1, Y1
+	VPADDW     Y1, Y0, Y0
+	VPMADDWD   Y15, Y0, Y5
+
+skip2:
+	VPXOR   Y6, Y6, Y6
+	CMPQ    R9, $0x07
+	JL      skip3
+	JE      half3
+	VMOVDQU 96(DI), Y0
+	JMP     loaded3
+
+half3:
+	VMOVDQU 96(DI), X0
+
+loaded3:
+	VPSRLW     $0x04, Y0, Y1
+	VPAND      Y14, Y0, Y0
+	VPAND      Y14, Y1, Y1
+	VPMADDUBSW 192(R8), Y0, Y0
+	VPMADDUBSW 224(R8), Y1, Y1
+	VPADDW     Y1, Y0, Y0
+	VPMADDWD   Y15, Y0, Y6
+
+skip3:
+	VPHADDD     Y4, Y3, Y7
+	VPHADDD     Y6, Y5, Y8
+	VPHADDD     Y8, Y7, Y9
+	VPERMD      Y9, Y13, Y9
+	VPADDD      288(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	MOVQ        R9, SI
+	SHLQ        $0x05, SI
+	LEAQ        i8TailMask<>+0(SB), DI
+	VPAND       (DI)(SI*1), Y1, Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+
+reduce:
+	VEXTRACTF128 $0x01, Y12, X0
+	VADDPS       X0, X12, X12
+	VPERMILPD    $0x01, X12, X0
+	VADDPS       X0, X12, X12
+	VMOVSHDUP    X12, X0
+	VADDSS       X0, X12, X12
+	VMOVSS       X12, (DX)
 	ADDQ         $0x04, DX
 	ADDQ         CX, AX
 	DECQ         BX
 	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_1x1(SB), NOSPLIT, $32-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), DX
+	LEAQ    i8Const<>+0(SB), BX
+
+group:
+	TESTQ       DX, DX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VMOVDQU     (CX), Y12
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     32(CX), Y12
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     64(CX), Y12
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     96(CX), Y12
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     128(CX), Y12
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     160(CX), Y12
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     192(CX), Y12
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VMOVDQU     224(CX), Y12
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDWD    (BX), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_1x2(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(DX*1), Y13
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(DX*1), Y13
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(DX*1), Y13
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(DX*1), Y13
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(DX*1), Y13
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(DX*1), Y13
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(DX*1), Y13
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(DX*1), Y13
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDWD    (SI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (SI), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_1x3(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(DX*1), Y13
+	VMOVDQU     (CX)(DX*2), Y14
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(DX*1), Y13
+	VMOVDQU     32(CX)(DX*2), Y14
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(DX*1), Y13
+	VMOVDQU     64(CX)(DX*2), Y14
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(DX*1), Y13
+	VMOVDQU     96(CX)(DX*2), Y14
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(DX*1), Y13
+	VMOVDQU     128(CX)(DX*2), Y14
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(DX*1), Y13
+	VMOVDQU     160(CX)(DX*2), Y14
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(DX*1), Y13
+	VMOVDQU     192(CX)(DX*2), Y14
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(DX*1), Y13
+	VMOVDQU     224(CX)(DX*2), Y14
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDWD    (SI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (SI), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (SI), Y2, Y2
+	VPADDD      288(AX), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(DX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_2x1(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VMOVDQU     (CX), Y12
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     32(CX), Y12
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     64(CX), Y12
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     96(CX), Y12
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     128(CX), Y12
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     160(CX), Y12
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     192(CX), Y12
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VMOVDQU     224(CX), Y12
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDWD    (SI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (SI), Y1, Y1
+	VPADDD      288(AX)(DX*1), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_2x2(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDWD    (DI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (DI), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (DI), Y2, Y2
+	VPADDD      288(AX)(DX*1), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (DI), Y3, Y3
+	VPADDD      288(AX)(DX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_2x3(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (CX)(BX*2), Y14
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  (AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  (AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(CX)(BX*2), Y14
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  32(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  32(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(CX)(BX*2), Y14
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  64(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  64(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(CX)(BX*2), Y14
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  96(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  96(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(CX)(BX*2), Y14
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  128(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  128(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(CX)(BX*2), Y14
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  160(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  160(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(CX)(BX*2), Y14
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  192(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  192(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(CX)(BX*2), Y14
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  224(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  224(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDWD    (DI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (DI), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (DI), Y2, Y2
+	VPADDD      288(AX), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (DI), Y3, Y3
+	VPADDD      288(AX)(DX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VPMADDWD    (DI), Y4, Y4
+	VPADDD      288(AX)(DX*1), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VPMADDWD    (DI), Y5, Y5
+	VPADDD      288(AX)(DX*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_3x1(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VMOVDQU     (CX), Y12
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     32(CX), Y12
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     64(CX), Y12
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     96(CX), Y12
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     128(CX), Y12
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     160(CX), Y12
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     192(CX), Y12
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VMOVDQU     224(CX), Y12
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDWD    (SI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (SI), Y1, Y1
+	VPADDD      288(AX)(DX*1), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (SI), Y2, Y2
+	VPADDD      288(AX)(DX*2), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_3x2(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  (AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  (AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  32(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  32(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  64(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  64(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  96(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  96(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  128(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  128(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  160(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  160(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  192(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  192(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  224(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  224(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDWD    (DI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (DI), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (DI), Y2, Y2
+	VPADDD      288(AX)(DX*1), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (DI), Y3, Y3
+	VPADDD      288(AX)(DX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VPMADDWD    (DI), Y4, Y4
+	VPADDD      288(AX)(DX*2), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VPMADDWD    (DI), Y5, Y5
+	VPADDD      288(AX)(DX*2), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_3x3(SB), NOSPLIT, $288-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VPXOR       Y6, Y6, Y6
+	VPXOR       Y7, Y7, Y7
+	VPXOR       Y8, Y8, Y8
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (CX)(BX*2), Y14
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  (AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  (AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  (AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  (AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  (AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(CX)(BX*2), Y14
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  32(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  32(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  32(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  32(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  32(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(CX)(BX*2), Y14
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  64(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  64(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  64(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  64(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  64(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(CX)(BX*2), Y14
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  96(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  96(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  96(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  96(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  96(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(CX)(BX*2), Y14
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  128(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  128(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  128(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  128(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  128(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(CX)(BX*2), Y14
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  160(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  160(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  160(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  160(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  160(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(CX)(BX*2), Y14
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  192(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  192(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  192(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  192(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  192(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(CX)(BX*2), Y14
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  224(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  224(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  224(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  224(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  224(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    (DI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (DI), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (DI), Y2, Y2
+	VPADDD      288(AX), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (DI), Y3, Y3
+	VPADDD      288(AX)(DX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VPMADDWD    (DI), Y4, Y4
+	VPADDD      288(AX)(DX*1), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VPMADDWD    (DI), Y5, Y5
+	VPADDD      288(AX)(DX*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VPMADDWD    (DI), Y6, Y6
+	VPADDD      288(AX)(DX*2), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VPMADDWD    (DI), Y7, Y7
+	VPADDD      288(AX)(DX*2), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VPMADDWD    (DI), Y8, Y8
+	VPADDD      288(AX)(DX*2), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_4x1(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VMOVDQU     (CX), Y12
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     32(CX), Y12
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     64(CX), Y12
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     96(CX), Y12
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     128(CX), Y12
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     160(CX), Y12
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     192(CX), Y12
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VMOVDQU     224(CX), Y12
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDWD    (DI), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (DI), Y1, Y1
+	VPADDD      288(AX)(DX*1), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (DI), Y2, Y2
+	VPADDD      288(AX)(DX*2), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (DI), Y3, Y3
+	VPADDD      288(AX)(BX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_4x2(SB), NOSPLIT, $256-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), DI
+	LEAQ    i8Const<>+0(SB), R8
+
+group:
+	TESTQ       DI, DI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VPXOR       Y6, Y6, Y6
+	VPXOR       Y7, Y7, Y7
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(SI*1), Y13
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  (AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  (AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  (AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  (AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(SI*1), Y13
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  32(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  32(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  32(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  32(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(SI*1), Y13
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  64(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  64(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  64(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  64(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(SI*1), Y13
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  96(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  96(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  96(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  96(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(SI*1), Y13
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  128(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  128(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  128(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  128(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(SI*1), Y13
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  160(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  160(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  160(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  160(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(SI*1), Y13
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  192(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  192(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  192(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  192(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(SI*1), Y13
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  224(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  224(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  224(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  224(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    (R8), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (R8), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (R8), Y2, Y2
+	VPADDD      288(AX)(DX*1), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (R8), Y3, Y3
+	VPADDD      288(AX)(DX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VPMADDWD    (R8), Y4, Y4
+	VPADDD      288(AX)(DX*2), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VPMADDWD    (R8), Y5, Y5
+	VPADDD      288(AX)(DX*2), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VPMADDWD    (R8), Y6, Y6
+	VPADDD      288(AX)(BX*1), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VPMADDWD    (R8), Y7, Y7
+	VPADDD      288(AX)(BX*1), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func i8TileQ4AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·i8TileQ4AVX2_4x3(SB), NOSPLIT, $384-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	VMOVUPS Y0, 288(SP)
+	VMOVUPS Y0, 320(SP)
+	VMOVUPS Y0, 352(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), DI
+	LEAQ    i8Const<>+0(SB), R8
+
+group:
+	TESTQ       DI, DI
+	JZ          reduce
+	VPXOR       Y0, Y0, Y0
+	VPXOR       Y1, Y1, Y1
+	VPXOR       Y2, Y2, Y2
+	VPXOR       Y3, Y3, Y3
+	VPXOR       Y4, Y4, Y4
+	VPXOR       Y5, Y5, Y5
+	VPXOR       Y6, Y6, Y6
+	VPXOR       Y7, Y7, Y7
+	VPXOR       Y8, Y8, Y8
+	VPXOR       Y9, Y9, Y9
+	VPXOR       Y10, Y10, Y10
+	VPXOR       Y11, Y11, Y11
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(SI*1), Y13
+	VMOVDQU     (CX)(SI*2), Y14
+	VPMADDUBSW  (AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  (AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  (AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  (AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  (AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  (AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  (AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  (AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  (AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  (AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  (AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  (AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(SI*1), Y13
+	VMOVDQU     32(CX)(SI*2), Y14
+	VPMADDUBSW  32(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  32(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  32(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  32(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  32(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  32(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  32(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  32(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  32(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  32(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  32(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  32(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(SI*1), Y13
+	VMOVDQU     64(CX)(SI*2), Y14
+	VPMADDUBSW  64(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  64(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  64(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  64(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  64(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  64(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  64(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  64(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  64(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  64(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  64(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  64(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(SI*1), Y13
+	VMOVDQU     96(CX)(SI*2), Y14
+	VPMADDUBSW  96(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  96(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  96(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  96(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  96(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  96(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  96(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  96(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  96(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  96(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  96(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  96(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(SI*1), Y13
+	VMOVDQU     128(CX)(SI*2), Y14
+	VPMADDUBSW  128(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  128(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  128(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  128(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  128(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  128(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  128(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  128(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  128(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  128(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  128(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  128(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(SI*1), Y13
+	VMOVDQU     160(CX)(SI*2), Y14
+	VPMADDUBSW  160(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  160(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  160(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  160(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  160(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  160(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  160(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  160(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  160(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  160(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  160(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  160(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(SI*1), Y13
+	VMOVDQU     192(CX)(SI*2), Y14
+	VPMADDUBSW  192(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  192(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  192(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  192(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  192(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  192(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  192(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  192(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  192(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  192(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  192(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  192(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(SI*1), Y13
+	VMOVDQU     224(CX)(SI*2), Y14
+	VPMADDUBSW  224(AX), Y12, Y15
+	VPADDW      Y15, Y0, Y0
+	VPMADDUBSW  224(AX), Y13, Y15
+	VPADDW      Y15, Y1, Y1
+	VPMADDUBSW  224(AX), Y14, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDUBSW  224(AX)(DX*1), Y12, Y15
+	VPADDW      Y15, Y3, Y3
+	VPMADDUBSW  224(AX)(DX*1), Y13, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDUBSW  224(AX)(DX*1), Y14, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDUBSW  224(AX)(DX*2), Y12, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDUBSW  224(AX)(DX*2), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDUBSW  224(AX)(DX*2), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDUBSW  224(AX)(BX*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDUBSW  224(AX)(BX*1), Y13, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDUBSW  224(AX)(BX*1), Y14, Y15
+	VPADDW      Y15, Y11, Y11
+	VPMADDWD    (R8), Y0, Y0
+	VPADDD      288(AX), Y0, Y0
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VPMADDWD    (R8), Y1, Y1
+	VPADDD      288(AX), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VPMADDWD    (R8), Y2, Y2
+	VPADDD      288(AX), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VPMADDWD    (R8), Y3, Y3
+	VPADDD      288(AX)(DX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VPMADDWD    (R8), Y4, Y4
+	VPADDD      288(AX)(DX*1), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VPMADDWD    (R8), Y5, Y5
+	VPADDD      288(AX)(DX*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VPMADDWD    (R8), Y6, Y6
+	VPADDD      288(AX)(DX*2), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VPMADDWD    (R8), Y7, Y7
+	VPADDD      288(AX)(DX*2), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VPMADDWD    (R8), Y8, Y8
+	VPADDD      288(AX)(DX*2), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	VPMADDWD    (R8), Y9, Y9
+	VPADDD      288(AX)(BX*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     288(SP), Y13
+	VFMADD231PS Y12, Y9, Y13
+	VMOVUPS     Y13, 288(SP)
+	VPMADDWD    (R8), Y10, Y10
+	VPADDD      288(AX)(BX*1), Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     320(SP), Y13
+	VFMADD231PS Y12, Y10, Y13
+	VMOVUPS     Y13, 320(SP)
+	VPMADDWD    (R8), Y11, Y11
+	VPADDD      288(AX)(BX*1), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     352(SP), Y13
+	VFMADD231PS Y12, Y11, Y13
+	VMOVUPS     Y13, 352(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      288(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      320(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      352(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowStreamQ8AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·vnniRowStreamQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ    w+8(FP), AX
+	MOVQ    ldw+16(FP), CX
+	MOVQ    y+32(FP), DX
+	MOVQ    n+40(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+	VMOVDQU 64(SI), Y14
+	LEAQ    4095(AX), R10
+	ANDQ    $-4096, R10
+
+row:
+	TESTQ       BX, BX
+	JZ          done
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
+	VXORPS      Y12, Y12, Y12
+	MOVQ        AX, SI
+	MOVQ        nb+24(FP), R9
+	LEAQ        (AX)(R9*2), DI
+	MOVQ        xg+0(FP), R8
+
+group:
+	CMPQ        R9, $0x08
+	JL          tail
+	LEAQ        2048(DI), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	PREFETCHNTA 4096(DI)
+	PREFETCHNTA 4160(DI)
+	PREFETCHNTA 4224(DI)
+	PREFETCHNTA 4288(DI)
+	VPXOR       (DI), Y14, Y0
+	VMOVDQU     (R8), Y2
+	VPXOR       Y3, Y3, Y3
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+	VPXOR       32(DI), Y14, Y0
+	VMOVDQU     32(R8), Y2
+	VPXOR       Y4, Y4, Y4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+	VPHADDD     Y4, Y3, Y5
+	VPXOR       64(DI), Y14, Y0
+	VMOVDQU     64(R8), Y2
+	VPXOR       Y3, Y3, Y3
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+	VPXOR       96(DI), Y14, Y0
+	VMOVDQU     96(R8), Y2
+	VPXOR       Y4, Y4, Y4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+	VPHADDD     Y4, Y3, Y6
+	VPHADDD     Y6, Y5, Y7
+	VPXOR       128(DI), Y14, Y0
+	VMOVDQU     128(R8), Y2
+	VPXOR       Y3, Y3, Y3
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+	VPXOR       160(DI), Y14, Y0
+	VMOVDQU     160(R8), Y2
+	VPXOR       Y4, Y4, Y4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+	VPHADDD     Y4, Y3, Y5
+	VPXOR       192(DI), Y14, Y0
+	VMOVDQU     192(R8), Y2
+	VPXOR       Y3, Y3, Y3
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+	VPXOR       224(DI), Y14, Y0
+	VMOVDQU     224(R8), Y2
+	VPXOR       Y4, Y4, Y4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+	VPHADDD     Y4, Y3, Y6
+	VPHADDD     Y6, Y5, Y8
+	VPERM2I128  $0x20, Y8, Y7, Y9
+	VPERM2I128  $0x31, Y8, Y7, Y10
+	VPADDD      Y10, Y9, Y9
+	VPADDD      288(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+	ADDQ        $0x10, SI
+	ADDQ        $0x00000100, DI
+	ADDQ        $0x00000140, R8
+	SUBQ        $0x08, R9
+	JMP         group
+
+tail:
+	TESTQ   R9, R9
+	JZ      reduce
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R9, $0x00
+	JLE     skip0
+	VPXOR   (DI), Y14, Y0
+	VMOVDQU (R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+
+skip0:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    R9, $0x01
+	JLE     skip1
+	VPXOR   32(DI), Y14, Y0
+	VMOVDQU 32(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+
+skip1:
+	VPHADDD Y4, Y3, Y5
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R9, $0x02
+	JLE     skip2
+	VPXOR   64(DI), Y14, Y0
+	VMOVDQU 64(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+
+skip2:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    R9, $0x03
+	JLE     skip3
+	VPXOR   96(DI), Y14, Y0
+	VMOVDQU 96(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+
+skip3:
+	VPHADDD Y4, Y3, Y6
+	VPHADDD Y6, Y5, Y7
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R9, $0x04
+	JLE     skip4
+	VPXOR   128(DI), Y14, Y0
+	VMOVDQU 128(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+
+skip4:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    R9, $0x05
+	JLE     skip5
+	VPXOR   160(DI), Y14, Y0
+	VMOVDQU 160(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+
+skip5:
+	VPHADDD Y4, Y3, Y5
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R9, $0x06
+	JLE     skip6
+	VPXOR   192(DI), Y14, Y0
+	VMOVDQU 192(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+
+skip6:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    R9, $0x07
+	JLE     skip7
+	VPXOR   224(DI), Y14, Y0
+	VMOVDQU 224(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+
+skip7:
+	VPHADDD     Y4, Y3, Y6
+	VPHADDD     Y6, Y5, Y8
+	VPERM2I128  $0x20, Y8, Y7, Y9
+	VPERM2I128  $0x31, Y8, Y7, Y10
+	VPADDD      Y10, Y9, Y9
+	VPADDD      288(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	MOVQ        R9, SI
+	SHLQ        $0x05, SI
+	LEAQ        i8TailMask<>+0(SB), DI
+	VPAND       (DI)(SI*1), Y1, Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+
+reduce:
+	VEXTRACTF128 $0x01, Y12, X0
+	VADDPS       X0, X12, X12
+	VPERMILPD    $0x01, X12, X0
+	VADDPS       X0, X12, X12
+	VMOVSHDUP    X12, X0
+	VADDSS       X0, X12, X12
+	VMOVSS       X12, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_1x1(SB), NOSPLIT, $32-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), DX
+	LEAQ    i8Const<>+0(SB), BX
+
+group:
+	TESTQ       DX, DX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_1x2(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(DX*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(DX*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(DX*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(DX*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(DX*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(DX*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(DX*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(DX*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_1x3(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(DX*1), Y13
+	VMOVDQU     (CX)(DX*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(DX*1), Y13
+	VMOVDQU     32(CX)(DX*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(DX*1), Y13
+	VMOVDQU     64(CX)(DX*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(DX*1), Y13
+	VMOVDQU     96(CX)(DX*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(DX*1), Y13
+	VMOVDQU     128(CX)(DX*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(DX*1), Y13
+	VMOVDQU     160(CX)(DX*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(DX*1), Y13
+	VMOVDQU     192(CX)(DX*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(DX*1), Y13
+	VMOVDQU     224(CX)(DX*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(DX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_2x1(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX)(DX*1), Y1
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_2x2(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX)(DX*1), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_2x3(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*1), Y4
+	VMOVDQU     288(AX)(DX*1), Y5
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (CX)(BX*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(CX)(BX*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(CX)(BX*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(CX)(BX*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(CX)(BX*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(CX)(BX*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(CX)(BX*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(CX)(BX*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_3x1(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX)(DX*1), Y1
+	VMOVDQU     288(AX)(DX*2), Y2
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_3x2(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX)(DX*1), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*2), Y4
+	VMOVDQU     288(AX)(DX*2), Y5
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_3x3(SB), NOSPLIT, $288-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*1), Y4
+	VMOVDQU     288(AX)(DX*1), Y5
+	VMOVDQU     288(AX)(DX*2), Y6
+	VMOVDQU     288(AX)(DX*2), Y7
+	VMOVDQU     288(AX)(DX*2), Y8
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (CX)(BX*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(CX)(BX*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(CX)(BX*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(CX)(BX*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(CX)(BX*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(CX)(BX*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(CX)(BX*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(CX)(BX*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_4x1(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX)(DX*1), Y1
+	VMOVDQU     288(AX)(DX*2), Y2
+	VMOVDQU     288(AX)(BX*1), Y3
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_4x2(SB), NOSPLIT, $256-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), DI
+	LEAQ    i8Const<>+0(SB), R8
+
+group:
+	TESTQ       DI, DI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX)(DX*1), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*2), Y4
+	VMOVDQU     288(AX)(DX*2), Y5
+	VMOVDQU     288(AX)(BX*1), Y6
+	VMOVDQU     288(AX)(BX*1), Y7
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(SI*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(SI*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(SI*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(SI*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(SI*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(SI*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(SI*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(SI*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ8AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ8AVX2_4x3(SB), NOSPLIT, $384-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	VMOVUPS Y0, 288(SP)
+	VMOVUPS Y0, 320(SP)
+	VMOVUPS Y0, 352(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), DI
+	LEAQ    i8Const<>+0(SB), R8
+
+group:
+	TESTQ       DI, DI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*1), Y4
+	VMOVDQU     288(AX)(DX*1), Y5
+	VMOVDQU     288(AX)(DX*2), Y6
+	VMOVDQU     288(AX)(DX*2), Y7
+	VMOVDQU     288(AX)(DX*2), Y8
+	VMOVDQU     288(AX)(BX*1), Y9
+	VMOVDQU     288(AX)(BX*1), Y10
+	VMOVDQU     288(AX)(BX*1), Y11
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(SI*1), Y13
+	VMOVDQU     (CX)(SI*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(SI*1), Y13
+	VMOVDQU     32(CX)(SI*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(SI*1), Y13
+	VMOVDQU     64(CX)(SI*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(SI*1), Y13
+	VMOVDQU     96(CX)(SI*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(SI*1), Y13
+	VMOVDQU     128(CX)(SI*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(SI*1), Y13
+	VMOVDQU     160(CX)(SI*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(SI*1), Y13
+	VMOVDQU     192(CX)(SI*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(SI*1), Y13
+	VMOVDQU     224(CX)(SI*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	VCVTDQ2PS   Y9, Y9
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     288(SP), Y13
+	VFMADD231PS Y12, Y9, Y13
+	VMOVUPS     Y13, 288(SP)
+	VCVTDQ2PS   Y10, Y10
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     320(SP), Y13
+	VFMADD231PS Y12, Y10, Y13
+	VMOVUPS     Y13, 320(SP)
+	VCVTDQ2PS   Y11, Y11
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     352(SP), Y13
+	VFMADD231PS Y12, Y11, Y13
+	VMOVUPS     Y13, 352(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      288(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      320(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      352(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniRowStreamQ4AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·vnniRowStreamQ4AVX2(SB), NOSPLIT, $0-48
+	MOVQ    w+8(FP), AX
+	MOVQ    ldw+16(FP), CX
+	MOVQ    y+32(FP), DX
+	MOVQ    n+40(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+	VMOVDQU (SI), Y15
+	VMOVDQU 32(SI), Y14
+	VMOVDQU 96(SI), Y13
+	LEAQ    4095(AX), R10
+	ANDQ    $-4096, R10
+
+row:
+	TESTQ       BX, BX
+	JZ          done
+	PREFETCHNTA (AX)(CX*1)
+	PREFETCHNTA 64(AX)(CX*1)
+	VXORPS      Y12, Y12, Y12
+	MOVQ        AX, SI
+	MOVQ        nb+24(FP), R9
+	LEAQ        (AX)(R9*2), DI
+	MOVQ        xg+0(FP), R8
+
+group:
+	CMPQ        R9, $0x08
+	JL          tail
+	LEAQ        2048(DI), R11
+	CMPQ        R11, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R10
+
+nokick:
+	PREFETCHNTA 4096(DI)
+	PREFETCHNTA 4160(DI)
+	VMOVDQU     (DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VMOVDQU     (R8), Y2
+	VPXOR       Y3, Y3, Y3
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y1, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VMOVDQU     64(R8), Y2
+	VPXOR       Y4, Y4, Y4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+	VMOVDQU     96(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y1, Y4 (VEX: AVX-VNNI)
+	VMOVDQU     64(DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VMOVDQU     128(R8), Y2
+	VPXOR       Y5, Y5, Y5
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xea // VPDPBUSD Y2, Y0, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xea // VPDPBUSD Y2, Y1, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(DI), Y0
+	VPSRLW      $0x04, Y0, Y1
+	VPAND       Y14, Y0, Y0
+	VPAND       Y14, Y1, Y1
+	VMOVDQU     192(R8), Y2
+	VPXOR       Y6, Y6, Y6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xf2 // VPDPBUSD Y2, Y0, Y6 (VEX: AVX-VNNI)
+	VMOVDQU     224(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xf2 // VPDPBUSD Y2, Y1, Y6 (VEX: AVX-VNNI)
+	VPHADDD     Y4, Y3, Y7
+	VPHADDD     Y6, Y5, Y8
+	VPHADDD     Y8, Y7, Y9
+	VPERMD      Y9, Y13, Y9
+	VPADDD      288(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+	ADDQ        $0x10, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000140, R8
+	SUBQ        $0x08, R9
+	JMP         group
+
+tail:
+	TESTQ   R9, R9
+	JZ      reduce
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R9, $0x01
+	JL      skip0
+	JE      half0
+	VMOVDQU (DI), Y0
+	JMP     loaded0
+
+half0:
+	VMOVDQU (DI), X0
+
+loaded0:
+	VPSRLW  $0x04, Y0, Y1
+	VPAND   Y14, Y0, Y0
+	VPAND   Y14, Y1, Y1
+	VMOVDQU (R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y0, Y3 (VEX: AVX-VNNI)
+	VMOVDQU 32(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xda // VPDPBUSD Y2, Y1, Y3 (VEX: AVX-VNNI)
+
+skip0:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    R9, $0x03
+	JL      skip1
+	JE      half1
+	VMOVDQU 32(DI), Y0
+	JMP     loaded1
+
+half1:
+	VMOVDQU 32(DI), X0
+
+loaded1:
+	VPSRLW  $0x04, Y0, Y1
+	VPAND   Y14, Y0, Y0
+	VPAND   Y14, Y1, Y1
+	VMOVDQU 64(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y0, Y4 (VEX: AVX-VNNI)
+	VMOVDQU 96(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xe2 // VPDPBUSD Y2, Y1, Y4 (VEX: AVX-VNNI)
+
+skip1:
+	VPXOR   Y5, Y5, Y5
+	CMPQ    R9, $0x05
+	JL      skip2
+	JE      half2
+	VMOVDQU 64(DI), Y0
+	JMP     loaded2
+
+half2:
+	VMOVDQU 64(DI), X0
+
+loaded2:
+	VPSRLW  $0x04, Y0, Y1
+	VPAND   Y14, Y0, Y0
+	VPAND   Y14, Y1, Y1
+	VMOVDQU 128(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xea // VPDPBUSD Y2, Y0, Y5 (VEX: AVX-VNNI)
+	VMOVDQU 160(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xea // VPDPBUSD Y2, Y1, Y5 (VEX: AVX-VNNI)
+
+skip2:
+	VPXOR   Y6, Y6, Y6
+	CMPQ    R9, $0x07
+	JL      skip3
+	JE      half3
+	VMOVDQU 96(DI), Y0
+	JMP     loaded3
+
+half3:
+	VMOVDQU 96(DI), X0
+
+loaded3:
+	VPSRLW  $0x04, Y0, Y1
+	VPAND   Y14, Y0, Y0
+	VPAND   Y14, Y1, Y1
+	VMOVDQU 192(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7d; BYTE $0x50; BYTE $0xf2 // VPDPBUSD Y2, Y0, Y6 (VEX: AVX-VNNI)
+	VMOVDQU 224(R8), Y2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x75; BYTE $0x50; BYTE $0xf2 // VPDPBUSD Y2, Y1, Y6 (VEX: AVX-VNNI)
+
+skip3:
+	VPHADDD     Y4, Y3, Y7
+	VPHADDD     Y6, Y5, Y8
+	VPHADDD     Y8, Y7, Y9
+	VPERMD      Y9, Y13, Y9
+	VPADDD      288(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VCVTPH2PS   (SI), Y1
+	MOVQ        R9, SI
+	SHLQ        $0x05, SI
+	LEAQ        i8TailMask<>+0(SB), DI
+	VPAND       (DI)(SI*1), Y1, Y1
+	VMULPS      256(R8), Y1, Y1
+	VFMADD231PS Y1, Y9, Y12
+
+reduce:
+	VEXTRACTF128 $0x01, Y12, X0
+	VADDPS       X0, X12, X12
+	VPERMILPD    $0x01, X12, X0
+	VADDPS       X0, X12, X12
+	VMOVSHDUP    X12, X0
+	VADDSS       X0, X12, X12
+	VMOVSS       X12, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_1x1(SB), NOSPLIT, $32-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), DX
+	LEAQ    i8Const<>+0(SB), BX
+
+group:
+	TESTQ       DX, DX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_1x2(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(DX*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(DX*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(DX*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(DX*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(DX*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(DX*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(DX*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(DX*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_1x3(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), DX
+	MOVQ    ldwt+24(FP), DX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(DX*1), Y13
+	VMOVDQU     (CX)(DX*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(DX*1), Y13
+	VMOVDQU     32(CX)(DX*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(DX*1), Y13
+	VMOVDQU     64(CX)(DX*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(DX*1), Y13
+	VMOVDQU     96(CX)(DX*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(DX*1), Y13
+	VMOVDQU     128(CX)(DX*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(DX*1), Y13
+	VMOVDQU     160(CX)(DX*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(DX*1), Y13
+	VMOVDQU     192(CX)(DX*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(DX*1), Y13
+	VMOVDQU     224(CX)(DX*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(DX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(DX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_2x1(SB), NOSPLIT, $64-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX)(DX*1), Y1
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_2x2(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX)(DX*1), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_2x3(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*1), Y4
+	VMOVDQU     288(AX)(DX*1), Y5
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (CX)(BX*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(CX)(BX*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(CX)(BX*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(CX)(BX*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(CX)(BX*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(CX)(BX*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(CX)(BX*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(CX)(BX*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_3x1(SB), NOSPLIT, $96-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), BX
+	LEAQ    i8Const<>+0(SB), SI
+
+group:
+	TESTQ       BX, BX
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX)(DX*1), Y1
+	VMOVDQU     288(AX)(DX*2), Y2
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        BX
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_3x2(SB), NOSPLIT, $192-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX)(DX*1), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*2), Y4
+	VMOVDQU     288(AX)(DX*2), Y5
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_3x3(SB), NOSPLIT, $288-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), BX
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*1), Y4
+	VMOVDQU     288(AX)(DX*1), Y5
+	VMOVDQU     288(AX)(DX*2), Y6
+	VMOVDQU     288(AX)(DX*2), Y7
+	VMOVDQU     288(AX)(DX*2), Y8
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(BX*1), Y13
+	VMOVDQU     (CX)(BX*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(BX*1), Y13
+	VMOVDQU     32(CX)(BX*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(BX*1), Y13
+	VMOVDQU     64(CX)(BX*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(BX*1), Y13
+	VMOVDQU     96(CX)(BX*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(BX*1), Y13
+	VMOVDQU     128(CX)(BX*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(BX*1), Y13
+	VMOVDQU     160(CX)(BX*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(BX*1), Y13
+	VMOVDQU     192(CX)(BX*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(BX*1), Y13
+	VMOVDQU     224(CX)(BX*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(BX*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(BX*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_4x1(SB), NOSPLIT, $128-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), SI
+	LEAQ    i8Const<>+0(SB), DI
+
+group:
+	TESTQ       SI, SI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX)(DX*1), Y1
+	VMOVDQU     288(AX)(DX*2), Y2
+	VMOVDQU     288(AX)(BX*1), Y3
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        SI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_4x2(SB), NOSPLIT, $256-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), DI
+	LEAQ    i8Const<>+0(SB), R8
+
+group:
+	TESTQ       DI, DI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX)(DX*1), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*2), Y4
+	VMOVDQU     288(AX)(DX*2), Y5
+	VMOVDQU     288(AX)(BX*1), Y6
+	VMOVDQU     288(AX)(BX*1), Y7
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(SI*1), Y13
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(SI*1), Y13
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(SI*1), Y13
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(SI*1), Y13
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(SI*1), Y13
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(SI*1), Y13
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(SI*1), Y13
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(SI*1), Y13
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y12, Y2 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y13, Y3 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y12, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y13, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VZEROUPPER
+	RET
+
+// func vnniTileQ4AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+// Requires: AVX, FMA3
+TEXT ·vnniTileQ4AVX2_4x3(SB), NOSPLIT, $384-56
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+	VMOVUPS Y0, 288(SP)
+	VMOVUPS Y0, 320(SP)
+	VMOVUPS Y0, 352(SP)
+	MOVQ    xg+0(FP), AX
+	MOVQ    wt+16(FP), CX
+	MOVQ    ldx+8(FP), DX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    ldwt+24(FP), SI
+	MOVQ    ng+32(FP), DI
+	LEAQ    i8Const<>+0(SB), R8
+
+group:
+	TESTQ       DI, DI
+	JZ          reduce
+	VMOVDQU     288(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     288(AX), Y2
+	VMOVDQU     288(AX)(DX*1), Y3
+	VMOVDQU     288(AX)(DX*1), Y4
+	VMOVDQU     288(AX)(DX*1), Y5
+	VMOVDQU     288(AX)(DX*2), Y6
+	VMOVDQU     288(AX)(DX*2), Y7
+	VMOVDQU     288(AX)(DX*2), Y8
+	VMOVDQU     288(AX)(BX*1), Y9
+	VMOVDQU     288(AX)(BX*1), Y10
+	VMOVDQU     288(AX)(BX*1), Y11
+	VMOVDQU     (CX), Y12
+	VMOVDQU     (CX)(SI*1), Y13
+	VMOVDQU     (CX)(SI*2), Y14
+	VMOVDQU     (AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     (AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     32(CX), Y12
+	VMOVDQU     32(CX)(SI*1), Y13
+	VMOVDQU     32(CX)(SI*2), Y14
+	VMOVDQU     32(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     32(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     64(CX), Y12
+	VMOVDQU     64(CX)(SI*1), Y13
+	VMOVDQU     64(CX)(SI*2), Y14
+	VMOVDQU     64(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     64(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     96(CX), Y12
+	VMOVDQU     96(CX)(SI*1), Y13
+	VMOVDQU     96(CX)(SI*2), Y14
+	VMOVDQU     96(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     96(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     128(CX), Y12
+	VMOVDQU     128(CX)(SI*1), Y13
+	VMOVDQU     128(CX)(SI*2), Y14
+	VMOVDQU     128(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     128(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     160(CX), Y12
+	VMOVDQU     160(CX)(SI*1), Y13
+	VMOVDQU     160(CX)(SI*2), Y14
+	VMOVDQU     160(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     160(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     192(CX), Y12
+	VMOVDQU     192(CX)(SI*1), Y13
+	VMOVDQU     192(CX)(SI*2), Y14
+	VMOVDQU     192(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     192(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VMOVDQU     224(CX), Y12
+	VMOVDQU     224(CX)(SI*1), Y13
+	VMOVDQU     224(CX)(SI*2), Y14
+	VMOVDQU     224(AX), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y12, Y0 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y13, Y1 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y14, Y2 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*1), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y12, Y3 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xe7 // VPDPBUSD Y15, Y13, Y4 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x0d; BYTE $0x50; BYTE $0xef // VPDPBUSD Y15, Y14, Y5 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(DX*2), Y15
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x1d; BYTE $0x50; BYTE $0xf7 // VPDPBUSD Y15, Y12, Y6 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x15; BYTE $0x50; BYTE $0xff // VPDPBUSD Y15, Y13, Y7 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xc7 // VPDPBUSD Y15, Y14, Y8 (VEX: AVX-VNNI)
+	VMOVDQU     224(AX)(BX*1), Y15
+	BYTE $0xc4; BYTE $0x42; BYTE $0x1d; BYTE $0x50; BYTE $0xcf // VPDPBUSD Y15, Y12, Y9 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x15; BYTE $0x50; BYTE $0xd7 // VPDPBUSD Y15, Y13, Y10 (VEX: AVX-VNNI)
+	BYTE $0xc4; BYTE $0x42; BYTE $0x0d; BYTE $0x50; BYTE $0xdf // VPDPBUSD Y15, Y14, Y11 (VEX: AVX-VNNI)
+	VCVTDQ2PS   Y0, Y0
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     (SP), Y13
+	VFMADD231PS Y12, Y0, Y13
+	VMOVUPS     Y13, (SP)
+	VCVTDQ2PS   Y1, Y1
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     32(SP), Y13
+	VFMADD231PS Y12, Y1, Y13
+	VMOVUPS     Y13, 32(SP)
+	VCVTDQ2PS   Y2, Y2
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX), Y12, Y12
+	VMOVUPS     64(SP), Y13
+	VFMADD231PS Y12, Y2, Y13
+	VMOVUPS     Y13, 64(SP)
+	VCVTDQ2PS   Y3, Y3
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     96(SP), Y13
+	VFMADD231PS Y12, Y3, Y13
+	VMOVUPS     Y13, 96(SP)
+	VCVTDQ2PS   Y4, Y4
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     128(SP), Y13
+	VFMADD231PS Y12, Y4, Y13
+	VMOVUPS     Y13, 128(SP)
+	VCVTDQ2PS   Y5, Y5
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(DX*1), Y12, Y12
+	VMOVUPS     160(SP), Y13
+	VFMADD231PS Y12, Y5, Y13
+	VMOVUPS     Y13, 160(SP)
+	VCVTDQ2PS   Y6, Y6
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     192(SP), Y13
+	VFMADD231PS Y12, Y6, Y13
+	VMOVUPS     Y13, 192(SP)
+	VCVTDQ2PS   Y7, Y7
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     224(SP), Y13
+	VFMADD231PS Y12, Y7, Y13
+	VMOVUPS     Y13, 224(SP)
+	VCVTDQ2PS   Y8, Y8
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(DX*2), Y12, Y12
+	VMOVUPS     256(SP), Y13
+	VFMADD231PS Y12, Y8, Y13
+	VMOVUPS     Y13, 256(SP)
+	VCVTDQ2PS   Y9, Y9
+	VMOVUPS     256(CX), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     288(SP), Y13
+	VFMADD231PS Y12, Y9, Y13
+	VMOVUPS     Y13, 288(SP)
+	VCVTDQ2PS   Y10, Y10
+	VMOVUPS     256(CX)(SI*1), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     320(SP), Y13
+	VFMADD231PS Y12, Y10, Y13
+	VMOVUPS     Y13, 320(SP)
+	VCVTDQ2PS   Y11, Y11
+	VMOVUPS     256(CX)(SI*2), Y12
+	VMULPS      256(AX)(BX*1), Y12, Y12
+	VMOVUPS     352(SP), Y13
+	VFMADD231PS Y12, Y11, Y13
+	VMOVUPS     Y13, 352(SP)
+	ADDQ        $0x00000140, AX
+	ADDQ        $0x00000120, CX
+	DECQ        DI
+	JMP         group
+
+reduce:
+	MOVQ         y+40(FP), AX
+	MOVQ         ldy+48(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      32(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      64(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      128(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      160(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      224(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      256(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	ADDQ         CX, AX
+	VMOVUPS      288(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	VMOVUPS      320(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VMOVUPS      352(SP), Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VZEROUPPER
+	RET
+
+// func transposeWQ8AVX2(w *byte, nb int, dst *byte)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·transposeWQ8AVX2(SB), NOSPLIT, $0-24
+	MOVQ   nb+8(FP), AX
+	MOVQ   w+0(FP), CX
+	LEAQ   (CX)(AX*2), DX
+	IMUL3Q $0x00000066, AX, BX
+	MOVQ   dst+16(FP), SI
+	LEAQ   i8Const<>+0(SB), DI
+
+group:
+	CMPQ        AX, $0x08
+	JL          tail
+	PREFETCHT0  (DX)(BX*1)
+	PREFETCHT0  64(DX)(BX*1)
+	PREFETCHT0  128(DX)(BX*1)
+	PREFETCHT0  192(DX)(BX*1)
+	PREFETCHT0  (CX)(BX*1)
+	VMOVDQU     (DX), Y0
+	VMOVDQU     32(DX), Y1
+	VMOVDQU     64(DX), Y2
+	VMOVDQU     96(DX), Y3
+	VMOVDQU     128(DX), Y4
+	VMOVDQU     160(DX), Y5
+	VMOVDQU     192(DX), Y6
+	VMOVDQU     224(DX), Y7
+	VPUNPCKLDQ  Y1, Y0, Y8
+	VPUNPCKHDQ  Y1, Y0, Y9
+	VPUNPCKLDQ  Y3, Y2, Y10
+	VPUNPCKHDQ  Y3, Y2, Y11
+	VPUNPCKLDQ  Y5, Y4, Y12
+	VPUNPCKHDQ  Y5, Y4, Y13
+	VPUNPCKLDQ  Y7, Y6, Y14
+	VPUNPCKHDQ  Y7, Y6, Y15
+	VPUNPCKLQDQ Y10, Y8, Y0
+	VPUNPCKHQDQ Y10, Y8, Y1
+	VPUNPCKLQDQ Y11, Y9, Y2
+	VPUNPCKHQDQ Y11, Y9, Y3
+	VPUNPCKLQDQ Y14, Y12, Y4
+	VPUNPCKHQDQ Y14, Y12, Y5
+	VPUNPCKLQDQ Y15, Y13, Y6
+	VPUNPCKHQDQ Y15, Y13, Y7
+	VPERM2I128  $0x20, Y4, Y0, Y8
+	VMOVDQU     Y8, (SI)
+	VPERM2I128  $0x31, Y4, Y0, Y9
+	VMOVDQU     Y9, 128(SI)
+	VPERM2I128  $0x20, Y5, Y1, Y8
+	VMOVDQU     Y8, 32(SI)
+	VPERM2I128  $0x31, Y5, Y1, Y9
+	VMOVDQU     Y9, 160(SI)
+	VPERM2I128  $0x20, Y6, Y2, Y8
+	VMOVDQU     Y8, 64(SI)
+	VPERM2I128  $0x31, Y6, Y2, Y9
+	VMOVDQU     Y9, 192(SI)
+	VPERM2I128  $0x20, Y7, Y3, Y8
+	VMOVDQU     Y8, 96(SI)
+	VPERM2I128  $0x31, Y7, Y3, Y9
+	VMOVDQU     Y9, 224(SI)
+	VCVTPH2PS   (CX), Y10
+	VMOVUPS     Y10, 256(SI)
+	ADDQ        $0x10, CX
+	ADDQ        $0x00000100, DX
+	ADDQ        $0x00000120, SI
+	SUBQ        $0x08, AX
+	JMP         group
+
+tail:
+	TESTQ   AX, AX
+	JZ      done
+	VPXOR   Y0, Y0, Y0
+	CMPQ    AX, $0x00
+	JLE     skip0
+	VMOVDQU (DX), Y0
+
+skip0:
+	VPXOR   Y1, Y1, Y1
+	CMPQ    AX, $0x01
+	JLE     skip1
+	VMOVDQU 32(DX), Y1
+
+skip1:
+	VPXOR   Y2, Y2, Y2
+	CMPQ    AX, $0x02
+	JLE     skip2
+	VMOVDQU 64(DX), Y2
+
+skip2:
+	VPXOR   Y3, Y3, Y3
+	CMPQ    AX, $0x03
+	JLE     skip3
+	VMOVDQU 96(DX), Y3
+
+skip3:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    AX, $0x04
+	JLE     skip4
+	VMOVDQU 128(DX), Y4
+
+skip4:
+	VPXOR   Y5, Y5, Y5
+	CMPQ    AX, $0x05
+	JLE     skip5
+	VMOVDQU 160(DX), Y5
+
+skip5:
+	VPXOR   Y6, Y6, Y6
+	CMPQ    AX, $0x06
+	JLE     skip6
+	VMOVDQU 192(DX), Y6
+
+skip6:
+	VPXOR   Y7, Y7, Y7
+	CMPQ    AX, $0x07
+	JLE     skip7
+	VMOVDQU 224(DX), Y7
+
+skip7:
+	VPUNPCKLDQ  Y1, Y0, Y8
+	VPUNPCKHDQ  Y1, Y0, Y9
+	VPUNPCKLDQ  Y3, Y2, Y10
+	VPUNPCKHDQ  Y3, Y2, Y11
+	VPUNPCKLDQ  Y5, Y4, Y12
+	VPUNPCKHDQ  Y5, Y4, Y13
+	VPUNPCKLDQ  Y7, Y6, Y14
+	VPUNPCKHDQ  Y7, Y6, Y15
+	VPUNPCKLQDQ Y10, Y8, Y0
+	VPUNPCKHQDQ Y10, Y8, Y1
+	VPUNPCKLQDQ Y11, Y9, Y2
+	VPUNPCKHQDQ Y11, Y9, Y3
+	VPUNPCKLQDQ Y14, Y12, Y4
+	VPUNPCKHQDQ Y14, Y12, Y5
+	VPUNPCKLQDQ Y15, Y13, Y6
+	VPUNPCKHQDQ Y15, Y13, Y7
+	VPERM2I128  $0x20, Y4, Y0, Y8
+	VMOVDQU     Y8, (SI)
+	VPERM2I128  $0x31, Y4, Y0, Y9
+	VMOVDQU     Y9, 128(SI)
+	VPERM2I128  $0x20, Y5, Y1, Y8
+	VMOVDQU     Y8, 32(SI)
+	VPERM2I128  $0x31, Y5, Y1, Y9
+	VMOVDQU     Y9, 160(SI)
+	VPERM2I128  $0x20, Y6, Y2, Y8
+	VMOVDQU     Y8, 64(SI)
+	VPERM2I128  $0x31, Y6, Y2, Y9
+	VMOVDQU     Y9, 192(SI)
+	VPERM2I128  $0x20, Y7, Y3, Y8
+	VMOVDQU     Y8, 96(SI)
+	VPERM2I128  $0x31, Y7, Y3, Y9
+	VMOVDQU     Y9, 224(SI)
+	VCVTPH2PS   (CX), Y10
+	SHLQ        $0x05, AX
+	LEAQ        i8TailMask<>+0(SB), CX
+	VPAND       (CX)(AX*1), Y10, Y10
+	VMOVUPS     Y10, 256(SI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func transposeWQ8UAVX2(w *byte, nb int, dst *byte)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·transposeWQ8UAVX2(SB), NOSPLIT, $0-24
+	MOVQ   nb+8(FP), AX
+	MOVQ   w+0(FP), CX
+	LEAQ   (CX)(AX*2), DX
+	IMUL3Q $0x00000066, AX, BX
+	MOVQ   dst+16(FP), SI
+	LEAQ   i8Const<>+0(SB), DI
+
+group:
+	CMPQ        AX, $0x08
+	JL          tail
+	PREFETCHT0  (DX)(BX*1)
+	PREFETCHT0  64(DX)(BX*1)
+	PREFETCHT0  128(DX)(BX*1)
+	PREFETCHT0  192(DX)(BX*1)
+	PREFETCHT0  (CX)(BX*1)
+	VMOVDQU     (DX), Y0
+	VPXOR       64(DI), Y0, Y0
+	VMOVDQU     32(DX), Y1
+	VPXOR       64(DI), Y1, Y1
+	VMOVDQU     64(DX), Y2
+	VPXOR       64(DI), Y2, Y2
+	VMOVDQU     96(DX), Y3
+	VPXOR       64(DI), Y3, Y3
+	VMOVDQU     128(DX), Y4
+	VPXOR       64(DI), Y4, Y4
+	VMOVDQU     160(DX), Y5
+	VPXOR       64(DI), Y5, Y5
+	VMOVDQU     192(DX), Y6
+	VPXOR       64(DI), Y6, Y6
+	VMOVDQU     224(DX), Y7
+	VPXOR       64(DI), Y7, Y7
+	VPUNPCKLDQ  Y1, Y0, Y8
+	VPUNPCKHDQ  Y1, Y0, Y9
+	VPUNPCKLDQ  Y3, Y2, Y10
+	VPUNPCKHDQ  Y3, Y2, Y11
+	VPUNPCKLDQ  Y5, Y4, Y12
+	VPUNPCKHDQ  Y5, Y4, Y13
+	VPUNPCKLDQ  Y7, Y6, Y14
+	VPUNPCKHDQ  Y7, Y6, Y15
+	VPUNPCKLQDQ Y10, Y8, Y0
+	VPUNPCKHQDQ Y10, Y8, Y1
+	VPUNPCKLQDQ Y11, Y9, Y2
+	VPUNPCKHQDQ Y11, Y9, Y3
+	VPUNPCKLQDQ Y14, Y12, Y4
+	VPUNPCKHQDQ Y14, Y12, Y5
+	VPUNPCKLQDQ Y15, Y13, Y6
+	VPUNPCKHQDQ Y15, Y13, Y7
+	VPERM2I128  $0x20, Y4, Y0, Y8
+	VMOVDQU     Y8, (SI)
+	VPERM2I128  $0x31, Y4, Y0, Y9
+	VMOVDQU     Y9, 128(SI)
+	VPERM2I128  $0x20, Y5, Y1, Y8
+	VMOVDQU     Y8, 32(SI)
+	VPERM2I128  $0x31, Y5, Y1, Y9
+	VMOVDQU     Y9, 160(SI)
+	VPERM2I128  $0x20, Y6, Y2, Y8
+	VMOVDQU     Y8, 64(SI)
+	VPERM2I128  $0x31, Y6, Y2, Y9
+	VMOVDQU     Y9, 192(SI)
+	VPERM2I128  $0x20, Y7, Y3, Y8
+	VMOVDQU     Y8, 96(SI)
+	VPERM2I128  $0x31, Y7, Y3, Y9
+	VMOVDQU     Y9, 224(SI)
+	VCVTPH2PS   (CX), Y10
+	VMOVUPS     Y10, 256(SI)
+	ADDQ        $0x10, CX
+	ADDQ        $0x00000100, DX
+	ADDQ        $0x00000120, SI
+	SUBQ        $0x08, AX
+	JMP         group
+
+tail:
+	TESTQ   AX, AX
+	JZ      done
+	VPXOR   Y0, Y0, Y0
+	CMPQ    AX, $0x00
+	JLE     skip0
+	VMOVDQU (DX), Y0
+	VPXOR   64(DI), Y0, Y0
+
+skip0:
+	VPXOR   Y1, Y1, Y1
+	CMPQ    AX, $0x01
+	JLE     skip1
+	VMOVDQU 32(DX), Y1
+	VPXOR   64(DI), Y1, Y1
+
+skip1:
+	VPXOR   Y2, Y2, Y2
+	CMPQ    AX, $0x02
+	JLE     skip2
+	VMOVDQU 64(DX), Y2
+	VPXOR   64(DI), Y2, Y2
+
+skip2:
+	VPXOR   Y3, Y3, Y3
+	CMPQ    AX, $0x03
+	JLE     skip3
+	VMOVDQU 96(DX), Y3
+	VPXOR   64(DI), Y3, Y3
+
+skip3:
+	VPXOR   Y4, Y4, Y4
+	CMPQ    AX, $0x04
+	JLE     skip4
+	VMOVDQU 128(DX), Y4
+	VPXOR   64(DI), Y4, Y4
+
+skip4:
+	VPXOR   Y5, Y5, Y5
+	CMPQ    AX, $0x05
+	JLE     skip5
+	VMOVDQU 160(DX), Y5
+	VPXOR   64(DI), Y5, Y5
+
+skip5:
+	VPXOR   Y6, Y6, Y6
+	CMPQ    AX, $0x06
+	JLE     skip6
+	VMOVDQU 192(DX), Y6
+	VPXOR   64(DI), Y6, Y6
+
+skip6:
+	VPXOR   Y7, Y7, Y7
+	CMPQ    AX, $0x07
+	JLE     skip7
+	VMOVDQU 224(DX), Y7
+	VPXOR   64(DI), Y7, Y7
+
+skip7:
+	VPUNPCKLDQ  Y1, Y0, Y8
+	VPUNPCKHDQ  Y1, Y0, Y9
+	VPUNPCKLDQ  Y3, Y2, Y10
+	VPUNPCKHDQ  Y3, Y2, Y11
+	VPUNPCKLDQ  Y5, Y4, Y12
+	VPUNPCKHDQ  Y5, Y4, Y13
+	VPUNPCKLDQ  Y7, Y6, Y14
+	VPUNPCKHDQ  Y7, Y6, Y15
+	VPUNPCKLQDQ Y10, Y8, Y0
+	VPUNPCKHQDQ Y10, Y8, Y1
+	VPUNPCKLQDQ Y11, Y9, Y2
+	VPUNPCKHQDQ Y11, Y9, Y3
+	VPUNPCKLQDQ Y14, Y12, Y4
+	VPUNPCKHQDQ Y14, Y12, Y5
+	VPUNPCKLQDQ Y15, Y13, Y6
+	VPUNPCKHQDQ Y15, Y13, Y7
+	VPERM2I128  $0x20, Y4, Y0, Y8
+	VMOVDQU     Y8, (SI)
+	VPERM2I128  $0x31, Y4, Y0, Y9
+	VMOVDQU     Y9, 128(SI)
+	VPERM2I128  $0x20, Y5, Y1, Y8
+	VMOVDQU     Y8, 32(SI)
+	VPERM2I128  $0x31, Y5, Y1, Y9
+	VMOVDQU     Y9, 160(SI)
+	VPERM2I128  $0x20, Y6, Y2, Y8
+	VMOVDQU     Y8, 64(SI)
+	VPERM2I128  $0x31, Y6, Y2, Y9
+	VMOVDQU     Y9, 192(SI)
+	VPERM2I128  $0x20, Y7, Y3, Y8
+	VMOVDQU     Y8, 96(SI)
+	VPERM2I128  $0x31, Y7, Y3, Y9
+	VMOVDQU     Y9, 224(SI)
+	VCVTPH2PS   (CX), Y10
+	SHLQ        $0x05, AX
+	LEAQ        i8TailMask<>+0(SB), CX
+	VPAND       (CX)(AX*1), Y10, Y10
+	VMOVUPS     Y10, 256(SI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func transposeWQ4AVX2(w *byte, nb int, dst *byte)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·transposeWQ4AVX2(SB), NOSPLIT, $0-24
+	MOVQ   nb+8(FP), AX
+	MOVQ   w+0(FP), CX
+	LEAQ   (CX)(AX*2), DX
+	IMUL3Q $0x00000036, AX, BX
+	MOVQ   dst+16(FP), SI
+	LEAQ   i8Const<>+0(SB), DI
+
+group:
+	CMPQ        AX, $0x08
+	JL          tail
+	PREFETCHT0  (DX)(BX*1)
+	PREFETCHT0  64(DX)(BX*1)
+	PREFETCHT0  (CX)(BX*1)
+	VMOVDQU     (DX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       32(DI), Y8, Y8
+	VPAND       32(DI), Y9, Y9
+	VPERM2I128  $0x20, Y9, Y8, Y0
+	VPERM2I128  $0x31, Y9, Y8, Y1
+	VMOVDQU     32(DX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       32(DI), Y8, Y8
+	VPAND       32(DI), Y9, Y9
+	VPERM2I128  $0x20, Y9, Y8, Y2
+	VPERM2I128  $0x31, Y9, Y8, Y3
+	VMOVDQU     64(DX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       32(DI), Y8, Y8
+	VPAND       32(DI), Y9, Y9
+	VPERM2I128  $0x20, Y9, Y8, Y4
+	VPERM2I128  $0x31, Y9, Y8, Y5
+	VMOVDQU     96(DX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       32(DI), Y8, Y8
+	VPAND       32(DI), Y9, Y9
+	VPERM2I128  $0x20, Y9, Y8, Y6
+	VPERM2I128  $0x31, Y9, Y8, Y7
+	VPUNPCKLDQ  Y1, Y0, Y8
+	VPUNPCKHDQ  Y1, Y0, Y9
+	VPUNPCKLDQ  Y3, Y2, Y10
+	VPUNPCKHDQ  Y3, Y2, Y11
+	VPUNPCKLDQ  Y5, Y4, Y12
+	VPUNPCKHDQ  Y5, Y4, Y13
+	VPUNPCKLDQ  Y7, Y6, Y14
+	VPUNPCKHDQ  Y7, Y6, Y15
+	VPUNPCKLQDQ Y10, Y8, Y0
+	VPUNPCKHQDQ Y10, Y8, Y1
+	VPUNPCKLQDQ Y11, Y9, Y2
+	VPUNPCKHQDQ Y11, Y9, Y3
+	VPUNPCKLQDQ Y14, Y12, Y4
+	VPUNPCKHQDQ Y14, Y12, Y5
+	VPUNPCKLQDQ Y15, Y13, Y6
+	VPUNPCKHQDQ Y15, Y13, Y7
+	VPERM2I128  $0x20, Y4, Y0, Y8
+	VMOVDQU     Y8, (SI)
+	VPERM2I128  $0x31, Y4, Y0, Y9
+	VMOVDQU     Y9, 128(SI)
+	VPERM2I128  $0x20, Y5, Y1, Y8
+	VMOVDQU     Y8, 32(SI)
+	VPERM2I128  $0x31, Y5, Y1, Y9
+	VMOVDQU     Y9, 160(SI)
+	VPERM2I128  $0x20, Y6, Y2, Y8
+	VMOVDQU     Y8, 64(SI)
+	VPERM2I128  $0x31, Y6, Y2, Y9
+	VMOVDQU     Y9, 192(SI)
+	VPERM2I128  $0x20, Y7, Y3, Y8
+	VMOVDQU     Y8, 96(SI)
+	VPERM2I128  $0x31, Y7, Y3, Y9
+	VMOVDQU     Y9, 224(SI)
+	VCVTPH2PS   (CX), Y10
+	VMOVUPS     Y10, 256(SI)
+	ADDQ        $0x10, CX
+	ADDQ        $0x00000080, DX
+	ADDQ        $0x00000120, SI
+	SUBQ        $0x08, AX
+	JMP         group
+
+tail:
+	TESTQ   AX, AX
+	JZ      done
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	CMPQ    AX, $0x01
+	JL      skip0
+	JE      half0
+	VMOVDQU (DX), Y8
+	JMP     loaded0
+
+half0:
+	VMOVDQU (DX), X8
+
+loaded0:
+	VPSRLW     $0x04, Y8, Y9
+	VPAND      32(DI), Y8, Y8
+	VPAND      32(DI), Y9, Y9
+	VPERM2I128 $0x20, Y9, Y8, Y0
+	VPERM2I128 $0x31, Y9, Y8, Y1
+
+skip0:
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	CMPQ    AX, $0x03
+	JL      skip1
+	JE      half1
+	VMOVDQU 32(DX), Y8
+	JMP     loaded1
+
+half1:
+	VMOVDQU 32(DX), X8
+
+loaded1:
+	VPSRLW     $0x04, Y8, Y9
+	VPAND      32(DI), Y8, Y8
+	VPAND      32(DI), Y9, Y9
+	VPERM2I128 $0x20, Y9, Y8, Y2
+	VPERM2I128 $0x31, Y9, Y8, Y3
+
+skip1:
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	CMPQ    AX, $0x05
+	JL      skip2
+	JE      half2
+	VMOVDQU 64(DX), Y8
+	JMP     loaded2
+
+half2:
+	VMOVDQU 64(DX), X8
+
+loaded2:
+	VPSRLW     $0x04, Y8, Y9
+	VPAND      32(DI), Y8, Y8
+	VPAND      32(DI), Y9, Y9
+	VPERM2I128 $0x20, Y9, Y8, Y4
+	VPERM2I128 $0x31, Y9, Y8, Y5
+
+skip2:
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	CMPQ    AX, $0x07
+	JL      skip3
+	JE      half3
+	VMOVDQU 96(DX), Y8
+	JMP     loaded3
+
+half3:
+	VMOVDQU 96(DX), X8
+
+loaded3:
+	VPSRLW     $0x04, Y8, Y9
+	VPAND      32(DI), Y8, Y8
+	VPAND      32(DI), Y9, Y9
+	VPERM2I128 $0x20, Y9, Y8, Y6
+	VPERM2I128 $0x31, Y9, Y8, Y7
+
+skip3:
+	VPUNPCKLDQ  Y1, Y0, Y8
+	VPUNPCKHDQ  Y1, Y0, Y9
+	VPUNPCKLDQ  Y3, Y2, Y10
+	VPUNPCKHDQ  Y3, Y2, Y11
+	VPUNPCKLDQ  Y5, Y4, Y12
+	VPUNPCKHDQ  Y5, Y4, Y13
+	VPUNPCKLDQ  Y7, Y6, Y14
+	VPUNPCKHDQ  Y7, Y6, Y15
+	VPUNPCKLQDQ Y10, Y8, Y0
+	VPUNPCKHQDQ Y10, Y8, Y1
+	VPUNPCKLQDQ Y11, Y9, Y2
+	VPUNPCKHQDQ Y11, Y9, Y3
+	VPUNPCKLQDQ Y14, Y12, Y4
+	VPUNPCKHQDQ Y14, Y12, Y5
+	VPUNPCKLQDQ Y15, Y13, Y6
+	VPUNPCKHQDQ Y15, Y13, Y7
+	VPERM2I128  $0x20, Y4, Y0, Y8
+	VMOVDQU     Y8, (SI)
+	VPERM2I128  $0x31, Y4, Y0, Y9
+	VMOVDQU     Y9, 128(SI)
+	VPERM2I128  $0x20, Y5, Y1, Y8
+	VMOVDQU     Y8, 32(SI)
+	VPERM2I128  $0x31, Y5, Y1, Y9
+	VMOVDQU     Y9, 160(SI)
+	VPERM2I128  $0x20, Y6, Y2, Y8
+	VMOVDQU     Y8, 64(SI)
+	VPERM2I128  $0x31, Y6, Y2, Y9
+	VMOVDQU     Y9, 192(SI)
+	VPERM2I128  $0x20, Y7, Y3, Y8
+	VMOVDQU     Y8, 96(SI)
+	VPERM2I128  $0x31, Y7, Y3, Y9
+	VMOVDQU     Y9, 224(SI)
+	VCVTPH2PS   (CX), Y10
+	SHLQ        $0x05, AX
+	LEAQ        i8TailMask<>+0(SB), CX
+	VPAND       (CX)(AX*1), Y10, Y10
+	VMOVUPS     Y10, 256(SI)
 
 done:
 	VZEROUPPER
@@ -13693,6 +28085,1361 @@ loop:
 	ADDQ    $0x40, DX
 	ADDQ    $0x40, BX
 	SUBQ    $0x10, SI
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func bf16ToF32AVX2(dst *float32, src *uint16, n8 int)
+// Requires: AVX, AVX2
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n8+16(FP), DX
+
+loop:
+	CMPQ      DX, $0x08
+	JL        done
+	VPMOVZXWD (CX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)
+	ADDQ      $0x10, CX
+	ADDQ      $0x20, AX
+	SUBQ      $0x08, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsAVX2(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+// Requires: AVX, FMA3
+TEXT ·dotsAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), AX
+	MOVQ q+8(FP), CX
+	MOVQ k+16(FP), DX
+	MOVQ ld+24(FP), BX
+	MOVQ n16+32(FP), SI
+	MOVQ rows+40(FP), DI
+
+row:
+	TESTQ  DI, DI
+	JZ     done
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   SI, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop32:
+	CMPQ        R10, $0x20
+	JL          loop8
+	VMOVUPS     (R8), Y4
+	VFMADD231PS (R9), Y4, Y0
+	VMOVUPS     32(R8), Y5
+	VFMADD231PS 32(R9), Y5, Y1
+	VMOVUPS     64(R8), Y6
+	VFMADD231PS 64(R9), Y6, Y2
+	VMOVUPS     96(R8), Y7
+	VFMADD231PS 96(R9), Y7, Y3
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x20, R10
+	JMP         loop32
+
+loop8:
+	CMPQ        R10, $0x08
+	JL          sum
+	VMOVUPS     (R8), Y4
+	VFMADD231PS (R9), Y4, Y0
+	ADDQ        $0x20, R8
+	ADDQ        $0x20, R9
+	SUBQ        $0x08, R10
+	JMP         loop8
+
+sum:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         $0x04, AX
+	ADDQ         BX, DX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF32x1AVX2(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+// Requires: AVX, FMA3
+TEXT ·axpysF32x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), AX
+	MOVQ ldy+8(FP), CX
+	MOVQ p+16(FP), CX
+	MOVQ ldp+24(FP), DX
+	MOVQ v+32(FP), DX
+	MOVQ ld+40(FP), BX
+	MOVQ n16+48(FP), SI
+	MOVQ rows+56(FP), DI
+
+c4:
+	CMPQ    SI, $0x20
+	JL      c1
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c4row:
+	CMPQ         R9, DI
+	JGE          c4store
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  (R8), Y8, Y0
+	VFMADD231PS  32(R8), Y8, Y1
+	VFMADD231PS  64(R8), Y8, Y2
+	VFMADD231PS  96(R8), Y8, Y3
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x20, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x08
+	JL      done
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	MOVQ    DX, R8
+	XORQ    R9, R9
+
+c1row:
+	CMPQ         R9, DI
+	JGE          c1store
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  (R8), Y8, Y0
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x08, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x1AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), CX
+	MOVQ   ldq+24(FP), DX
+	MOVQ   k+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	SHLQ   $0x01, SI
+	MOVQ   rows+56(FP), DI
+	IMUL3Q $0x10, BX, R9
+	LEAQ   4095(DX), R10
+	ANDQ   $-4096, R10
+
+row:
+	TESTQ       DI, DI
+	JZ          done
+	PREFETCHNTA (DX)(R9*1)
+	PREFETCHNTA 64(DX)(R9*1)
+	PREFETCHNTA 128(DX)(R9*1)
+	PREFETCHNTA 192(DX)(R9*1)
+	LEAQ        2048(DX)(R9*1), R8
+	CMPQ        R8, R10
+	JB          nokick
+	PREFETCHNTA (R10)
+	PREFETCHNTA 64(R10)
+	ANDQ        $-4096, R8
+	LEAQ        4096(R8), R10
+
+nokick:
+	XORQ   R8, R8
+	VXORPS Y0, Y0, Y0
+
+loop8:
+	CMPQ        R8, SI
+	JGE         sum
+	VCVTPH2PS   (DX)(R8*1), Y10
+	VFMADD231PS (CX)(R8*2), Y10, Y0
+	ADDQ        $0x10, R8
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R8
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R8)
+	ADDQ         $0x04, AX
+	ADDQ         BX, DX
+	DECQ         DI
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x1AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), CX
+	MOVQ   ldp+24(FP), DX
+	MOVQ   v+32(FP), DX
+	MOVQ   ld+40(FP), BX
+	MOVQ   n16+48(FP), SI
+	MOVQ   rows+56(FP), DI
+	IMUL3Q $0x10, BX, R10
+
+c4:
+	CMPQ    SI, $0x20
+	JL      c1
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VMOVUPS 64(R8), Y2
+	VMOVUPS 96(R8), Y3
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c4row:
+	CMPQ        R9, DI
+	JGE         c4store
+	PREFETCHNTA (R8)(R10*1)
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c4kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c4kick:
+	VCVTPH2PS    (R8), Y4
+	VCVTPH2PS    16(R8), Y5
+	VCVTPH2PS    32(R8), Y6
+	VCVTPH2PS    48(R8), Y7
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  Y4, Y8, Y0
+	VFMADD231PS  Y5, Y8, Y1
+	VFMADD231PS  Y6, Y8, Y2
+	VFMADD231PS  Y7, Y8, Y3
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x20, SI
+	JMP     c4
+
+c1:
+	CMPQ    SI, $0x08
+	JL      done
+	MOVQ    AX, R8
+	VMOVUPS (R8), Y0
+	MOVQ    DX, R8
+	LEAQ    4095(R8), R11
+	ANDQ    $-4096, R11
+	XORQ    R9, R9
+
+c1row:
+	CMPQ        R9, DI
+	JGE         c1store
+	LEAQ        2048(R8)(R10*1), R12
+	CMPQ        R12, R11
+	JB          c1kick
+	PREFETCHNTA (R11)
+	PREFETCHNTA 64(R11)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R11
+
+c1kick:
+	VCVTPH2PS    (R8), Y4
+	VBROADCASTSS (CX)(R9*4), Y8
+	VFMADD231PS  Y4, Y8, Y0
+	ADDQ         BX, R8
+	INCQ         R9
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R8
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, DX
+	SUBQ    $0x08, SI
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x2AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   k+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	SHLQ   $0x01, R8
+	MOVQ   rows+56(FP), R9
+	IMUL3Q $0x10, DI, R11
+	LEAQ   4095(SI), R12
+	ANDQ   $-4096, R12
+
+row:
+	TESTQ       R9, R9
+	JZ          done
+	PREFETCHNTA (SI)(R11*1)
+	PREFETCHNTA 64(SI)(R11*1)
+	PREFETCHNTA 128(SI)(R11*1)
+	PREFETCHNTA 192(SI)(R11*1)
+	LEAQ        2048(SI)(R11*1), R10
+	CMPQ        R10, R12
+	JB          nokick
+	PREFETCHNTA (R12)
+	PREFETCHNTA 64(R12)
+	ANDQ        $-4096, R10
+	LEAQ        4096(R10), R12
+
+nokick:
+	XORQ   R10, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop8:
+	CMPQ        R10, R8
+	JGE         sum
+	VCVTPH2PS   (SI)(R10*1), Y10
+	VFMADD231PS (DX)(R10*2), Y10, Y0
+	VFMADD231PS (BX)(R10*2), Y10, Y1
+	ADDQ        $0x10, R10
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R10
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R10)
+	ADDQ         CX, R10
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X1
+	VPERMILPD    $0x01, X1, X11
+	VADDPS       X11, X1, X1
+	VMOVSHDUP    X1, X11
+	VADDSS       X11, X1, X1
+	VMOVSS       X1, (R10)
+	ADDQ         $0x04, AX
+	ADDQ         DI, SI
+	DECQ         R9
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x2AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), BX
+	MOVQ   v+32(FP), SI
+	MOVQ   ld+40(FP), DI
+	MOVQ   n16+48(FP), R8
+	MOVQ   rows+56(FP), R9
+	IMUL3Q $0x10, DI, R12
+
+c4:
+	CMPQ    R8, $0x20
+	JL      c1
+	MOVQ    AX, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	ADDQ    CX, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
+	VMOVUPS 64(R10), Y6
+	VMOVUPS 96(R10), Y7
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c4row:
+	CMPQ        R11, R9
+	JGE         c4store
+	PREFETCHNTA (R10)(R12*1)
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c4kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c4kick:
+	VCVTPH2PS    (R10), Y8
+	VCVTPH2PS    16(R10), Y9
+	VCVTPH2PS    32(R10), Y10
+	VCVTPH2PS    48(R10), Y11
+	VBROADCASTSS (DX)(R11*4), Y12
+	VFMADD231PS  Y8, Y12, Y0
+	VFMADD231PS  Y9, Y12, Y1
+	VFMADD231PS  Y10, Y12, Y2
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS (BX)(R11*4), Y13
+	VFMADD231PS  Y8, Y13, Y4
+	VFMADD231PS  Y9, Y13, Y5
+	VFMADD231PS  Y10, Y13, Y6
+	VFMADD231PS  Y11, Y13, Y7
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c4row
+
+c4store:
+	MOVQ    AX, R10
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	ADDQ    CX, R10
+	VMOVUPS Y4, (R10)
+	VMOVUPS Y5, 32(R10)
+	VMOVUPS Y6, 64(R10)
+	VMOVUPS Y7, 96(R10)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x20, R8
+	JMP     c4
+
+c1:
+	CMPQ    R8, $0x08
+	JL      done
+	MOVQ    AX, R10
+	VMOVUPS (R10), Y0
+	ADDQ    CX, R10
+	VMOVUPS (R10), Y4
+	MOVQ    SI, R10
+	LEAQ    4095(R10), R13
+	ANDQ    $-4096, R13
+	XORQ    R11, R11
+
+c1row:
+	CMPQ        R11, R9
+	JGE         c1store
+	LEAQ        2048(R10)(R12*1), R14
+	CMPQ        R14, R13
+	JB          c1kick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R14
+	LEAQ        4096(R14), R13
+
+c1kick:
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (DX)(R11*4), Y12
+	VFMADD231PS  Y8, Y12, Y0
+	VBROADCASTSS (BX)(R11*4), Y13
+	VFMADD231PS  Y8, Y13, Y4
+	ADDQ         DI, R10
+	INCQ         R11
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R10
+	VMOVUPS Y0, (R10)
+	ADDQ    CX, R10
+	VMOVUPS Y4, (R10)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, SI
+	SUBQ    $0x08, R8
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x3AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x3AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   k+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	SHLQ   $0x01, R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, R8, R12
+	LEAQ   4095(DI), R13
+	ANDQ   $-4096, R13
+
+row:
+	TESTQ       R10, R10
+	JZ          done
+	PREFETCHNTA (DI)(R12*1)
+	PREFETCHNTA 64(DI)(R12*1)
+	PREFETCHNTA 128(DI)(R12*1)
+	PREFETCHNTA 192(DI)(R12*1)
+	LEAQ        2048(DI)(R12*1), R11
+	CMPQ        R11, R13
+	JB          nokick
+	PREFETCHNTA (R13)
+	PREFETCHNTA 64(R13)
+	ANDQ        $-4096, R11
+	LEAQ        4096(R11), R13
+
+nokick:
+	XORQ   R11, R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop8:
+	CMPQ        R11, R9
+	JGE         sum
+	VCVTPH2PS   (DI)(R11*1), Y10
+	VFMADD231PS (DX)(R11*2), Y10, Y0
+	VFMADD231PS (SI)(R11*2), Y10, Y1
+	VFMADD231PS (BX)(R11*2), Y10, Y2
+	ADDQ        $0x10, R11
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R11
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R11)
+	ADDQ         CX, R11
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X1
+	VPERMILPD    $0x01, X1, X11
+	VADDPS       X11, X1, X1
+	VMOVSHDUP    X1, X11
+	VADDSS       X11, X1, X1
+	VMOVSS       X1, (R11)
+	ADDQ         CX, R11
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPD    $0x01, X2, X11
+	VADDPS       X11, X2, X2
+	VMOVSHDUP    X2, X11
+	VADDSS       X11, X2, X2
+	VMOVSS       X2, (R11)
+	ADDQ         $0x04, AX
+	ADDQ         R8, DI
+	DECQ         R10
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x3AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x3AVX2(SB), NOSPLIT, $0-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), BX
+	MOVQ   v+32(FP), DI
+	MOVQ   ld+40(FP), R8
+	MOVQ   n16+48(FP), R9
+	MOVQ   rows+56(FP), R10
+	IMUL3Q $0x10, R8, R13
+
+c2:
+	CMPQ    R9, $0x10
+	JL      c1
+	MOVQ    AX, R11
+	VMOVUPS (R11), Y0
+	VMOVUPS 32(R11), Y1
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y2
+	VMOVUPS 32(R11), Y3
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y4
+	VMOVUPS 32(R11), Y5
+	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
+	XORQ    R12, R12
+
+c2row:
+	CMPQ        R12, R10
+	JGE         c2store
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c2kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c2kick:
+	VCVTPH2PS    (R11), Y6
+	VCVTPH2PS    16(R11), Y7
+	VBROADCASTSS (DX)(R12*4), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VFMADD231PS  Y7, Y8, Y1
+	VBROADCASTSS (SI)(R12*4), Y9
+	VFMADD231PS  Y6, Y9, Y2
+	VFMADD231PS  Y7, Y9, Y3
+	VBROADCASTSS (BX)(R12*4), Y10
+	VFMADD231PS  Y6, Y10, Y4
+	VFMADD231PS  Y7, Y10, Y5
+	ADDQ         R8, R11
+	INCQ         R12
+	JMP          c2row
+
+c2store:
+	MOVQ    AX, R11
+	VMOVUPS Y0, (R11)
+	VMOVUPS Y1, 32(R11)
+	ADDQ    CX, R11
+	VMOVUPS Y2, (R11)
+	VMOVUPS Y3, 32(R11)
+	ADDQ    CX, R11
+	VMOVUPS Y4, (R11)
+	VMOVUPS Y5, 32(R11)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x10, R9
+	JMP     c2
+
+c1:
+	CMPQ    R9, $0x08
+	JL      done
+	MOVQ    AX, R11
+	VMOVUPS (R11), Y0
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y2
+	ADDQ    CX, R11
+	VMOVUPS (R11), Y4
+	MOVQ    DI, R11
+	LEAQ    4095(R11), R14
+	ANDQ    $-4096, R14
+	XORQ    R12, R12
+
+c1row:
+	CMPQ        R12, R10
+	JGE         c1store
+	LEAQ        2048(R11)(R13*1), R15
+	CMPQ        R15, R14
+	JB          c1kick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R15
+	LEAQ        4096(R15), R14
+
+c1kick:
+	VCVTPH2PS    (R11), Y6
+	VBROADCASTSS (DX)(R12*4), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VBROADCASTSS (SI)(R12*4), Y9
+	VFMADD231PS  Y6, Y9, Y2
+	VBROADCASTSS (BX)(R12*4), Y10
+	VFMADD231PS  Y6, Y10, Y4
+	ADDQ         R8, R11
+	INCQ         R12
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R11
+	VMOVUPS Y0, (R11)
+	ADDQ    CX, R11
+	VMOVUPS Y2, (R11)
+	ADDQ    CX, R11
+	VMOVUPS Y4, (R11)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, DI
+	SUBQ    $0x08, R9
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotsF16x4AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16x4AVX2(SB), NOSPLIT, $0-64
+	MOVQ   out+0(FP), AX
+	MOVQ   ldo+8(FP), CX
+	MOVQ   q+16(FP), DX
+	MOVQ   ldq+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   k+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	SHLQ   $0x01, R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R9, R13
+	LEAQ   4095(R8), R14
+	ANDQ   $-4096, R14
+
+row:
+	TESTQ       R11, R11
+	JZ          done
+	PREFETCHNTA (R8)(R13*1)
+	PREFETCHNTA 64(R8)(R13*1)
+	PREFETCHNTA 128(R8)(R13*1)
+	PREFETCHNTA 192(R8)(R13*1)
+	LEAQ        2048(R8)(R13*1), R12
+	CMPQ        R12, R14
+	JB          nokick
+	PREFETCHNTA (R14)
+	PREFETCHNTA 64(R14)
+	ANDQ        $-4096, R12
+	LEAQ        4096(R12), R14
+
+nokick:
+	XORQ   R12, R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop8:
+	CMPQ        R12, R10
+	JGE         sum
+	VCVTPH2PS   (R8)(R12*1), Y10
+	VFMADD231PS (DX)(R12*2), Y10, Y0
+	VFMADD231PS (SI)(R12*2), Y10, Y1
+	VFMADD231PS (DI)(R12*2), Y10, Y2
+	VFMADD231PS (BX)(R12*2), Y10, Y3
+	ADDQ        $0x10, R12
+	JMP         loop8
+
+sum:
+	MOVQ         AX, R12
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X0
+	VPERMILPD    $0x01, X0, X11
+	VADDPS       X11, X0, X0
+	VMOVSHDUP    X0, X11
+	VADDSS       X11, X0, X0
+	VMOVSS       X0, (R12)
+	ADDQ         CX, R12
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X1
+	VPERMILPD    $0x01, X1, X11
+	VADDPS       X11, X1, X1
+	VMOVSHDUP    X1, X11
+	VADDSS       X11, X1, X1
+	VMOVSS       X1, (R12)
+	ADDQ         CX, R12
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPD    $0x01, X2, X11
+	VADDPS       X11, X2, X2
+	VMOVSHDUP    X2, X11
+	VADDSS       X11, X2, X2
+	VMOVSS       X2, (R12)
+	ADDQ         CX, R12
+	VEXTRACTF128 $0x01, Y3, X11
+	VADDPS       X11, X3, X3
+	VPERMILPD    $0x01, X3, X11
+	VADDPS       X11, X3, X3
+	VMOVSHDUP    X3, X11
+	VADDSS       X11, X3, X3
+	VMOVSS       X3, (R12)
+	ADDQ         $0x04, AX
+	ADDQ         R9, R8
+	DECQ         R11
+	JMP          row
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpysF16x4AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·axpysF16x4AVX2(SB), NOSPLIT, $8-64
+	MOVQ   y+0(FP), AX
+	MOVQ   ldy+8(FP), CX
+	MOVQ   p+16(FP), DX
+	MOVQ   ldp+24(FP), BX
+	LEAQ   (DX)(BX*1), SI
+	LEAQ   (SI)(BX*1), DI
+	LEAQ   (DI)(BX*1), BX
+	MOVQ   v+32(FP), R8
+	MOVQ   ld+40(FP), R9
+	MOVQ   n16+48(FP), R10
+	MOVQ   rows+56(FP), R11
+	IMUL3Q $0x10, R9, R14
+
+c2:
+	CMPQ    R10, $0x10
+	JL      c1
+	MOVQ    AX, R12
+	VMOVUPS (R12), Y0
+	VMOVUPS 32(R12), Y1
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y2
+	VMOVUPS 32(R12), Y3
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y4
+	VMOVUPS 32(R12), Y5
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y6
+	VMOVUPS 32(R12), Y7
+	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
+	XORQ    R13, R13
+
+c2row:
+	CMPQ        R13, R11
+	JGE         c2store
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c2kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c2kick:
+	VCVTPH2PS    (R12), Y8
+	VCVTPH2PS    16(R12), Y9
+	VBROADCASTSS (DX)(R13*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (SI)(R13*4), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	VBROADCASTSS (DI)(R13*4), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VBROADCASTSS (BX)(R13*4), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	VFMADD231PS  Y9, Y13, Y7
+	ADDQ         R9, R12
+	INCQ         R13
+	JMP          c2row
+
+c2store:
+	MOVQ    AX, R12
+	VMOVUPS Y0, (R12)
+	VMOVUPS Y1, 32(R12)
+	ADDQ    CX, R12
+	VMOVUPS Y2, (R12)
+	VMOVUPS Y3, 32(R12)
+	ADDQ    CX, R12
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, 32(R12)
+	ADDQ    CX, R12
+	VMOVUPS Y6, (R12)
+	VMOVUPS Y7, 32(R12)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, R8
+	SUBQ    $0x10, R10
+	JMP     c2
+
+c1:
+	CMPQ    R10, $0x08
+	JL      done
+	MOVQ    AX, R12
+	VMOVUPS (R12), Y0
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y2
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y4
+	ADDQ    CX, R12
+	VMOVUPS (R12), Y6
+	MOVQ    R8, R12
+	LEAQ    4095(R12), R15
+	ANDQ    $-4096, R15
+	XORQ    R13, R13
+
+c1row:
+	CMPQ        R13, R11
+	JGE         c1store
+	LEAQ        2048(R12)(R14*1), BP
+	CMPQ        BP, R15
+	JB          c1kick
+	PREFETCHNTA (R15)
+	PREFETCHNTA 64(R15)
+	ANDQ        $-4096, BP
+	LEAQ        4096(BP), R15
+
+c1kick:
+	VCVTPH2PS    (R12), Y8
+	VBROADCASTSS (DX)(R13*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VBROADCASTSS (SI)(R13*4), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VBROADCASTSS (DI)(R13*4), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VBROADCASTSS (BX)(R13*4), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	ADDQ         R9, R12
+	INCQ         R13
+	JMP          c1row
+
+c1store:
+	MOVQ    AX, R12
+	VMOVUPS Y0, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Y2, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Y4, (R12)
+	ADDQ    CX, R12
+	VMOVUPS Y6, (R12)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000010, R8
+	SUBQ    $0x08, R10
+	JMP     c1
+
+done:
+	VZEROUPPER
+	RET
+
+DATA expConstsAVX2<>+0(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+4(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+8(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+12(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+16(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+20(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+24(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+28(SB)/4, $(1.442695)
+DATA expConstsAVX2<>+32(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+36(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+40(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+44(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+48(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+52(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+56(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+60(SB)/4, $(0.6933594)
+DATA expConstsAVX2<>+64(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+68(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+72(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+76(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+80(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+84(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+88(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+92(SB)/4, $(-0.00021219444)
+DATA expConstsAVX2<>+96(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+100(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+104(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+108(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+112(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+116(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+120(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+124(SB)/4, $(0.0013888889)
+DATA expConstsAVX2<>+128(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+132(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+136(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+140(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+144(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+148(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+152(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+156(SB)/4, $(0.008333334)
+DATA expConstsAVX2<>+160(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+164(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+168(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+172(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+176(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+180(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+184(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+188(SB)/4, $(0.041666668)
+DATA expConstsAVX2<>+192(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+196(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+200(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+204(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+208(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+212(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+216(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+220(SB)/4, $(0.16666667)
+DATA expConstsAVX2<>+224(SB)/4, $(0.5)
+DATA expConstsAVX2<>+228(SB)/4, $(0.5)
+DATA expConstsAVX2<>+232(SB)/4, $(0.5)
+DATA expConstsAVX2<>+236(SB)/4, $(0.5)
+DATA expConstsAVX2<>+240(SB)/4, $(0.5)
+DATA expConstsAVX2<>+244(SB)/4, $(0.5)
+DATA expConstsAVX2<>+248(SB)/4, $(0.5)
+DATA expConstsAVX2<>+252(SB)/4, $(0.5)
+DATA expConstsAVX2<>+256(SB)/4, $(1.0)
+DATA expConstsAVX2<>+260(SB)/4, $(1.0)
+DATA expConstsAVX2<>+264(SB)/4, $(1.0)
+DATA expConstsAVX2<>+268(SB)/4, $(1.0)
+DATA expConstsAVX2<>+272(SB)/4, $(1.0)
+DATA expConstsAVX2<>+276(SB)/4, $(1.0)
+DATA expConstsAVX2<>+280(SB)/4, $(1.0)
+DATA expConstsAVX2<>+284(SB)/4, $(1.0)
+DATA expConstsAVX2<>+288(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+292(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+296(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+300(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+304(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+308(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+312(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+316(SB)/4, $(-104.0)
+DATA expConstsAVX2<>+320(SB)/4, $(88.7)
+DATA expConstsAVX2<>+324(SB)/4, $(88.7)
+DATA expConstsAVX2<>+328(SB)/4, $(88.7)
+DATA expConstsAVX2<>+332(SB)/4, $(88.7)
+DATA expConstsAVX2<>+336(SB)/4, $(88.7)
+DATA expConstsAVX2<>+340(SB)/4, $(88.7)
+DATA expConstsAVX2<>+344(SB)/4, $(88.7)
+DATA expConstsAVX2<>+348(SB)/4, $(88.7)
+DATA expConstsAVX2<>+352(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+356(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+360(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+364(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+368(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+372(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+376(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+380(SB)/4, $(0.7978846)
+DATA expConstsAVX2<>+384(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+388(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+392(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+396(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+400(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+404(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+408(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+412(SB)/4, $(0.044715)
+DATA expConstsAVX2<>+416(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+420(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+424(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+428(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+432(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+436(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+440(SB)/4, $0x0000007f
+DATA expConstsAVX2<>+444(SB)/4, $0x0000007f
+GLOBL expConstsAVX2<>(SB), RODATA|NOPTR, $448
+
+// func maxAVX2(x *float32, n8 int) float32
+// Requires: AVX, SSE
+TEXT ·maxAVX2(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), AX
+	MOVQ    n8+8(FP), CX
+	VMOVUPS (AX), Y0
+
+loop:
+	VMAXPS       (AX), Y0, Y0
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JNZ          loop
+	VEXTRACTF128 $0x01, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+16(FP)
+	RET
+
+// func expSumAVX2(x *float32, n8 int, sub float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n8+8(FP), CX
+	VBROADCASTSS sub+16(FP), Y8
+	VXORPS       Y9, Y9, Y9
+
+loop:
+	TESTQ        CX, CX
+	JZ           done
+	VMOVUPS      (AX), Y0
+	VSUBPS       Y8, Y0, Y0
+	VMAXPS       expConstsAVX2<>+288(SB), Y0, Y0
+	VMINPS       expConstsAVX2<>+320(SB), Y0, Y0
+	VMULPS       expConstsAVX2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS expConstsAVX2<>+32(SB), Y1, Y0
+	VFNMADD231PS expConstsAVX2<>+64(SB), Y1, Y0
+	VMOVUPS      expConstsAVX2<>+96(SB), Y2
+	VFMADD213PS  expConstsAVX2<>+128(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+160(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+192(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+224(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y0, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y0, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSRAD       $0x01, Y1, Y0
+	VPSUBD       Y0, Y1, Y1
+	VPADDD       expConstsAVX2<>+416(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y0, Y2, Y2
+	VPADDD       expConstsAVX2<>+416(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y1, Y2, Y0
+	VMOVUPS      Y0, (AX)
+	VADDPS       Y0, Y9, Y9
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JMP          loop
+
+done:
+	VEXTRACTF128 $0x01, Y9, X1
+	VADDPS       X1, X9, X9
+	VPERMILPD    $0x01, X9, X1
+	VADDPS       X1, X9, X9
+	VMOVSHDUP    X9, X1
+	VADDSS       X1, X9, X9
+	VZEROUPPER
+	MOVSS        X9, ret+24(FP)
+	RET
+
+// func siluMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ gate+8(FP), CX
+	MOVQ up+16(FP), DX
+	MOVQ n8+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Y0
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y0, Y3, Y3
+	VMAXPS       expConstsAVX2<>+288(SB), Y3, Y3
+	VMINPS       expConstsAVX2<>+320(SB), Y3, Y3
+	VMULPS       expConstsAVX2<>+0(SB), Y3, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS expConstsAVX2<>+32(SB), Y1, Y3
+	VFNMADD231PS expConstsAVX2<>+64(SB), Y1, Y3
+	VMOVUPS      expConstsAVX2<>+96(SB), Y2
+	VFMADD213PS  expConstsAVX2<>+128(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+160(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+192(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+224(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSRAD       $0x01, Y1, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPADDD       expConstsAVX2<>+416(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPADDD       expConstsAVX2<>+416(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y1, Y2, Y3
+	VADDPS       expConstsAVX2<>+256(SB), Y3, Y3
+	VDIVPS       Y3, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (AX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	SUBQ         $0x08, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluTanhMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhMulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ gate+8(FP), CX
+	MOVQ up+16(FP), DX
+	MOVQ n8+24(FP), BX
+
+loop:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVUPS      (CX), Y0
+	VMULPS       Y0, Y0, Y1
+	VMULPS       expConstsAVX2<>+384(SB), Y1, Y1
+	VFMADD213PS  Y0, Y0, Y1
+	VMULPS       expConstsAVX2<>+352(SB), Y1, Y1
+	VADDPS       Y1, Y1, Y1
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y1, Y3, Y3
+	VMAXPS       expConstsAVX2<>+288(SB), Y3, Y3
+	VMINPS       expConstsAVX2<>+320(SB), Y3, Y3
+	VMULPS       expConstsAVX2<>+0(SB), Y3, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS expConstsAVX2<>+32(SB), Y1, Y3
+	VFNMADD231PS expConstsAVX2<>+64(SB), Y1, Y3
+	VMOVUPS      expConstsAVX2<>+96(SB), Y2
+	VFMADD213PS  expConstsAVX2<>+128(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+160(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+192(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+224(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VFMADD213PS  expConstsAVX2<>+256(SB), Y3, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSRAD       $0x01, Y1, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPADDD       expConstsAVX2<>+416(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPADDD       expConstsAVX2<>+416(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y1, Y2, Y3
+	VADDPS       expConstsAVX2<>+256(SB), Y3, Y3
+	VDIVPS       Y3, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (AX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	SUBQ         $0x08, BX
+	JMP          loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func mulScaleAVX2(dst *float32, x *float32, w *float32, n8 int, s float32)
+// Requires: AVX
+TEXT ·mulScaleAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         n8+24(FP), BX
+	VBROADCASTSS s+32(FP), Y8
+
+loop:
+	TESTQ  BX, BX
+	JZ     done
+	VMULPS (CX), Y8, Y0
+	TESTQ  DX, DX
+	JZ     store
+	VMULPS (DX), Y0, Y0
+	ADDQ   $0x20, DX
+
+store:
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func addAVX2(dst *float32, a *float32, b *float32, n8 int)
+// Requires: AVX
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ n8+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	SUBQ    $0x08, BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func ropeAVX2(x1 *float32, x2 *float32, cos *float32, sin *float32, n8 int)
+// Requires: AVX
+TEXT ·ropeAVX2(SB), NOSPLIT, $0-40
+	MOVQ x1+0(FP), AX
+	MOVQ x2+8(FP), CX
+	MOVQ cos+16(FP), DX
+	MOVQ sin+24(FP), BX
+	MOVQ n8+32(FP), SI
+
+loop:
+	TESTQ   SI, SI
+	JZ      done
+	VMOVUPS (AX), Y0
+	VMOVUPS (CX), Y1
+	VMOVUPS (DX), Y2
+	VMOVUPS (BX), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y6
+	VMULPS  Y3, Y0, Y7
+	VADDPS  Y7, Y6, Y6
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y6, (CX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, SI
 	JMP     loop
 
 done:

@@ -434,6 +434,51 @@ func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //go:noescape
 func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileF32AVX2C_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
 // rowStreamF32AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
 //go:noescape
@@ -483,6 +528,51 @@ func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //
 //go:noescape
 func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2C_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
 
 // rowStreamF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
@@ -534,6 +624,51 @@ func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32,
 //go:noescape
 func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileBF16AVX2C_1x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_1x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_1x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_1x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_1x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_1x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_2x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_2x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_2x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_2x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_2x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_2x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_3x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_3x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_3x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_3x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
 // rowStreamBF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
 //go:noescape
@@ -559,22 +694,287 @@ func rowStreamQ8AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 //go:noescape
 func rowStreamQ4AVX2(x *float32, w *byte, ldw int, nb int, y *float32, n int)
 
-// rowsQ8I8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see genRowsI8AVX2).
+// quantizeXI8AVX2 quantizes activations per block for the int8 kernels of CPUs without AVX-512 (see i8.go in asmgen).
 //
 //go:noescape
-func rowsQ8I8AVX2(xq *byte, dx *float32, w *byte, ldw int, nb int, y *float32, n int)
+func quantizeXI8AVX2(x *float32, nb int, xg *byte, shift int)
 
-// rowsQ4I8AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see genRowsI8AVX2).
+// quantizeXI8PairsAVX2 quantizes activations per block for the int8 kernels of CPUs without AVX-512 (see i8.go in asmgen).
 //
 //go:noescape
-func rowsQ4I8AVX2(xq *byte, dx *float32, xs *int32, w *byte, ldw int, nb int, y *float32, n int)
+func quantizeXI8PairsAVX2(x *float32, nb int, xg *byte, shift int)
+
+// quantizeXI8TAVX2 quantizes activations per block for the int8 kernels of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func quantizeXI8TAVX2(x *float32, nb int, xg *byte, shift int)
+
+// i8RowStreamQ8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func i8RowStreamQ8AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// i8TileQ8AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ8AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ8AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8RowStreamQ4AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func i8RowStreamQ4AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// i8TileQ4AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_4x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_4x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// i8TileQ4AVX2_4x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func i8TileQ4AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniRowStreamQ8AVX2 is the int8 q8 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func vnniRowStreamQ8AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// vnniTileQ8AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_4x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_4x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ8AVX2_4x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ8AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniRowStreamQ4AVX2 is the int8 q4 matrix-vector product of n rows read in sequence (see i8.go in asmgen).
+//
+//go:noescape
+func vnniRowStreamQ4AVX2(xg *byte, w *byte, ldw int, nb int, y *float32, n int)
+
+// vnniTileQ4AVX2_1x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_1x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_1x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_1x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_1x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_1x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_2x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_2x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_2x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_2x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_2x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_2x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_3x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_3x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_3x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_3x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_3x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_3x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_4x1 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_4x1(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_4x2 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_4x2(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// vnniTileQ4AVX2_4x3 is an int8 matrix-product micro-kernel of CPUs without AVX-512 (see i8.go in asmgen).
+//
+//go:noescape
+func vnniTileQ4AVX2_4x3(xg *byte, ldx int, wt *byte, ldwt int, ng int, y *float32, ldy int)
+
+// transposeWQ8AVX2 lays out one q8 weight row for the int8 tiles of CPUs without AVX-512 (see genTransposeWAVX2).
+//
+//go:noescape
+func transposeWQ8AVX2(w *byte, nb int, dst *byte)
+
+// transposeWQ8UAVX2 lays out one q8 weight row for the int8 tiles of CPUs without AVX-512 (see genTransposeWAVX2).
+//
+//go:noescape
+func transposeWQ8UAVX2(w *byte, nb int, dst *byte)
+
+// transposeWQ4AVX2 lays out one q4 weight row for the int8 tiles of CPUs without AVX-512 (see genTransposeWAVX2).
+//
+//go:noescape
+func transposeWQ4AVX2(w *byte, nb int, dst *byte)
 
 // bf16ToF32AVX512 converts n16 bfloat16 values (a multiple of 16).
 //
 //go:noescape
 func bf16ToF32AVX512(dst *float32, src *uint16, n16 int)
 
-// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.
+// dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows (n16 a multiple of 16).
 //
 //go:noescape
 func dotsAVX512(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
@@ -658,6 +1058,96 @@ func addAVX512(dst *float32, a *float32, b *float32, n16 int)
 //
 //go:noescape
 func ropeAVX512(x1 *float32, x2 *float32, cos *float32, sin *float32, n16 int)
+
+// bf16ToF32AVX2 converts n8 bfloat16 values (a multiple of 8).
+//
+//go:noescape
+func bf16ToF32AVX2(dst *float32, src *uint16, n8 int)
+
+// dotsAVX2 sets out[r] = dotAVX2(q, k + r*ld bytes, n16) for r < rows (n16 a multiple of 8).
+//
+//go:noescape
+func dotsAVX2(out *float32, q *float32, k *float32, ld int, n16 int, rows int)
+
+// axpysF32x1AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
+//
+//go:noescape
+func axpysF32x1AVX2(y *float32, ldy int, p *float32, ldp int, v *float32, ld int, n16 int, rows int)
+
+// dotsF16x1AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 1, r < rows.
+//
+//go:noescape
+func dotsF16x1AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x1AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 1, r < rows, in order.
+//
+//go:noescape
+func axpysF16x1AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x2AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 2, r < rows.
+//
+//go:noescape
+func dotsF16x2AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x2AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 2, r < rows, in order.
+//
+//go:noescape
+func axpysF16x2AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x3AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 3, r < rows.
+//
+//go:noescape
+func dotsF16x3AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x3AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 3, r < rows, in order.
+//
+//go:noescape
+func axpysF16x3AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// dotsF16x4AVX2 sets out[qi*ldo bytes + 4r] = dotF16AVX2(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < 4, r < rows.
+//
+//go:noescape
+func dotsF16x4AVX2(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)
+
+// axpysF16x4AVX2 adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < 4, r < rows, in order.
+//
+//go:noescape
+func axpysF16x4AVX2(y *float32, ldy int, p *float32, ldp int, v *uint16, ld int, n16 int, rows int)
+
+// maxAVX2 returns the largest of n8 values (n8 >= 8, a multiple of 8).
+//
+//go:noescape
+func maxAVX2(x *float32, n8 int) float32
+
+// expSumAVX2 replaces x[i] with exp(x[i]-sub) and returns their sum.
+//
+//go:noescape
+func expSumAVX2(x *float32, n8 int, sub float32) float32
+
+// siluMulAVX2 computes dst = gate*sigmoid(gate)*up.
+//
+//go:noescape
+func siluMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+
+// geluTanhMulAVX2 computes dst = gelu_tanh(gate)*up = gate*sigmoid(2*sqrt(2/pi)*(gate+0.044715*gate^3))*up.
+//
+//go:noescape
+func geluTanhMulAVX2(dst *float32, gate *float32, up *float32, n8 int)
+
+// mulScaleAVX2 computes dst = x*s*w (w may be nil: dst = x*s).
+//
+//go:noescape
+func mulScaleAVX2(dst *float32, x *float32, w *float32, n8 int, s float32)
+
+// addAVX2 computes dst = a + b.
+//
+//go:noescape
+func addAVX2(dst *float32, a *float32, b *float32, n8 int)
+
+// ropeAVX2 rotates n8 pairs (x1[i], x2[i]) by the angles of cos and sin (see genRoPE).
+//
+//go:noescape
+func ropeAVX2(x1 *float32, x2 *float32, cos *float32, sin *float32, n8 int)
 
 // rowsQ8_1 computes block-quantized dot products (see genQRows).
 //

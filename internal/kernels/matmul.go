@@ -126,9 +126,9 @@ type matmulJob struct {
 	xs     []float32 // per-block sums of xq (q4 matrix-vector path), or of xq8 (VNNI)
 	xq8    []byte    // x quantized to int8 blocks (VNNI matrix-vector path)
 	dx     []float32 // scales of xq8 blocks
-	nbp    int       // blocks per row of xq8 (a multiple of 16); 0 when unused
-	i8     bool      // xq8 and dx (and xs8 for q4) hold x for rows<q>I8AVX2 (AVX2 path)
-	xs8    []int32   // 8 × the block sums of xq8 (AVX2 q4 path)
+	nbp    int       // blocks per row of xq8 (a multiple of 16; of 8 on the AVX2 routes); 0 when unused
+	i8     bool      // xq8 holds x prepared for the int8 kernels of the AVX2 routes (i8_amd64.go)
+	xs8    []int32   // the block sums of xq8 (arm64 q8/q4 products)
 	bp     []float32 // per group and row: scales and offset sums (VNNI batch stream; see prepareBatch)
 }
 

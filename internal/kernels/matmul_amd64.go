@@ -20,6 +20,9 @@ const (
 
 type tileFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, y *float32, ldy int)
 
+// tileCFunc is a tile's carrying form (see genTile in asmgen).
+type tileCFunc func(x *float32, ldx int, w *byte, ldw int, k16 int, acc *float32, flags int, y *float32, ldy int)
+
 // tileSet is a family of register-tile kernels: up to m inputs × n weight
 // rows, taking a multiple of lanes columns.
 type tileSet struct {
@@ -28,6 +31,11 @@ type tileSet struct {
 	// rows, when set, computes a single input row's products (m = 1) one
 	// weight row after another with the tiles' arithmetic (rowStream*).
 	rows *[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int)
+	// carry, when set, are the tiles' carrying forms: rows longer than kc
+	// columns are taken kc at a time, so that a tile's input and weight
+	// rows stay in L1 (floatTilesCarry).
+	carry *[3][tileM][tileN]tileCFunc
+	kc    int
 }
 
 var (
@@ -49,6 +57,22 @@ var (
 			{tileBF16AVX2_1x1, tileBF16AVX2_1x2, tileBF16AVX2_1x3},
 			{tileBF16AVX2_2x1, tileBF16AVX2_2x2, tileBF16AVX2_2x3},
 			{tileBF16AVX2_3x1, tileBF16AVX2_3x2, tileBF16AVX2_3x3},
+		},
+	}, kc: 1024, carry: &[3][tileM][tileN]tileCFunc{
+		{
+			{tileF32AVX2C_1x1, tileF32AVX2C_1x2, tileF32AVX2C_1x3},
+			{tileF32AVX2C_2x1, tileF32AVX2C_2x2, tileF32AVX2C_2x3},
+			{tileF32AVX2C_3x1, tileF32AVX2C_3x2, tileF32AVX2C_3x3},
+		},
+		{
+			{tileF16AVX2C_1x1, tileF16AVX2C_1x2, tileF16AVX2C_1x3},
+			{tileF16AVX2C_2x1, tileF16AVX2C_2x2, tileF16AVX2C_2x3},
+			{tileF16AVX2C_3x1, tileF16AVX2C_3x2, tileF16AVX2C_3x3},
+		},
+		{
+			{tileBF16AVX2C_1x1, tileBF16AVX2C_1x2, tileBF16AVX2C_1x3},
+			{tileBF16AVX2C_2x1, tileBF16AVX2C_2x2, tileBF16AVX2C_2x3},
+			{tileBF16AVX2C_3x1, tileBF16AVX2C_3x2, tileBF16AVX2C_3x3},
 		},
 	}}
 )
@@ -83,12 +107,13 @@ var rowsQ8 = [quantRows]func(x *float32, w *byte, ldw int, nb int, y *float32){r
 var rowsQ4 = [quantRows]func(x *float32, xsum *float32, w *byte, ldw int, nb int, y *float32){rowsQ4_1, rowsQ4_2, rowsQ4_3, rowsQ4_4}
 
 // prepare readies per-call inputs shared by all threads for the quantized
-// matrix-vector path: with VNNI, x quantized to int8 per block (see
-// prepareVNNI); without, x padded with zeros to whole blocks and (q4) the
-// per-block sums of x.
+// matrix products: on the AVX2 routes x quantized for their int8 kernels
+// (prepareI8); with AVX-512 VNNI, x quantized to int8 per block (see
+// prepareVNNI); with AVX-512 alone, x padded with zeros to whole blocks and
+// (q4) the per-block sums of x.
 func (p *Pool) prepare(j *matmulJob) {
-	if !useAVX512 && useAVX2 && (j.w.Type == Q8 || j.w.Type == Q4) && j.w.Cols%BlockSize == 0 && useRowStream && !p.exact {
-		p.prepareI8AVX2(j)
+	if p.useI8(j.w) {
+		p.prepareI8(j)
 		return
 	}
 	if !useAVX512 || (j.w.Type != Q8 && j.w.Type != Q4) {
@@ -159,7 +184,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	p.xsum = growFloats(p.xsum, j.m*nbp)
 	j.dx, j.xs, j.nbp = p.dx[:j.m*nbp], p.xsum[:j.m*nbp], nbp
 	if p.prepRow == nil {
-		p.prepRow = p.prepareRowVNNI
+		p.prepRow = p.prepareRow
 	}
 	if j.m >= tileM && p.threads > 1 && !p.closed.Load() {
 		// A prefill's rows are independent: prepare them on every thread,
@@ -167,7 +192,7 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 		p.runFor(j.m, (j.m+2*p.threads-1)/(2*p.threads), p.prepRow)
 	} else {
 		for i := range j.m {
-			p.prepareRowVNNI(0, i)
+			p.prepareRowVNNI(i)
 		}
 	}
 	if t {
@@ -177,9 +202,20 @@ func (p *Pool) prepareVNNI(j *matmulJob, nb int) {
 	}
 }
 
+// prepareRow prepares input row i of the current job (p.job) for the int8
+// kernels of its route: the method value p.prepRow of the threads'
+// parallel preparation.
+func (p *Pool) prepareRow(_, i int) {
+	if p.job.i8 {
+		p.prepareRowI8(i)
+		return
+	}
+	p.prepareRowVNNI(i)
+}
+
 // prepareRowVNNI quantizes input row i of the current job (p.job, readied
 // by prepareVNNI) and, for the matrix product, transposes it.
-func (p *Pool) prepareRowVNNI(_, i int) {
+func (p *Pool) prepareRowVNNI(i int) {
 	j := &p.job
 	cols, nbp := j.w.Cols, j.nbp
 	ld := nbp * BlockSize
@@ -214,11 +250,11 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		if useAVX2 && j.w.Type != Q8 && j.w.Type != Q4 {
 			initRows(j.y, j.m, j.w.Rows, j.bias, lo, hi)
 			rb := j.w.Type.RowBytes(j.w.Cols)
-			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo)
+			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo, &p.scratch[id])
 			return
 		}
 		if j.i8 {
-			quantI8AVX2(j, lo, hi)
+			i8Rows(p, id, j, lo, hi)
 			return
 		}
 		if useAVX2 && j.m == 1 && useRowStream && j.w.Cols%BlockSize == 0 {
@@ -230,6 +266,8 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	}
 	w, m := j.w, j.m
 	switch {
+	case j.i8: // avx512 without VNNI: the AVX2 int8 kernels (useI8)
+		i8Rows(p, id, j, lo, hi)
 	case j.bp != nil:
 		vnniBatchRows(j, lo, hi)
 	case j.nbp > 0 && m >= tileM:
@@ -242,72 +280,7 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 	default:
 		initRows(j.y, m, w.Rows, j.bias, lo, hi)
 		rb := w.Type.RowBytes(w.Cols)
-		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo)
-	}
-}
-
-// i8PanelRows is how many weight rows quantI8AVX2 takes through every input
-// row before moving on (the panel stays in L1: 16 rows of 1024 columns are
-// 17 KiB).
-const i8PanelRows = 16
-
-// prepareI8AVX2 quantizes the input rows to int8 blocks for rowsQ8I8AVX2
-// and rowsQ4I8AVX2 (see quantizeXI8), with, for q4, 8 times each block's sum.
-func (p *Pool) prepareI8AVX2(j *matmulJob) {
-	cols := j.w.Cols
-	nb := cols / BlockSize
-	if cap(p.xq8) < j.m*cols {
-		p.xq8 = make([]byte, j.m*cols)
-	}
-	p.dx = growFloats(p.dx, j.m*nb)
-	j.xq8, j.dx, j.i8 = p.xq8[:j.m*cols], p.dx[:j.m*nb], true
-	if j.w.Type == Q4 {
-		if cap(p.xs8) < j.m*nb {
-			p.xs8 = make([]int32, j.m*nb)
-		}
-		j.xs8 = p.xs8[:j.m*nb]
-	}
-	for i := range j.m {
-		xq := j.xq8[i*cols : (i+1)*cols]
-		quantizeXI8(xq, j.dx[i*nb:(i+1)*nb], j.x[i*cols:(i+1)*cols])
-		if j.xs8 != nil {
-			for b := range nb {
-				var sum int32
-				for _, v := range xq[b*BlockSize : (b+1)*BlockSize] {
-					sum += int32(int8(v))
-				}
-				j.xs8[i*nb+b] = 8 * sum
-			}
-		}
-	}
-}
-
-// quantI8AVX2 is the q8/q4 matrix product on CPUs with AVX2 but not
-// AVX-512, for rows of whole blocks: int8 dot products of the weights with
-// the quantized inputs (rowsQ8I8AVX2, rowsQ4I8AVX2), the same kernel for one input row or
-// many (panels of i8PanelRows weight rows), so a prefill row equals the
-// decode product bit for bit.
-func quantI8AVX2(j *matmulJob, lo, hi int) {
-	w := j.w
-	initRows(j.y, j.m, w.Rows, j.bias, lo, hi)
-	rb := w.Type.RowBytes(w.Cols)
-	nb := w.Cols / BlockSize
-	rows := func(i, r, nr int) {
-		if w.Type == Q4 {
-			rowsQ4I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &j.xs8[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
-		} else {
-			rowsQ8I8AVX2(&j.xq8[i*w.Cols], &j.dx[i*nb], &w.Data[r*rb], rb, nb, &j.y[i*w.Rows+r], nr)
-		}
-	}
-	if j.m == 1 {
-		rows(0, lo, hi-lo)
-		return
-	}
-	for r := lo; r < hi; r += i8PanelRows {
-		nr := min(i8PanelRows, hi-r)
-		for i := range j.m {
-			rows(i, r, nr)
-		}
+		floatTiles(tilesAVX512, w.Type, j.y[lo:], w.Rows, j.x, m, w.Cols, w.Data[lo*rb:hi*rb], rb, hi-lo, &p.scratch[id])
 	}
 }
 
@@ -349,8 +322,9 @@ var useRowStream = true
 // register tiles of dot products, each weight byte read once per tile. Every
 // output is one dot product whose arithmetic does not depend on m, so a prefill
 // row equals the decode matrix-vector product bit for bit; end to end it is
-// also faster than the packed outer-product GEMM (docs/performance.md).
-func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int) {
+// also faster than the packed outer-product GEMM (docs/performance.md). s is
+// the thread's scratch (nil: no carrying tiles).
+func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, n int, s *workerScratch) {
 	ti := 0
 	esize := 4
 	switch t {
@@ -371,9 +345,19 @@ func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, 
 		}
 		return
 	}
+	carry := ts.carry != nil && s != nil && k16 > ts.kc
+	var acc []float32
+	if carry {
+		// a panel row of tiles' accumulators
+		acc = growFloats(s.buf, (panelRows+ts.n-1)/ts.n*ts.m*ts.n*ts.lanes)
+		s.buf = acc
+	}
 	for jb := 0; jb < n; jb += panelRows {
 		jn := min(panelRows, n-jb)
-		if k16 > 0 {
+		switch {
+		case carry:
+			floatTilesCarry(ts, ti, esize, y[jb:], ldy, x, m, cols, w[jb*ldw:], ldw, jn, k16, acc)
+		case k16 > 0:
 			for i := 0; i < m; i += ts.m {
 				mr := min(ts.m, m-i)
 				for jj := 0; jj < jn; jj += ts.n {
@@ -388,6 +372,30 @@ func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, 
 				for r := jb; r < jb+jn; r++ {
 					y[i*ldy+r] += tailDot(t, xt, w[r*ldw+k16*esize:])
 				}
+			}
+		}
+	}
+}
+
+// floatTilesCarry is floatTiles' panel of jn weight rows for rows longer
+// than ts.kc columns: per group of input rows, the columns kc at a time
+// through every tile of the panel, their accumulators carried in acc.
+func floatTilesCarry(ts tileSet, ti, esize int, y []float32, ldy int, x []float32, m, cols int, w []byte, ldw, jn, k16 int, acc []float32) {
+	for i := 0; i < m; i += ts.m {
+		mr := min(ts.m, m-i)
+		for kb := 0; kb < k16; kb += ts.kc {
+			kl := min(ts.kc, k16-kb)
+			flags := 0
+			if kb > 0 {
+				flags |= 1 // continue the sums
+			}
+			if kb+kl == k16 {
+				flags |= 2 // and end them
+			}
+			for jj := 0; jj < jn; jj += ts.n {
+				nr := min(ts.n, jn-jj)
+				a := acc[jj/ts.n*ts.m*ts.n*ts.lanes:]
+				ts.carry[ti][mr-1][nr-1](&x[i*cols+kb], cols, &w[jj*ldw+kb*esize], ldw, kl, &a[0], flags, &y[i*ldy+jj], ldy)
 			}
 		}
 	}

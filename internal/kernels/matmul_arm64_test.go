@@ -257,28 +257,3 @@ func TestGenericRouteOnARM64(t *testing.T) {
 	t.Run("dequant", TestQuantizeDequantizeErrorWithinFormatBound)
 	t.Run("gather", TestGatherRowsScalesSelectedRows)
 }
-
-// Softmax does not depend on the number of leading -Inf entries (the
-// positions before a sliding window, which vary with how a sequence was
-// split into passes): batched sessions must equal lone ones bit for bit.
-func TestSoftmaxIgnoresLeadingMaskedEntries(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, n := range []int{1, 3, 4, 5, 9, 17, 40, 101} {
-		x := randVec(rng, n)
-		x[rng.IntN(n)] = float32(math.Inf(-1))
-		want := slices.Clone(x)
-		Softmax(want)
-		for lead := 1; lead <= 7; lead++ {
-			y := append(make([]float32, lead), x...)
-			for i := range lead {
-				y[i] = float32(math.Inf(-1))
-			}
-			Softmax(y)
-			for i, v := range want {
-				if math.Float32bits(y[lead+i]) != math.Float32bits(v) || y[i%lead] != 0 {
-					t.Fatalf("n %d, %d leading -Inf: [%d] = %v, want %v", n, lead, i, y[lead+i], v)
-				}
-			}
-		}
-	}
-}

@@ -7,7 +7,7 @@ import (
 )
 
 // A route is one set of kernels for one instruction-set level: "avx512+vnni",
-// "avx512", "avx2" on amd64, "generic" (pure Go) everywhere. The package picks
+// "avx512", "avx2+vnni", "avx2" on amd64, "generic" (pure Go) everywhere. The package picks
 // the best route this CPU supports when it starts; UseRoute forces another
 // (tests and benchmarks compare routes, and `HFSTATIC_KERNELS` lets users do
 // the same). The names are the same in `hfstatic version`, HFSTATIC_KERNELS,

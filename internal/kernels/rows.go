@@ -1,5 +1,7 @@
 package kernels
 
+import "math"
+
 // Row kernels: pure functions on caller-owned slices, no allocation. Lengths
 // are taken from the first input slice; other slices must be at least as
 // long (like slice indexing, a short slice panics: a programming error).
@@ -146,8 +148,18 @@ func RMSNorm(dst, x, w []float32, eps float32) {
 
 // Softmax replaces x with exp(x-max)/sum in place. Entries equal to -Inf
 // (masked positions) get probability 0; if every entry is -Inf the result is
-// all zeros.
-func Softmax(x []float32) { softmax(x) }
+// all zeros. Leading -Inf entries do not change the others' results: a row
+// padded at the front (a ring cache's scores, whose first slot depends on how
+// the steps were chunked) gives what the unpadded row gives, bit for bit,
+// whatever vector kernel runs.
+func Softmax(x []float32) {
+	f := 0
+	for f < len(x) && math.IsInf(float64(x[f]), -1) {
+		f++
+	}
+	clear(x[:f])
+	softmax(x[f:])
+}
 
 // SiLUMul computes dst = gate*sigmoid(gate)*up (the SwiGLU activation).
 // dst may alias gate or up.

@@ -285,3 +285,34 @@ func checkMultiQuery(t *testing.T, rng *rand.Rand, d, nq, rows int) {
 		t.Fatalf("AxpysF16N d=%d nq=%d rows=%d: %v, want %v", d, nq, rows, gy, wy)
 	}
 }
+
+// Leading -Inf entries (a ring cache's scores row starting at a slot that
+// depends on the chunking) do not change the others' probabilities, bit for
+// bit, whatever the row's length and alignment against the vector width.
+func TestSoftmaxIgnoresLeadingMaskedEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, n := range []int{1, 3, 7, 8, 9, 16, 17, 31, 40, 100} {
+		row := randVec(rng, n)
+		row[n/2] = float32(math.Inf(-1)) // a masked entry inside the row
+		want := slices.Clone(row)
+		Softmax(want)
+		for pad := range 20 {
+			x := make([]float32, pad+n)
+			for i := range pad {
+				x[i] = float32(math.Inf(-1))
+			}
+			copy(x[pad:], row)
+			Softmax(x)
+			for i, v := range x[:pad] {
+				if v != 0 {
+					t.Fatalf("n %d pad %d: padding [%d] = %v, want 0", n, pad, i, v)
+				}
+			}
+			for i, v := range x[pad:] {
+				if math.Float32bits(v) != math.Float32bits(want[i]) {
+					t.Fatalf("n %d pad %d: [%d] = %v, unpadded %v", n, pad, i, v, want[i])
+				}
+			}
+		}
+	}
+}

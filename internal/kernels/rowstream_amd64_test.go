@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -45,7 +46,7 @@ func testRowStream(t *testing.T, ts tileSet) {
 				defer func(old bool) { useRowStream = old }(useRowStream)
 				useRowStream = stream
 				y := randVec(rand.New(rand.NewPCG(7, 8)), s.rows) // accumulates into y
-				floatTiles(ts, typ, y, s.rows, x, 1, s.cols, w.Data, rb, s.rows)
+				floatTiles(ts, typ, y, s.rows, x, 1, s.cols, w.Data, rb, s.rows, nil)
 				return y
 			}
 			got, want := run(true), run(false)
@@ -59,21 +60,51 @@ func testRowStream(t *testing.T, ts tileSet) {
 	}
 }
 
-// ropeAVX512 rounds like ropeGeneric: bit-identical rotations, tails included.
-func TestRoPEAVX512EqualsGenericBitForBit(t *testing.T) {
-	if !useAVX512 {
-		t.Skip("needs AVX-512")
-	}
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, h := range []int{16, 32, 40, 64, 100} {
-		x1, x2, c, s := randVec(rng, h), randVec(rng, h), randVec(rng, h), randVec(rng, h)
-		a1, a2 := append([]float32(nil), x1...), append([]float32(nil), x2...)
-		rope(x1, x2, c, s)
-		ropeGeneric(a1, a2, c, s)
-		for i := range h {
-			if math.Float32bits(x1[i]) != math.Float32bits(a1[i]) || math.Float32bits(x2[i]) != math.Float32bits(a2[i]) {
-				t.Fatalf("h %d [%d]: (%g, %g), generic (%g, %g)", h, i, x1[i], x2[i], a1[i], a2[i])
+// rope<suffix> rounds like ropeGeneric: bit-identical rotations, tails
+// included, on every route.
+func TestRoPEEqualsGenericBitForBitOnEveryRoute(t *testing.T) {
+	for _, r := range Routes() {
+		onRoute(t, r, func() {
+			rng := rand.New(rand.NewPCG(11, 12))
+			for _, h := range []int{8, 16, 32, 40, 64, 100} {
+				x1, x2, c, s := randVec(rng, h), randVec(rng, h), randVec(rng, h), randVec(rng, h)
+				a1, a2 := append([]float32(nil), x1...), append([]float32(nil), x2...)
+				rope(x1, x2, c, s)
+				ropeGeneric(a1, a2, c, s)
+				for i := range h {
+					if math.Float32bits(x1[i]) != math.Float32bits(a1[i]) || math.Float32bits(x2[i]) != math.Float32bits(a2[i]) {
+						t.Fatalf("%s h %d [%d]: (%g, %g), generic (%g, %g)", r, h, i, x1[i], x2[i], a1[i], a2[i])
+					}
+				}
 			}
+		})
+	}
+}
+
+// The AVX2 exp (VROUNDPS, and 2^n built in two halves) equals the AVX-512
+// one (VRNDSCALEPS, VSCALEFPS) bit for bit over the whole clamped range,
+// subnormal results included: softmax and the gated activations agree
+// between the routes.
+func TestExpAVX2EqualsAVX512BitForBit(t *testing.T) {
+	if !slicesContainsPrefix(Routes(), "avx512") || !hasAVX2 {
+		t.Log("needs a CPU with both AVX-512 and AVX2")
+		return
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	x := make([]float32, 4096)
+	for i := range x {
+		x[i] = float32(-110 + 200*rng.Float64())
+	}
+	x[0], x[1], x[2], x[3] = -104, 88.7, -87.5, 0
+	for i := 4; i < 64; i++ {
+		x[i] = float32(-103 + 0.25*float64(i)) // exp near and below the smallest normal
+	}
+	a, b := slices.Clone(x), slices.Clone(x)
+	expSumAVX512(&a[0], len(a), 0) // (the sums add in different orders)
+	expSumAVX2(&b[0], len(b), 0)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("exp(%g): AVX2 %g, AVX-512 %g", x[i], b[i], a[i])
 		}
 	}
 }
@@ -87,8 +118,10 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("needs AVX2")
 	}
-	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
-	useAVX512, useAVX2, useVNNI = false, true, false
+	onRoute(t, "avx2", func() { testQuantStreamAVX2(t) })
+}
+
+func testQuantStreamAVX2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range []WeightType{Q8, Q4} {
 		for _, s := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {5, 96}, {3, 576}, {41, 1024}, {300, 128}, {2000, 1024}, {3001, 576}} {
@@ -120,63 +153,43 @@ func TestQuantStreamAVX2EqualsRowsBitForBit(t *testing.T) {
 	}
 }
 
-// On CPUs with AVX2 but not AVX-512, q8 and q4 matrix products of whole blocks take
-// int8 dot products with the inputs quantized per block (rowsQ8I8AVX2): each
-// output is within the bound the input quantization allows (sum over blocks
-// of dx/2 times the block's |w|, plus float rounding) of the exact product of
-// the dequantized weights, every input row equals that row computed alone, bit
-// for bit, and 2 threads (several row chunks) equal 1.
-func TestI8AVX2(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("needs AVX2")
-	}
-	defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
-	useAVX512, useAVX2, useVNNI = false, true, false
-	for _, typ := range []WeightType{Q8, Q4} {
-		testI8AVX2(t, typ)
-	}
+func slicesContainsPrefix(s []string, prefix string) bool {
+	return slices.ContainsFunc(s, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }
 
-func testI8AVX2(t *testing.T, typ WeightType) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, s := range []struct{ m, rows, cols int }{{1, 5, 32}, {3, 7, 64}, {5, 41, 1024}, {2, 300, 576}, {1, 2000, 1024}, {9, 37, 96}} {
-		w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
-		x, bias := randVec(rng, s.m*s.cols), randVec(rng, s.rows)
-		mul := func(threads, m int, x []float32) []float32 {
-			p := NewPool(threads)
-			defer p.Close()
-			y := make([]float32, m*s.rows)
-			p.MatMul(y, x, m, w, bias)
-			return y
-		}
-		all := mul(1, s.m, x)
-		if two := mul(2, s.m, x); !slices.Equal(two, all) {
-			t.Fatalf("%v %v: 2 threads differ from 1", typ, s)
-		}
-		nb := s.cols / BlockSize
-		wr := make([]float32, s.cols)
-		for i := range s.m {
-			xi := x[i*s.cols : (i+1)*s.cols]
-			one := mul(1, 1, xi)
-			if !slices.Equal(one, all[i*s.rows:(i+1)*s.rows]) {
-				t.Fatalf("%v %v: input row %d alone differs from the batch", typ, s, i)
-			}
-			xq, dx := make([]byte, s.cols), make([]float32, nb)
-			quantizeXI8(xq, dx, xi)
-			for r := range s.rows {
-				DequantizeRow(w, r, wr)
-				var exact, bound, mag float64
-				for c, v := range wr {
-					exact += float64(v) * float64(xi[c])
-					bound += math.Abs(float64(v)) * float64(dx[c/BlockSize]) / 2
-					mag += math.Abs(float64(v) * float64(xi[c]))
-				}
-				exact += float64(bias[r])
-				got := float64(one[r])
-				if d := math.Abs(got - exact); d > bound+1e-5*(mag+math.Abs(exact)) {
-					t.Fatalf("%v %v row %d input %d: got %g, exact %g, |diff| %g > bound %g", typ, s, r, i, got, exact, d, bound)
+// Every row of a float matrix product (tiles, carried over column blocks
+// when the rows are long) equals the matrix-vector product of that row
+// alone (the row stream), bit for bit, on every route, with and without
+// bias, on 1 and 2 threads.
+func TestFloatRowsEqualAloneBitForBitOnEveryRoute(t *testing.T) {
+	for _, r := range Routes() {
+		onRoute(t, r, func() {
+			rng := rand.New(rand.NewPCG(61, 62))
+			for _, typ := range []WeightType{F32, F16, BF16} {
+				for _, s := range []struct{ m, rows, cols int }{{2, 7, 64}, {5, 45, 1024}, {4, 41, 1030}, {7, 50, 2048}, {9, 43, 3072}, {3, 5, 2100}, {13, 90, 1500}} {
+					w, _ := randMatrix(t, rng, typ, s.rows, s.cols)
+					x := randVec(rng, s.m*s.cols)
+					var bias []float32
+					if rng.IntN(2) == 0 {
+						bias = randVec(rng, s.rows)
+					}
+					for _, threads := range []int{1, 2} {
+						p := NewPool(threads)
+						y := make([]float32, s.m*s.rows)
+						p.MatMul(y, x, s.m, w, bias)
+						y1 := make([]float32, s.rows)
+						for i := range s.m {
+							p.MatMul(y1, x[i*s.cols:(i+1)*s.cols], 1, w, bias)
+							for k := range y1 {
+								if math.Float32bits(y[i*s.rows+k]) != math.Float32bits(y1[k]) {
+									t.Fatalf("%s %v %v threads=%d: y[%d][%d] = %v, alone %v", r, typ, s, threads, i, k, y[i*s.rows+k], y1[k])
+								}
+							}
+						}
+						p.Close()
+					}
 				}
 			}
-		}
+		})
 	}
 }

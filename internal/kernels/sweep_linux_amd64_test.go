@@ -54,7 +54,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				for b.Loop() {
 					for _, w := range mats {
-						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows, nil)
 					}
 				}
 			})
@@ -65,7 +65,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				for _, w := range mats {
-					floatTiles(tilesAVX512, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+					floatTiles(tilesAVX512, F32, y, rows, x, 1, cols, w.Data, rb, rows, nil)
 				}
 			}
 		})
@@ -83,7 +83,7 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				for b.Loop() {
 					for _, w := range mats {
-						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows)
+						floatTiles(ts, F32, y, rows, x, 1, cols, w.Data, rb, rows, nil)
 					}
 				}
 			})
@@ -144,12 +144,12 @@ func BenchmarkMatVecSweep(b *testing.B) {
 				sweep(b, c.threads)
 			})
 		}
-		if hasAVX2 { // the path of CPUs without AVX-512 (rowsQ8I8AVX2, rowsQ4I8AVX2)
-			b.Run(fmt.Sprintf("MatMul-%v-AVX2/threads=1", typ), func(b *testing.B) {
-				defer func(a512, a2, vnni bool) { useAVX512, useAVX2, useVNNI = a512, a2, vnni }(useAVX512, useAVX2, useVNNI)
-				useAVX512, useAVX2, useVNNI = false, true, false
-				sweep(b, 1)
-			})
+		for _, r := range avx2Routes() { // the int8 kernels of CPUs without AVX-512 (i8_amd64.go)
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("MatMul-%v-%s/threads=%d", typ, r, threads), func(b *testing.B) {
+					onRoute(b, r, func() { sweep(b, threads) })
+				})
+			}
 		}
 	}
 }

@@ -37,7 +37,7 @@ type Pool struct {
 	xq8     []byte             // x quantized to int8 blocks for the VNNI kernels
 	xq8t    []byte             // xq8 transposed for the q8 VNNI matrix product
 	dx      []float32          // scales of the xq8 blocks
-	xs8     []int32            // 8 × the block sums of xq8 (AVX2 q4 int8 route)
+	xs8     []int32            // the block sums of xq8 (arm64 q8/q4 products)
 	bp      []float32          // scales and offset sums of the VNNI batch stream (prepareBatch)
 	starts  [maxGuided + 1]int // chunk starts of a matrix-vector product
 
@@ -70,7 +70,7 @@ type Pool struct {
 type workerScratch struct {
 	buf  []float32
 	gemm *gemmScratch
-	wt   []byte // q8/q4 weight rows transposed for vnniTileQ8/vnniTileQ4
+	wt   []byte // q8/q4 weight rows transposed for the int8 tiles (vnniTile<q>, <p>Tile<q>AVX2)
 	_    [64 - 56]byte
 }
 

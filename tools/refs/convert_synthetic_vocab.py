@@ -22,7 +22,7 @@ for _n in ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float8_e4m3fnuz", 
     if not hasattr(torch, _n):  # dtypes torch 1.13 lacks but the converter names at import time
         setattr(torch, _n, type("_MissingDtype_" + _n, (), {"itemsize": 1})())
 import gguf
-from conversion import base, llama
+from conversion import base, llama, qwen
 
 
 def synthetic_vocab(self):
@@ -46,5 +46,6 @@ def synthetic_vocab(self):
 
 base.TextModel.set_vocab = synthetic_vocab
 llama.LlamaModel.set_vocab = synthetic_vocab
+qwen.Qwen2Model.set_vocab = synthetic_vocab  # Qwen2 and Qwen3 (the benchmark shape): their own set_vocab wants a tokenizer
 sys.argv = [os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py")] + sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")

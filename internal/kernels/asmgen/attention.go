@@ -10,13 +10,14 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genDots emits dotsAVX512: out[r] = q · row r for rows rows ld bytes apart,
-// each with exactly the operations of dotAVX512 (dotF32Body), so a batch
-// equals per-row calls bit for bit. Attention uses it to score all keys of a
-// head in one call; float16 caches use dotsF16x1 (genDotsF16N).
-func genDots() {
-	text("dotsAVX512", NOSPLIT, "func(out *float32, q *float32, k *float32, ld int, n16 int, rows int)")
-	Doc("dotsAVX512 sets out[r] = dotAVX512(q, k + r*ld bytes, n16) for r < rows.")
+// genDots emits dots<suffix>: out[r] = q · row r for rows rows ld bytes
+// apart, each with exactly the operations of dot<suffix> (dotF32Body), so a
+// batch equals per-row calls bit for bit. Attention uses it to score all keys
+// of a head in one call; float16 caches use dotsF16x1 (genDotsF16N).
+func genDots(s isa) {
+	name := "dots" + s.suffix
+	text(name, NOSPLIT, "func(out *float32, q *float32, k *float32, ld int, n16 int, rows int)")
+	Doc(fmt.Sprintf("%s sets out[r] = dot%s(q, k + r*ld bytes, n16) for r < rows (n16 a multiple of %d).", name, s.suffix, s.lanes))
 	out := Load(Param("out"), GP64())
 	q := Load(Param("q"), GP64())
 	k := Load(Param("k"), GP64())
@@ -30,7 +31,7 @@ func genDots() {
 	MOVQ(q, a)
 	MOVQ(k, b)
 	MOVQ(n16, n)
-	dotF32Body(avx512, a, b, n)
+	dotF32Body(s, a, b, n)
 	VMOVSS(X0, Mem{Base: out})
 	nextRow(out, k, ld, rows)
 }
@@ -50,15 +51,15 @@ func attnPrefetchOffset(ld Register) Register {
 	return pf
 }
 
-// genDotsF16N emits dotsF16x<nq>: the scores of nq query vectors (ldq bytes
-// apart) against the same rows of a binary16 cache, stored at out + qi*ldo
-// bytes + 4r, each dot with exactly the operations of dotF16AVX512.
-// Grouped-query attention scores the heads that share a key/value head in
-// one pass over the keys.
-func genDotsF16N(nq int) {
-	name := fmt.Sprintf("dotsF16x%d", nq)
+// genDotsF16N emits dotsF16x<nq><matSuffix>: the scores of nq query vectors
+// (ldq bytes apart) against the same rows of a binary16 cache, stored at out
+// + qi*ldo bytes + 4r, each dot with exactly the operations of
+// dotF16<suffix> (chains accumulators, as genDotF16). Grouped-query attention
+// scores the heads that share a key/value head in one pass over the keys.
+func genDotsF16N(s isa, nq, chains int) {
+	name := fmt.Sprintf("dotsF16x%d%s", nq, s.matSuffix)
 	text(name, NOSPLIT, "func(out *float32, ldo int, q *float32, ldq int, k *uint16, ld int, n16 int, rows int)")
-	Doc(name + fmt.Sprintf(" sets out[qi*ldo bytes + 4r] = dotF16AVX512(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < %d, r < rows.", nq))
+	Doc(name + fmt.Sprintf(" sets out[qi*ldo bytes + 4r] = dotF16%s(q + qi*ldq bytes, k + r*ld bytes, n16) for qi < %d, r < rows.", s.suffix, nq))
 	out := Load(Param("out"), GP64())
 	ldo := Load(Param("ldo"), GP64())
 	qp, _ := rowPointers("q", "ldq", 0, nq)
@@ -66,13 +67,17 @@ func genDotsF16N(nq int) {
 	ld := Load(Param("ld"), GP64())
 	bytes := Load(Param("n16"), GP64())
 	SHLQ(U8(1), bytes) // bytes of a binary16 row
-	end32 := GP64()
-	LEAQ(Mem{Base: bytes, Disp: -64}, end32)
+	var end32 Register
+	if chains > 1 {
+		end32 = GP64()
+		LEAQ(Mem{Base: bytes, Disp: -chains * s.bytes() / 2}, end32)
+	}
 	rows := Load(Param("rows"), GP64())
 	off, tmp := GP64(), GP64()
-	accA := func(i int) VecPhysical { return zr[2*i] }
-	accB := func(i int) VecPhysical { return zr[2*i+1] }
-	t0, t1 := Z10, Z11
+	// acc(i, c) is chain c of query i; t[c] holds a converted key vector
+	acc := func(i, c int) VecPhysical { return s.vr[chains*i+c] }
+	t := s.vr[10:12]
+	hb := s.bytes() / 2 // key bytes of a vector
 	pf := attnPrefetchOffset(ld)
 	kick, kt := GP64(), GP64()
 	initPageKick(k, kick)
@@ -85,33 +90,48 @@ func genDotsF16N(nq int) {
 	pageKick(Mem{Base: k, Index: pf, Scale: 1}, kick, kt, "nokick")
 	XORQ(off, off)
 	for i := 0; i < nq; i++ {
-		VXORPS(accA(i), accA(i), accA(i))
-		VXORPS(accB(i), accB(i), accB(i))
+		for c := range chains {
+			VXORPS(acc(i, c), acc(i, c), acc(i, c))
+		}
 	}
-	Label("loop32")
-	CMPQ(off, end32)
-	JG(LabelRef("loop16"))
-	VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1}, t0)
-	VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1, Disp: 32}, t1)
-	for i := 0; i < nq; i++ {
-		VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2}, t0, accA(i))
-		VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2, Disp: 64}, t1, accB(i))
+	// chains vectors at a time, vector c into chain c; then (chains > 1)
+	// at most one more, into chain 0
+	loop := fmt.Sprintf("loop%d", chains*s.lanes)
+	Label(loop)
+	if chains > 1 {
+		CMPQ(off, end32)
+		JG(LabelRef(fmt.Sprintf("loop%d", s.lanes)))
+	} else {
+		CMPQ(off, bytes)
+		JGE(LabelRef("sum"))
 	}
-	ADDQ(U8(64), off)
-	JMP(LabelRef("loop32"))
-	Label("loop16")
-	CMPQ(off, bytes)
-	JGE(LabelRef("sum"))
-	VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1}, t0)
+	for c := range chains {
+		VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1, Disp: hb * c}, t[c])
+	}
 	for i := 0; i < nq; i++ {
-		VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2}, t0, accA(i))
+		for c := range chains {
+			VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2, Disp: 2 * hb * c}, t[c], acc(i, c))
+		}
+	}
+	ADDQ(U8(chains*hb), off)
+	JMP(LabelRef(loop))
+	if chains > 1 {
+		Label(fmt.Sprintf("loop%d", s.lanes))
+		CMPQ(off, bytes)
+		JGE(LabelRef("sum"))
+		VCVTPH2PS(Mem{Base: k, Index: off, Scale: 1}, t[0])
+		for i := 0; i < nq; i++ {
+			VFMADD231PS(Mem{Base: qp[i], Index: off, Scale: 2}, t[0], acc(i, 0))
+		}
 	}
 	Label("sum")
 	MOVQ(out, tmp)
 	for i := 0; i < nq; i++ {
-		VADDPS(accB(i), accA(i), accA(i))
-		hsum(accA(i), t1)
-		VMOVSS(accA(i).AsX(), Mem{Base: tmp})
+		if chains > 1 {
+			VADDPS(acc(i, 1), acc(i, 0), acc(i, 0))
+		}
+		hsum(acc(i, 0), t[1])
+		VMOVSS(acc(i, 0).AsX(), Mem{Base: tmp})
 		if i+1 < nq {
 			ADDQ(ldo, tmp)
 		}
@@ -121,19 +141,20 @@ func genDotsF16N(nq int) {
 
 // genAxpysN emits name: for qi < nq, y_qi += sum_r p_qi[r] * row r of a
 // float32 or binary16 cache (y_qi at y + qi*ldy bytes, p_qi at p + qi*ldp
-// bytes), in order of r with the operations of axpyAVX512 / axpyF16AVX512
-// (bit-identical to per-row calls), holding up to 8 vectors of each y_qi (a
-// head of 128) in registers across the rows so that each row is read, and
-// converted, once for all nq heads. Attention uses them for the
-// probability-weighted sum of the values.
-func genAxpysN(name string, nq int, f16 bool) {
+// bytes), in order of r with the operations of axpy<suffix> /
+// axpyF16<suffix> (bit-identical to per-row calls), holding up to 8 vectors
+// of each y_qi (a head of 128 on AVX-512; 4 or 2 of AVX2's 16 registers) in
+// registers across the rows so that each row is read, and converted, once for
+// all nq heads. Attention uses them for the probability-weighted sum of the
+// values.
+func genAxpysN(s isa, name string, nq int, f16 bool) {
 	vt := "float32"
 	if f16 {
 		vt = "uint16"
 	}
 	text(name, NOSPLIT, "func(y *float32, ldy int, p *float32, ldp int, v *"+vt+", ld int, n16 int, rows int)")
 	Doc(name + fmt.Sprintf(" adds p_qi[r] * row r (rows ld bytes apart) to y_qi[:n16] for qi < %d, r < rows, in order.", nq))
-	a := &axpys{nq: nq, f16: f16, y: Load(Param("y"), GP64()), ldy: Load(Param("ldy"), GP64())}
+	a := &axpys{s: s, nq: nq, f16: f16, y: Load(Param("y"), GP64()), ldy: Load(Param("ldy"), GP64())}
 	a.pb, _ = rowPointers("p", "ldp", 0, nq)
 	a.v = Load(Param("v"), GP64())
 	a.ld = Load(Param("ld"), GP64())
@@ -148,13 +169,23 @@ func genAxpysN(name string, nq int, f16 bool) {
 	if nq <= 2 {
 		a.w = 8
 	}
-	a.T = zr[nq*a.w : nq*a.w+a.w]
-	a.B = zr[nq*a.w+a.w : nq*a.w+a.w+nq]
-	if a.w == 8 {
-		a.chunk(8, "c8", "c4")
+	if s.lanes == 8 {
+		a.w /= 2
 	}
-	a.chunk(4, "c4", "c1")
-	a.chunk(1, "c1", "done")
+	a.T = s.vr[nq*a.w : nq*a.w+a.w]
+	a.B = s.vr[nq*a.w+a.w : nq*a.w+a.w+nq]
+	sizes := []int{a.w}
+	if a.w == 8 {
+		sizes = append(sizes, 4)
+	}
+	sizes = append(sizes, 1)
+	for c, w := range sizes {
+		next := "done"
+		if c+1 < len(sizes) {
+			next = fmt.Sprintf("c%d", sizes[c+1])
+		}
+		a.chunk(w, fmt.Sprintf("c%d", w), next)
+	}
 	Label("done")
 	VZEROUPPER()
 	RET()
@@ -162,6 +193,7 @@ func genAxpysN(name string, nq int, f16 bool) {
 
 // axpys is the state of genAxpysN's body.
 type axpys struct {
+	s                      isa
 	nq, w                  int  // heads, and the most vectors of each held in registers
 	f16                    bool // binary16 rows
 	y, ldy, v, ld, n, rows Register
@@ -172,14 +204,15 @@ type axpys struct {
 }
 
 // acc is the register holding vector u of y_i.
-func (a *axpys) acc(i, u int) VecPhysical { return zr[i*a.w+u] }
+func (a *axpys) acc(i, u int) VecPhysical { return a.s.vr[i*a.w+u] }
 
 // chunk emits the pass over all rows for the next w vectors of every y_i
 // (label lbl; next is the next chunk's label): load them, add every row's
 // share, store them.
 func (a *axpys) chunk(w int, lbl, next string) {
+	s := a.s
 	Label(lbl)
-	CMPQ(a.n, U8(16*w))
+	CMPQ(a.n, U8(s.lanes*w))
 	JL(LabelRef(next))
 	a.each(w, func(i, u int, m Mem) { VMOVUPS(m, a.acc(i, u)) })
 	MOVQ(a.v, a.vp)
@@ -191,12 +224,12 @@ func (a *axpys) chunk(w int, lbl, next string) {
 	CMPQ(a.rr, a.rows)
 	JGE(LabelRef(lbl + "store"))
 	if a.f16 {
-		for u := 0; u < w/2; u++ {
+		for u := range w * s.lanes * 2 / 64 { // the whole lines of w vectors
 			PREFETCHNTA(Mem{Base: a.vp, Index: a.pf, Scale: 1, Disp: 64 * u})
 		}
 		pageKick(Mem{Base: a.vp, Index: a.pf, Scale: 1}, a.kick, a.kt, lbl+"kick")
 		for u := 0; u < w; u++ {
-			VCVTPH2PS(Mem{Base: a.vp, Disp: 32 * u}, a.T[u])
+			VCVTPH2PS(Mem{Base: a.vp, Disp: s.bytes() / 2 * u}, a.T[u])
 		}
 	}
 	for i := 0; i < a.nq; i++ {
@@ -205,7 +238,7 @@ func (a *axpys) chunk(w int, lbl, next string) {
 			if a.f16 {
 				VFMADD231PS(a.T[u], a.B[i], a.acc(i, u))
 			} else {
-				VFMADD231PS(Mem{Base: a.vp, Disp: 64 * u}, a.B[i], a.acc(i, u))
+				VFMADD231PS(Mem{Base: a.vp, Disp: s.bytes() * u}, a.B[i], a.acc(i, u))
 			}
 		}
 	}
@@ -218,9 +251,9 @@ func (a *axpys) chunk(w int, lbl, next string) {
 	if a.f16 {
 		esize = 2
 	}
-	ADDQ(U32(64*w), a.y)
-	ADDQ(U32(16*esize*w), a.v)
-	SUBQ(U8(16*w), a.n)
+	ADDQ(U32(s.bytes()*w), a.y)
+	ADDQ(U32(s.lanes*esize*w), a.v)
+	SUBQ(U8(s.lanes*w), a.n)
 	JMP(LabelRef(lbl))
 }
 
@@ -229,7 +262,7 @@ func (a *axpys) each(w int, f func(i, u int, m Mem)) {
 	MOVQ(a.y, a.tmp)
 	for i := 0; i < a.nq; i++ {
 		for u := 0; u < w; u++ {
-			f(i, u, Mem{Base: a.tmp, Disp: 64 * u})
+			f(i, u, Mem{Base: a.tmp, Disp: a.s.bytes() * u})
 		}
 		if i+1 < a.nq {
 			ADDQ(a.ldy, a.tmp)

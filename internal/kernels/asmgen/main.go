@@ -12,7 +12,8 @@
 //
 // One file per kernel family: dot.go, axpy.go, convert.go, tile.go (float
 // register tiles), rowstream.go (matrix-vector row streams and their
-// prefetches), dequant.go, int8.go (AVX2 int8 q8/q4 rows), attention.go
+// prefetches), dequant.go, i8.go (the int8 q8/q4 kernels of CPUs without
+// AVX-512, AVX2 and AVX-VNNI; vex.go encodes VPDPBUSD's VEX form), attention.go
 // (batched dots and axpys over a cache), elementwise.go, qrows.go,
 // quantize.go, bgemm.go, vnni.go/vnnirows.go/vnnitile.go (AVX-512 VNNI).
 // A family that exists for AVX-512 and AVX2 is one body written against an
@@ -61,21 +62,31 @@ func main() {
 		genDequant(s, "Q4")
 	}
 
-	// AVX2 only: the q8/q4 matrix-vector products (AVX-512 has VNNI's).
+	// AVX2 only: the q8/q4 matrix products (AVX-512 has VNNI's): float
+	// streams for exact pools, and the int8 kernels of the avx2 and
+	// avx2+vnni routes (i8.go).
 	genRowStreamQ(avx2, "Q8")
 	genRowStreamQ(avx2, "Q4")
-	genRowsI8AVX2("Q8")
-	genRowsI8AVX2("Q4")
+	genI8()
+
+	// The row kernels of both ISAs (emitted after the others, which kept
+	// their place in the file when AVX2 gained these).
+	for _, f := range []struct {
+		s            isa
+		dotF16Chains int
+	}{{avx512, 2}, {avx2, 1}} {
+		s := f.s
+		genBF16ToF32(s)
+		genDots(s)
+		genAxpysN(s, "axpysF32x1"+s.matSuffix, 1, false)
+		for nq := 1; nq <= 4; nq++ {
+			genDotsF16N(s, nq, f.dotF16Chains)
+			genAxpysN(s, fmt.Sprintf("axpysF16x%d%s", nq, s.matSuffix), nq, true)
+		}
+		genElementwise(s)
+	}
 
 	// AVX-512 only.
-	genBF16ToF32(avx512)
-	genDots()
-	genAxpysN("axpysF32x1", 1, false)
-	for nq := 1; nq <= 4; nq++ {
-		genDotsF16N(nq)
-		genAxpysN(fmt.Sprintf("axpysF16x%d", nq), nq, true)
-	}
-	genElementwise()
 	for nr := 1; nr <= 4; nr++ {
 		genQRows("Q8", nr)
 		genQRows("Q4", nr)

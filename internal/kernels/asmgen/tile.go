@@ -25,11 +25,17 @@ var (
 	tilesAVX2   = tileLimits{mr: 3, nr: 3}
 )
 
-// genTiles emits every float tile of an ISA (see genTile).
+// genTiles emits every float tile of an ISA (see genTile), and on AVX2
+// their carrying forms.
 func genTiles(s isa, lim tileLimits, wt string) {
-	for mr := 1; mr <= lim.mr; mr++ {
-		for nr := 1; nr <= lim.nr; nr++ {
-			genTile(s, lim, wt, mr, nr)
+	for _, carry := range []bool{false, true} {
+		if carry && s.lanes != 8 {
+			continue
+		}
+		for mr := 1; mr <= lim.mr; mr++ {
+			for nr := 1; nr <= lim.nr; nr++ {
+				genTile(s, lim, wt, mr, nr, carry)
+			}
 		}
 	}
 }
@@ -37,14 +43,25 @@ func genTiles(s isa, lim tileLimits, wt string) {
 // genTile emits tile<wt><matSuffix>_<mr>x<nr>(x, ldx, w, ldw, k, y, ldy):
 // for i < mr, j < nr, y[i*ldy+j] += sum_{c<k} x[i*ldx+c] * w_j[c], where
 // w_j starts ldw bytes after w_{j-1} and holds float32, binary16 or bfloat16
-// values, and k is a multiple of the lanes.
-func genTile(s isa, lim tileLimits, wt string, mr, nr int) {
+// values, and k is a multiple of the lanes. Its carrying form
+// tile<wt><matSuffix>C_<mr>x<nr>(x, ldx, w, ldw, k, acc, flags, y, ldy) takes
+// the columns of a row in blocks, the mr*nr accumulators carried between
+// calls in memory at acc (loaded when flags&1, else zero; stored unless
+// flags&2, which ends the rows as the plain form does): the same additions
+// in the same order per lane, so the same results, with each block's rows
+// small enough for L1.
+func genTile(s isa, lim tileLimits, wt string, mr, nr int, carry bool) {
 	name := fmt.Sprintf("tile%s%s_%dx%d", wt, s.matSuffix, mr, nr)
 	k := fmt.Sprintf("k%d", s.lanes)
-	text(name, NOSPLIT, "func(x *float32, ldx int, w *byte, ldw int, "+k+" int, y *float32, ldy int)")
+	sig := "func(x *float32, ldx int, w *byte, ldw int, " + k + " int, y *float32, ldy int)"
+	if carry {
+		name = fmt.Sprintf("tile%s%sC_%dx%d", wt, s.matSuffix, mr, nr)
+		sig = "func(x *float32, ldx int, w *byte, ldw int, " + k + " int, acc *float32, flags int, y *float32, ldy int)"
+	}
+	text(name, NOSPLIT, sig)
 	Doc(name + " accumulates a register tile of dot products (see genTile).")
 	wsize := weightSize(wt)
-	t := &tile{s: s, wt: wt, mr: mr, nr: nr}
+	t := &tile{s: s, wt: wt, mr: mr, nr: nr, carry: carry}
 	t.xp, _ = rowPointers("x", "ldx", 2, mr)
 	var ldw Register
 	t.wp, ldw = rowPointers("w", "ldw", 0, nr)
@@ -60,6 +77,16 @@ func genTile(s isa, lim tileLimits, wt string, mr, nr int) {
 		for j := 0; j < nr; j++ {
 			VXORPS(t.acc(i, j), t.acc(i, j), t.acc(i, j))
 		}
+	}
+	if carry {
+		t.accp = Load(Param("acc"), GP64())
+		fl := Load(Param("flags"), GP64())
+		TESTQ(U32(1), fl)
+		JZ(LabelRef("fresh"))
+		for p := range mr * nr {
+			VMOVUPS(Mem{Base: t.accp, Disp: s.bytes() * p}, s.vr[p])
+		}
+		Label("fresh")
 	}
 	na := lim.mr * lim.nr
 	t.xs = s.vr[na : na+lim.mr]
@@ -97,6 +124,8 @@ type tile struct {
 	s       isa
 	wt      string
 	mr, nr  int
+	carry   bool     // the carrying form
+	accp    Register // its accumulators' memory
 	xp, wp  []Register
 	off, pf Register
 	xs      []VecPhysical // one input vector per row
@@ -132,8 +161,20 @@ func (t *tile) advance(n int) {
 	}
 }
 
-// store adds each accumulator's sum to its output.
+// store adds each accumulator's sum to its output (the carrying form,
+// unless told it ends the rows: stores the accumulators).
 func (t *tile) store() {
+	if t.carry {
+		fl := Load(Param("flags"), GP64())
+		TESTQ(U32(2), fl)
+		JNZ(LabelRef("final"))
+		for p := range t.mr * t.nr {
+			VMOVUPS(t.s.vr[p], Mem{Base: t.accp, Disp: t.s.bytes() * p})
+		}
+		VZEROUPPER()
+		RET()
+		Label("final")
+	}
 	y := Load(Param("y"), GP64())
 	ldy := Load(Param("ldy"), GP64())
 	SHLQ(U8(2), ldy)
