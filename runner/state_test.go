@@ -340,24 +340,9 @@ func FuzzRestoreWithChecksum(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		data := binary.LittleEndian.AppendUint32(slices.Clone(body), crc32.Checksum(body, castagnoli))
-		s := freshRun(t, r, []int{1, 1})
-		before := digest(s)
-		if err := s.Restore(bytes.NewReader(data)); err != nil {
-			var fe *SessionFileError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %v is not a *SessionFileError", err)
-			}
-			if digest(s) != before {
-				t.Fatalf("a rejected file changed the session")
-			}
+		s := restoreFuzzed(t, r, data)
+		if s == nil {
 			return
-		}
-		var again bytes.Buffer
-		if err := s.Save(&again); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again.Bytes(), data) {
-			t.Fatalf("restored then saved file differs from the input")
 		}
 		if s.Position() < spec.C {
 			if err := s.Append(context.Background(), []int{1}); err != nil {
@@ -382,24 +367,33 @@ func FuzzRestore(f *testing.F) {
 		f.Add(b.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := freshRun(t, r, []int{1, 1})
-		before := digest(s)
-		if err := s.Restore(bytes.NewReader(data)); err != nil {
-			var fe *SessionFileError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %v is not a *SessionFileError", err)
-			}
-			if digest(s) != before {
-				t.Fatalf("a rejected file changed the session")
-			}
-			return
-		}
-		var again bytes.Buffer
-		if err := s.Save(&again); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again.Bytes(), data) {
-			t.Fatalf("restored then saved file differs from the input")
-		}
+		restoreFuzzed(t, r, data)
 	})
+}
+
+// restoreFuzzed restores data into a fresh session: a rejected file must be a
+// *SessionFileError and leave the session unchanged (restoreFuzzed returns nil);
+// an accepted one must save back to the same bytes (the session is returned).
+func restoreFuzzed(t *testing.T, r *Runner, data []byte) *Session {
+	t.Helper()
+	s := freshRun(t, r, []int{1, 1})
+	before := digest(s)
+	if err := s.Restore(bytes.NewReader(data)); err != nil {
+		var fe *SessionFileError
+		if !errors.As(err, &fe) {
+			t.Fatalf("error %v is not a *SessionFileError", err)
+		}
+		if digest(s) != before {
+			t.Fatalf("a rejected file changed the session")
+		}
+		return nil
+	}
+	var again bytes.Buffer
+	if err := s.Save(&again); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Bytes(), data) {
+		t.Fatalf("restored then saved file differs from the input")
+	}
+	return s
 }
