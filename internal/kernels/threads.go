@@ -60,7 +60,7 @@ type Pool struct {
 	wake          *sync.Cond // workers park here
 	finished      *sync.Cond // the caller parks here
 	sleepers      int        // workers parked on wake, guarded by mu
-	callerWaiting atomic.Bool
+	callerWaiting bool       // the caller is parked on finished, guarded by mu
 	closed        atomic.Bool
 	exited        sync.WaitGroup
 }
@@ -177,9 +177,18 @@ func (p *Pool) work(id int, g uint32) {
 			continue
 		}
 		p.runChunk(id, int(next))
-		if p.done.Add(1) == int64(chunks) && p.callerWaiting.Load() {
+		if p.done.Add(1) == int64(chunks) && id != 0 {
+			// The caller may have parked. Whether it has is read under mu,
+			// not from an atomic flag: a flag would be a store-then-load
+			// handshake on each side (Dekker's), which needs sequentially
+			// consistent atomics, and qemu-aarch64 on an x86 host does not
+			// give them (it lets an STLR pass a later LDAR); the caller then
+			// parked after the last worker had looked, and both slept for
+			// ever. Only the thread that finishes the job takes the lock.
 			p.mu.Lock()
-			p.finished.Signal()
+			if p.callerWaiting {
+				p.finished.Signal()
+			}
 			p.mu.Unlock()
 		}
 	}
@@ -246,11 +255,11 @@ func (p *Pool) runJob(chunks int) {
 	for i := 1; p.done.Load() != int64(chunks); i++ {
 		if i%256 == 0 && time.Since(start) > spinTime {
 			p.mu.Lock()
-			p.callerWaiting.Store(true)
+			p.callerWaiting = true
 			for p.done.Load() != int64(chunks) {
 				p.finished.Wait()
 			}
-			p.callerWaiting.Store(false)
+			p.callerWaiting = false
 			p.mu.Unlock()
 			break
 		}
