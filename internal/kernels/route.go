@@ -43,9 +43,6 @@ type routeSpec struct {
 	name  string
 	needs []feature
 	use   func()
-	// optIn routes run only when forced (UseRoute, HFSTATIC_KERNELS): the
-	// start-up choice passes over them.
-	optIn bool
 }
 
 // feature is a CPU feature by its usual lower-case name, and whether this CPU has it.
@@ -67,11 +64,10 @@ func (r routeSpec) missing() []string {
 // current is the route in use.
 var current = bestRoute()
 
-// bestRoute switches to the first route this CPU supports that is not opt-in
-// and returns its name.
+// bestRoute switches to the first route this CPU supports and returns its name.
 func bestRoute() string {
 	for _, r := range routeSpecs {
-		if len(r.missing()) == 0 && !r.optIn {
+		if len(r.missing()) == 0 {
 			r.use()
 			return r.name
 		}

@@ -9,11 +9,11 @@ import "golang.org/x/sys/cpu"
 // needs AVX2, FMA and F16C; its +vnni adds AVX-VNNI, the VEX-encoded
 // VPDPBUSD on ymm registers (Intel Alder Lake and later, AMD Zen 4 and 5).
 var routeSpecs = []routeSpec{
-	{"avx512+vnni", append(avx512Needs(), feature{"avx512vnni", cpu.X86.HasAVX512VNNI}), func() { setRoute(true, false, true, false) }, false},
-	{"avx512", avx512Needs(), func() { setRoute(true, false, false, false) }, false},
-	{"avx2+vnni", append(avx2Needs(), feature{"avxvnni", cpu.X86.HasAVXVNNI}), func() { setRoute(false, true, false, true) }, false},
-	{"avx2", avx2Needs(), func() { setRoute(false, true, false, false) }, false},
-	{"generic", nil, func() { setRoute(false, false, false, false) }, false},
+	{"avx512+vnni", append(avx512Needs(), feature{"avx512vnni", cpu.X86.HasAVX512VNNI}), func() { setRoute(true, false, true, false) }},
+	{"avx512", avx512Needs(), func() { setRoute(true, false, false, false) }},
+	{"avx2+vnni", append(avx2Needs(), feature{"avxvnni", cpu.X86.HasAVXVNNI}), func() { setRoute(false, true, false, true) }},
+	{"avx2", avx2Needs(), func() { setRoute(false, true, false, false) }},
+	{"generic", nil, func() { setRoute(false, false, false, false) }},
 }
 
 func avx512Needs() []feature {

@@ -11,17 +11,10 @@ import "golang.org/x/sys/cpu"
 // later) for the q8/q4 prefill products. golang.org/x/sys/cpu
 // reads the features from the kernel on Linux (HWCAP) and from sysctl
 // (hw.optional.arm.FEAT_*) on macOS, without cgo.
-//
-// neon+i8mm is opt-in (HFSTATIC_KERNELS=neon+i8mm) until a rare hang is
-// understood: under qemu-aarch64, about one run in ten of the engine's
-// batched-sessions test on this route ends with the pool's caller and worker
-// both parked (Go reports "all goroutines are asleep"), in steps that do not
-// run the SMMLA kernels themselves; neon+dotprod and generic never did in the
-// same number of runs. Its kernels pass their tests, bit for bit.
 var routeSpecs = []routeSpec{
-	{name: "neon+i8mm", needs: append(neonNeeds(), feature{"i8mm", cpu.ARM64.HasI8MM}), use: func() { setRoute(true, true) }, optIn: true},
-	{name: "neon+dotprod", needs: neonNeeds(), use: func() { setRoute(true, false) }},
-	{name: "generic", use: func() { setRoute(false, false) }},
+	{"neon+i8mm", append(neonNeeds(), feature{"i8mm", cpu.ARM64.HasI8MM}), func() { setRoute(true, true) }},
+	{"neon+dotprod", neonNeeds(), func() { setRoute(true, false) }},
+	{"generic", nil, func() { setRoute(false, false) }},
 }
 
 func neonNeeds() []feature {

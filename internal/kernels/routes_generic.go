@@ -3,4 +3,4 @@
 package kernels
 
 // Architectures without assembly kernels, and the purego build, have one route.
-var routeSpecs = []routeSpec{{"generic", nil, func() {}, false}}
+var routeSpecs = []routeSpec{{"generic", nil, func() {}}}
