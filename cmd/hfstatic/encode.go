@@ -104,6 +104,21 @@ func encoderOf(m *loaded) (*encode.Model, error) {
 	return enc, nil
 }
 
+// openEncoder opens name as openAny does and returns it with its encoder;
+// a program without one is closed and refused.
+func openEncoder(cmd *cobra.Command, name string, threads int, ef *exportFlags) (*loaded, *encode.Model, error) {
+	m, err := openAny(cmd, name, threads, ef)
+	if err != nil {
+		return nil, nil, err
+	}
+	enc, err := encoderOf(m)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, enc, nil
+}
+
 // readLines returns the non-empty lines of r.
 func readLines(r io.Reader) ([]string, error) {
 	var lines []string
@@ -160,15 +175,11 @@ model name (ORG/NAME[@REVISION], exported once as run does).`,
 					return usagef("no input: give --text, --tokens, or lines on standard input")
 				}
 			}
-			m, err := openAny(cmd, args[0], threads, &ef)
+			m, enc, err := openEncoder(cmd, args[0], threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			enc, err := encoderOf(m)
-			if err != nil {
-				return err
-			}
 			opts := encode.EmbedOptions{Prompt: prompt, PromptName: promptName, Truncate: truncate, Dimensions: dimensions}
 			var res *encode.Embeddings
 			if ids != nil {
@@ -238,15 +249,11 @@ model name (ORG/NAME[@REVISION], exported once as run does).`,
 					return usagef("no documents: give --doc or lines on standard input")
 				}
 			}
-			m, err := openAny(cmd, args[0], threads, &ef)
+			m, enc, err := openEncoder(cmd, args[0], threads, &ef)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			enc, err := encoderOf(m)
-			if err != nil {
-				return err
-			}
 			r, err := enc.Rerank(cmd.Context(), query, docs, encode.RerankOptions{Instruction: instruction, Truncate: truncate, TopN: topN})
 			if err != nil {
 				return err
