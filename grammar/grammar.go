@@ -27,6 +27,7 @@
 package grammar
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,27 +142,13 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, err
 	}
 	d := DefaultLimits
-	if l.MaxDepth == 0 {
-		l.MaxDepth = d.MaxDepth
-	}
-	if l.MaxNodes == 0 {
-		l.MaxNodes = d.MaxNodes
-	}
-	if l.MaxStates == 0 {
-		l.MaxStates = d.MaxStates
-	}
-	if l.Timeout == 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.MaxDFABytes == 0 {
-		l.MaxDFABytes = d.MaxDFABytes
-	}
-	if l.MaxMaskBytes == 0 {
-		l.MaxMaskBytes = d.MaxMaskBytes
-	}
-	if l.MaxMaskWork == 0 {
-		l.MaxMaskWork = d.MaxMaskWork
-	}
+	l.MaxDepth = cmp.Or(l.MaxDepth, d.MaxDepth)
+	l.MaxNodes = cmp.Or(l.MaxNodes, d.MaxNodes)
+	l.MaxStates = cmp.Or(l.MaxStates, d.MaxStates)
+	l.Timeout = cmp.Or(l.Timeout, d.Timeout)
+	l.MaxDFABytes = cmp.Or(l.MaxDFABytes, d.MaxDFABytes)
+	l.MaxMaskBytes = cmp.Or(l.MaxMaskBytes, d.MaxMaskBytes)
+	l.MaxMaskWork = cmp.Or(l.MaxMaskWork, d.MaxMaskWork)
 	return l, nil
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,27 +71,13 @@ func (l Limits) withDefaults() (Limits, error) {
 	case l.GrammarMemory < 0:
 		return l, fmt.Errorf("%w: Options.Limits.GrammarMemory = %d, must be ≥ 0 (0: %d)", ErrOptions, l.GrammarMemory, d.GrammarMemory)
 	}
-	if l.MaxConns == 0 {
-		l.MaxConns = d.MaxConns
-	}
-	if l.IdleTimeout == 0 {
-		l.IdleTimeout = d.IdleTimeout
-	}
-	if l.ShortIdleTimeout == 0 {
-		l.ShortIdleTimeout = d.ShortIdleTimeout
-	}
-	if l.MaxBodyInFlight == 0 {
-		l.MaxBodyInFlight = d.MaxBodyInFlight
-	}
-	if l.HeaderTimeout == 0 {
-		l.HeaderTimeout = d.HeaderTimeout
-	}
-	if l.BodyTimeout == 0 {
-		l.BodyTimeout = d.BodyTimeout
-	}
-	if l.GrammarMemory == 0 {
-		l.GrammarMemory = d.GrammarMemory
-	}
+	l.MaxConns = cmp.Or(l.MaxConns, d.MaxConns)
+	l.IdleTimeout = cmp.Or(l.IdleTimeout, d.IdleTimeout)
+	l.ShortIdleTimeout = cmp.Or(l.ShortIdleTimeout, d.ShortIdleTimeout)
+	l.MaxBodyInFlight = cmp.Or(l.MaxBodyInFlight, d.MaxBodyInFlight)
+	l.HeaderTimeout = cmp.Or(l.HeaderTimeout, d.HeaderTimeout)
+	l.BodyTimeout = cmp.Or(l.BodyTimeout, d.BodyTimeout)
+	l.GrammarMemory = cmp.Or(l.GrammarMemory, d.GrammarMemory)
 	if err := l.Grammar.Validate(); err != nil {
 		return l, fmt.Errorf("%w: Options.Limits.Grammar: %v", ErrOptions, err)
 	}
