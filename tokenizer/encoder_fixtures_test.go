@@ -38,15 +38,7 @@ func TestEncoderTokenizersMatchHuggingFace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc := bufio.NewScanner(bytes.NewReader(readTestdata(t, name+".jsonl.gz")))
-			sc.Buffer(nil, 1<<20)
-			n := 0
-			for sc.Scan() {
-				var v encoderVector
-				if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-					t.Fatal(err)
-				}
-				n++
+			for _, v := range encoderVectors(t, name) {
 				if v.B != nil {
 					if name == "unigram-bytes" {
 						// Its pair template has no trailing token, and there the
@@ -61,11 +53,28 @@ func TestEncoderTokenizersMatchHuggingFace(t *testing.T) {
 				}
 				checkSequence(t, tok, v)
 			}
-			if n < 100 {
-				t.Fatalf("%d vectors, want the whole file (>= 100)", n)
-			}
 		})
 	}
+}
+
+// encoderVectors reads the vectors of an encoder fixture; fewer than 100
+// (the whole file has more) fail the test.
+func encoderVectors(t *testing.T, name string) []encoderVector {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(readTestdata(t, name+".jsonl.gz")))
+	sc.Buffer(nil, 1<<20)
+	var vs []encoderVector
+	for sc.Scan() {
+		var v encoderVector
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) < 100 {
+		t.Fatalf("%s: %d vectors, want the whole file (>= 100)", name, len(vs))
+	}
+	return vs
 }
 
 func checkSequence(t *testing.T, tok *Tokenizer, v encoderVector) {

@@ -115,8 +115,11 @@ func (p regexPattern) matches(s string, dst [][2]int) [][2]int {
 
 // replaceAll replaces every match of p in s with content.
 func replaceAll(p pattern, s, content string) string {
-	if lit, ok := p.(literalPattern); ok {
-		return strings.ReplaceAll(s, string(lit), content)
+	switch p := p.(type) {
+	case literalPattern:
+		return strings.ReplaceAll(s, string(p), content)
+	case spaceRuns:
+		return p.replaceAll(s, content)
 	}
 	spans := p.matches(s, nil)
 	if len(spans) == 0 {

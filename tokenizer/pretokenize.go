@@ -94,7 +94,7 @@ func parsePreTokenizer(j preTokenizerJSON) (preTokenizer, bool, error) {
 	case "BertPreTokenizer":
 		return bertPreTokenizer(), false, nil
 	case "WhitespaceSplit":
-		return splitPreTokenizer{pattern: runePattern(isWhiteSpace), behavior: behaviorRemoved}, false, nil
+		return whitespaceSplit(), false, nil
 	case "Whitespace":
 		p, err := compileRegex(`\w+|[^\w\s]+`, "pre_tokenizer Whitespace")
 		if err != nil {
@@ -125,6 +125,54 @@ func keepsBytes(pt preTokenizer) bool {
 		return true
 	}
 	return false
+}
+
+// minWords is a lower bound on the non-empty pieces pt cuts text into (each
+// of which becomes at least one token), counted without cutting: EncodeLimit
+// refuses a segment of more words than it has room for before its pieces are
+// built (5 MB of short words took BERT's tokenizer seconds and 400 MB to
+// refuse otherwise). It counts the words (runs of non-whitespace) a
+// whitespace split keeps apart, or the space-separated runs holding
+// non-whitespace that Metaspace starts pieces at; the pre-tokenizers after the
+// first in a sequence must neither merge pieces (none does) nor drop
+// non-whitespace text (a Removed split on another pattern may): else 0.
+func minWords(pt preTokenizer, text string) int {
+	first := pt
+	if seq, ok := pt.(sequencePreTokenizer); ok && len(seq) > 0 {
+		first = seq[0]
+		for _, p := range seq[1:] {
+			if sp, ok := p.(splitPreTokenizer); ok && sp.behavior == behaviorRemoved && !sp.atSpaces {
+				return 0
+			}
+		}
+	}
+	switch p := first.(type) {
+	case splitPreTokenizer:
+		if p.atSpaces {
+			return countRuns(text, isWhiteSpace)
+		}
+	case metaspace:
+		if p.splitWords {
+			return countRuns(text, func(r rune) bool { return r == ' ' })
+		}
+	}
+	return 0
+}
+
+// countRuns counts the maximal runs of text between separators that hold a
+// character other than whitespace.
+func countRuns(text string, sep func(rune) bool) int {
+	n, solid := 0, false
+	for _, r := range text {
+		switch {
+		case sep(r):
+			solid = false
+		case !solid && !isWhiteSpace(r):
+			n++
+			solid = true
+		}
+	}
+	return n
 }
 
 type sequencePreTokenizer []preTokenizer
@@ -168,6 +216,13 @@ type splitPreTokenizer struct {
 	pattern  pattern
 	behavior splitBehavior
 	invert   bool
+	atSpaces bool // pattern is isWhiteSpace, behavior Removed (whitespaceSplit)
+}
+
+// whitespaceSplit is Hugging Face's WhitespaceSplit: words between
+// whitespace, the whitespace dropped.
+func whitespaceSplit() splitPreTokenizer {
+	return splitPreTokenizer{pattern: runePattern(isWhiteSpace), behavior: behaviorRemoved, atSpaces: true}
 }
 
 // isolatedSplitter is implemented by patterns that can emit Isolated

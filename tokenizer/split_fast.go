@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,6 +19,58 @@ var knownSplitPatterns = map[string]pattern{
 	gpt2Regex:   gpt2Scanner{},
 	llama3Regex: llama3Scanner{maxDigits: 3},
 	qwen2Regex:  llama3Scanner{maxDigits: 1},
+	spacesRegex: spaceRuns{},
+}
+
+// spacesRegex is the Replace normalizer of SentencePiece-converted
+// tokenizers (XLM-R and its kin) that collapses runs of spaces. regexp2
+// allocates a match object per run: 5 MB of tab-separated words cost 780 MB.
+const spacesRegex = ` {2,}`
+
+// spaceRuns matches runs of two or more ' ' (spacesRegex).
+type spaceRuns struct{}
+
+func (spaceRuns) matches(s string, dst [][2]int) [][2]int {
+	for i := 0; ; {
+		start, end := nextSpaceRun(s, i)
+		if start < 0 {
+			return dst
+		}
+		dst = append(dst, [2]int{start, end})
+		i = end
+	}
+}
+
+// replaceAll is replaceAll(spaceRuns{}, s, content) without a list of spans.
+func (spaceRuns) replaceAll(s, content string) string {
+	start, end := nextSpaceRun(s, 0)
+	if start < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := 0
+	for ; start >= 0; start, end = nextSpaceRun(s, end) {
+		b.WriteString(s[prev:start])
+		b.WriteString(content)
+		prev = end
+	}
+	b.WriteString(s[prev:])
+	return b.String()
+}
+
+// nextSpaceRun returns the first run of two or more spaces at or after i,
+// or -1, -1.
+func nextSpaceRun(s string, i int) (start, end int) {
+	k := strings.Index(s[i:], "  ")
+	if k < 0 {
+		return -1, -1
+	}
+	start, end = i+k, i+k+2
+	for end < len(s) && s[end] == ' ' {
+		end++
+	}
+	return start, end
 }
 
 type runeClass uint8

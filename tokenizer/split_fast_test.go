@@ -19,6 +19,7 @@ var scannerCases = []struct {
 	{"gpt2", gpt2Regex, gpt2Scanner{}},
 	{"llama3", llama3Regex, llama3Scanner{maxDigits: 3}},
 	{"qwen2", qwen2Regex, llama3Scanner{maxDigits: 1}},
+	{"spaces", spacesRegex, spaceRuns{}},
 }
 
 // splitAlphabet mixes every character class the regexes distinguish:
@@ -87,4 +88,19 @@ func FuzzScannersMatchRegexp2(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The space-run replacement gives what replacing regexp2's matches gives.
+func TestSpaceRunsReplaceAsTheRegex(t *testing.T) {
+	re := regexPattern{regexp2.MustCompile(spacesRegex, regexp2.None)}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		s := randomSplitText(r)
+		if r.IntN(2) == 0 {
+			s = strings.ReplaceAll(s, "\t", "   ")
+		}
+		if got, want := replaceAll(spaceRuns{}, s, " "), replaceAll(re, s, " "); got != want {
+			t.Fatalf("%q: %q, regexp2 gives %q", s, got, want)
+		}
+	}
 }

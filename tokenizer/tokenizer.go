@@ -177,6 +177,10 @@ func (t *Tokenizer) encodeSegment(text string, first bool, ids []int, sc *mergeS
 		if max >= 0 && t.keepsBytes && len(ids)+t.model.minTokens(seg.text) > max {
 			return nil, tooLong(max)
 		}
+		// Each word the pre-tokenizer keeps apart is at least one token.
+		if max >= 0 && len(ids)+minWords(t.preTokenizer, seg.text) > max {
+			return nil, tooLong(max)
+		}
 		words = append(words[:0], piece{text: seg.text, first: first && seg.start == 0})
 		if t.preTokenizer != nil {
 			words = t.preTokenizer.split(words)

@@ -237,6 +237,9 @@ func isBertControl(r rune) bool {
 	case '\t', '\n', '\r':
 		return false
 	}
+	if r < 0x80 { // the common case, without the table lookups
+		return r < 0x20 || r == 0x7f
+	}
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) || isUnassigned(r)
 }
 
@@ -283,7 +286,7 @@ func lowercaseChars(s string) string {
 // punctuation character (ASCII punctuation and Unicode category P).
 func bertPreTokenizer() preTokenizer {
 	return sequencePreTokenizer{
-		splitPreTokenizer{pattern: runePattern(isWhiteSpace), behavior: behaviorRemoved},
+		whitespaceSplit(),
 		splitPreTokenizer{pattern: runePattern(isBertPunct), behavior: behaviorIsolated},
 	}
 }
