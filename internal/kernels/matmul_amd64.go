@@ -607,9 +607,7 @@ func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
 				b := j.bias[c : c+cn]
 				for ii := i; ii < i+mr; ii++ {
 					y := j.y[ii*w.Rows+c : ii*w.Rows+c+cn]
-					for k := range y {
-						y[k] += b[k]
-					}
+					add(y, y, b)
 				}
 			}
 		}
