@@ -188,6 +188,9 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (op, e
 	return o, nil
 }
 
+// linearRowBlock is about the most rows one matrix product of a linear op takes.
+const linearRowBlock = 512
+
 func (o *linearOp) run(ps *pass) {
 	xs, ys := ps.f32(o.x), ps.f32(o.out)
 	var bs []float32
@@ -197,7 +200,16 @@ func (o *linearOp) run(ps *pass) {
 	pool, k := o.m.prog.pool, o.k
 	if !o.selects {
 		nr := o.m.rowsOf(ps, o.x)
-		pool.MatMul(ys[:nr*o.n], xs[:nr*k], nr, o.w, bs)
+		// Many rows (an encoder's batch: 4096) go in products of about linearRowBlock
+		// rows, whose activations stay in L2 while every weight row passes over them: 7%
+		// (f32) and 28% (q8) faster per thread on all-MiniLM-L6-v2's products
+		// (TestPerfEncoderRowBlocks in internal/kernels). A row's output does not depend on
+		// the rows beside it in a product, so the split changes no value.
+		nb := (nr + linearRowBlock - 1) / linearRowBlock
+		for b := range nb {
+			r0, r1 := b*nr/nb, (b+1)*nr/nb
+			pool.MatMul(ys[r0*o.n:r1*o.n], xs[r0*k:r1*k], r1-r0, o.w, bs)
+		}
 		return
 	}
 	if len(ps.segs) == 1 { // one step: its kept rows are contiguous

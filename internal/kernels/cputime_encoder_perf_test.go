@@ -146,3 +146,67 @@ func TestPerfVNNIChunk(t *testing.T) {
 		fmt.Printf("%s  layer %6.1f GMAC/s\n", line, macs/secs/1e9)
 	}
 }
+
+// TestPerfEncoderRowBlocks times the encoder layer's products in one call of 4096 rows
+// against calls of fewer rows (the activations of a call then stay in L2).
+func TestPerfEncoderRowBlocks(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const m = 4096
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	p := NewPool(1)
+	defer p.Close()
+	blocks := []int{4096, 1024, 512, 256, 128}
+	for _, typ := range []WeightType{F32, Q8} {
+		res := map[int][][]float64{}
+		type c struct {
+			w       Matrix
+			x, y, b []float32
+		}
+		var cs []c
+		for _, s := range shapes {
+			w := Matrix{Type: typ, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*typ.RowBytes(s.cols))}
+			Quantize(typ, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
+			cs = append(cs, c{w, randVec(rng, m*s.cols), make([]float32, m*s.rows), randVec(rng, s.rows)})
+		}
+		for range 5 {
+			for _, bl := range blocks {
+				if res[bl] == nil {
+					res[bl] = make([][]float64, len(cs))
+				}
+				for k, c := range cs {
+					run := func() {
+						for i := 0; i < m; i += bl {
+							p.MatMul(c.y[i*c.w.Rows:(i+bl)*c.w.Rows], c.x[i*c.w.Cols:(i+bl)*c.w.Cols], bl, c.w, c.b)
+						}
+					}
+					run()
+					n := 0
+					t0 := threadCPU()
+					for threadCPU()-t0 < 40*time.Millisecond {
+						run()
+						n++
+					}
+					res[bl][k] = append(res[bl][k], (threadCPU()-t0).Seconds()/float64(n))
+				}
+			}
+		}
+		for _, bl := range blocks {
+			line := fmt.Sprintf("%v rows/call %4d", typ, bl)
+			var macs, secs float64
+			for k, s := range shapes {
+				d := res[bl][k]
+				sort.Float64s(d)
+				mac := float64(m * s.rows * s.cols)
+				line += fmt.Sprintf("  %s %6.1f", s.name, mac/d[2]/1e9)
+				macs += mac
+				secs += d[2]
+			}
+			fmt.Printf("%s  layer %6.1f GMAC/s\n", line, macs/secs/1e9)
+		}
+	}
+}
