@@ -10,21 +10,37 @@ import (
 // beside it. rowkernels_test.go checks them against float64 references.
 
 // layerNorm computes dst = (x - mean(x)) / sqrt(var(x) + eps) * w + b over len(x) values,
-// with the mean and the (biased) variance accumulated in float64. dst may alias x.
+// with the mean and the (biased) variance accumulated in float64, in four running sums (one
+// chain of dependent additions would take four times as long). dst may alias x.
 func layerNorm(dst, x, w, b []float32, eps float32) {
 	n := len(x)
 	w, b, dst = w[:n], b[:n], dst[:n]
-	var sum float64
-	for _, v := range x {
-		sum += float64(v)
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += float64(x[i])
+		s1 += float64(x[i+1])
+		s2 += float64(x[i+2])
+		s3 += float64(x[i+3])
 	}
-	mean := sum / float64(n)
-	var sq float64
-	for _, v := range x {
-		d := float64(v) - mean
-		sq += d * d
+	for ; i < n; i++ {
+		s0 += float64(x[i])
 	}
-	inv := float32(1 / math.Sqrt(sq/float64(n)+float64(eps)))
+	mean := ((s0 + s1) + (s2 + s3)) / float64(n)
+	s0, s1, s2, s3 = 0, 0, 0, 0
+	i = 0
+	for ; i+4 <= n; i += 4 {
+		d0, d1, d2, d3 := float64(x[i])-mean, float64(x[i+1])-mean, float64(x[i+2])-mean, float64(x[i+3])-mean
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < n; i++ {
+		d := float64(x[i]) - mean
+		s0 += d * d
+	}
+	inv := float32(1 / math.Sqrt(((s0+s1)+(s2+s3))/float64(n)+float64(eps)))
 	m := float32(mean)
 	for i, v := range x {
 		dst[i] = (v-m)*inv*w[i] + b[i]

@@ -112,3 +112,22 @@ func BenchmarkGELU(b *testing.B) {
 		geluErf(y, x)
 	}
 }
+
+func BenchmarkLayerNorm(b *testing.B) {
+	const rows, width = 128, 384
+	x := make([]float32, rows*width)
+	for i := range x {
+		x[i] = float32(i%1000)/100 - 5
+	}
+	w, bias := make([]float32, width), make([]float32, width)
+	for i := range w {
+		w[i], bias[i] = 1, 0.5
+	}
+	y := make([]float32, len(x))
+	b.SetBytes(int64(4 * len(x)))
+	for b.Loop() {
+		for r := range rows {
+			layerNorm(y[r*width:(r+1)*width], x[r*width:(r+1)*width], w, bias, 1e-12)
+		}
+	}
+}
