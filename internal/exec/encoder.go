@@ -391,21 +391,27 @@ func (o *l2NormalizeOp) run(ps *pass) {
 // handing work to the pool costs a few microseconds.
 const parallelWork = 1 << 14
 
-// parallel calls fn over [0, n) items of cost elements each, in contiguous ranges spread
-// over the pool's threads (one range per thread), or in one call when the work is small.
-// Each item is computed by one call, so a row's result does not depend on the split.
+// parallel calls fn over [0, n) items of cost elements each, in contiguous ranges (about
+// parRanges per pool thread, taken by whichever thread is free: on a shared machine a
+// thread that lost its CPU for a while holds back less than a half of the work would), or in
+// one call when the work is small. Each item is computed by one call, so a row's result
+// does not depend on the split.
 func (p *Program) parallel(n, cost int, fn func(lo, hi int)) {
 	if n*cost < parallelWork || p.threads == 1 {
 		fn(0, n)
 		return
 	}
-	per := (n + p.threads - 1) / p.threads
+	ranges := min(n, parRanges*p.threads)
+	per := (n + ranges - 1) / ranges
 	p.parFn, p.parN, p.parPer = fn, n, per
-	p.pool.For(p.threads, p.parItem)
+	p.pool.For((n+per-1)/per, p.parItem)
 	p.parFn = nil
 }
 
-// parRange runs one thread's range of a parallel call.
+// parRanges is how many ranges per pool thread parallel splits its items into.
+const parRanges = 4
+
+// parRange runs one range of a parallel call.
 func (p *Program) parRange(_, i int) {
 	lo := i * p.parPer
 	if lo < p.parN {
