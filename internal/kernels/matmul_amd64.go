@@ -582,6 +582,9 @@ func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
 	rb := w.Type.RowBytes(w.Cols)
 	ldx := j.nbp * BlockSize
 	chunk := max(1, vnniTileChunkBytes/ldx/vnniTileQ8N) * vnniTileQ8N
+	if chunk >= 48 {
+		chunk = chunk / 48 * 48 // whole vectors for the bias add (add)
+	}
 	chunk = min(chunk, (hi-lo+vnniTileQ8N-1)/vnniTileQ8N*vnniTileQ8N)
 	s := &p.scratch[id]
 	if len(s.wt) < chunk*ldx {
