@@ -164,10 +164,12 @@ func (o *positionEmbedOp) run(ps *pass) {
 
 // selfAttentionOp: each real row attends to the real rows of its own sequence (all of them,
 // or up to itself when causal). Each (sequence, query head) is an item of a parallel loop
-// on the program's pool, computed as two matrix products on the item's thread: the scores
-// Q·Kᵀ of a block of query rows, then softmax(scores)·V, through a one-thread kernels.Pool
-// per pool thread (the tile kernels of the linear layers, on contiguous copies of the head's
-// rows). A row's result does not depend on the rows beside it in its block or batch.
+// on the program's pool, computed on the item's thread: each query row's scores as a sum of
+// the head's transposed key rows weighted by its values (kernels.Axpys: the row's scores
+// stay in registers, no horizontal sums at a head size of 32 or 64), then softmax(scores)·V
+// as a matrix product of a block of query rows through a one-thread kernels.Pool per pool
+// thread (the tile kernels of the linear layers, on contiguous copies of the head's rows).
+// A row's result does not depend on the rows beside it in its block or batch.
 type selfAttentionOp struct {
 	m                    *Method
 	q, k, v, out         operand
@@ -184,12 +186,13 @@ type selfAttentionOp struct {
 // attnBlock is how many query rows one product of an attention item scores at once.
 const attnBlock = 64
 
-// attnScratch is one pool thread's attention scratch (S the method's sequence length).
+// attnScratch is one pool thread's attention scratch (S the method's sequence length, S16
+// it rounded up to a multiple of 16).
 type attnScratch struct {
 	pool   *kernels.Pool // one thread: its products run on the calling goroutine
-	k, vt  []byte        // the head's keys [S][Dk], values transposed [Dv][S], f32
-	q      []float32     // a block of query rows [attnBlock][Dk]
-	scores []float32     // [attnBlock][S]
+	kt     []float32     // the head's keys transposed [Dk][n16], zero past n
+	vt     []byte        // the head's values transposed [Dv][S], f32
+	scores []float32     // [attnBlock][n16]
 	o      []float32     // [attnBlock][Dv]
 }
 
@@ -225,13 +228,13 @@ func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand)
 	a := &selfAttentionOp{m: m, q: q, k: k, v: v, out: out, Hq: Hq, Hkv: Hkv, Dk: Dk, Dv: Dv, grp: Hq / Hkv,
 		scale: at.Scale, causal: at.Causal, work: make([]attnScratch, p.threads)}
 	S := m.seqLen
+	S16 := (S + 15) &^ 15
 	for w := range a.work {
 		// Scratch shared by all self_attention ops (they run one at a time).
 		key := func(name string) string { return fmt.Sprintf("self_attention %s %d", name, w) }
 		a.work[w] = attnScratch{pool: p.onePool(w),
-			k: p.shared(key("k"), 4*S*Dk), vt: p.shared(key("vt"), 4*Dv*S),
-			q:      align.AsF32(p.shared(key("q"), 4*attnBlock*Dk)),
-			scores: align.AsF32(p.shared(key("scores"), 4*attnBlock*S)),
+			kt: align.AsF32(p.shared(key("kt"), 4*Dk*S16)), vt: p.shared(key("vt"), 4*Dv*S),
+			scores: align.AsF32(p.shared(key("scores"), 4*attnBlock*S16)),
 			o:      align.AsF32(p.shared(key("o"), 4*attnBlock*Dv))}
 	}
 	a.fn = a.head
@@ -250,28 +253,33 @@ func (a *selfAttentionOp) head(w, item int) {
 	g, h := &a.ps.segs[item/a.Hq], item%a.Hq
 	c := &a.work[w]
 	n, kv, Dk, Dv := g.n, h/a.grp, a.Dk, a.Dv
+	n16 := (n + 15) &^ 15
 	qw, kw, vw := a.Hq*Dk, a.Hkv*Dk, a.Hkv*Dv
-	// The head's keys [n][Dk] and values transposed [Dv][n], contiguous.
-	k, vt := align.AsF32(c.k[:4*n*Dk]), align.AsF32(c.vt[:4*Dv*n])
+	// The head's keys transposed [Dk][n16] (zero past n) and values transposed [Dv][n].
+	kt, vt := c.kt[:Dk*n16], align.AsF32(c.vt[:4*Dv*n])
 	for j := range n {
 		r := g.off + j
-		copy(k[j*Dk:(j+1)*Dk], a.ks[r*kw+kv*Dk:r*kw+(kv+1)*Dk])
+		for d, x := range a.ks[r*kw+kv*Dk : r*kw+(kv+1)*Dk] {
+			kt[d*n16+j] = x
+		}
 		for d, x := range a.vs[r*vw+kv*Dv : r*vw+(kv+1)*Dv] {
 			vt[d*n+j] = x
 		}
 	}
-	K := kernels.Matrix{Type: kernels.F32, Rows: n, Cols: Dk, Data: c.k[:4*n*Dk]}
+	if n16 > n {
+		for d := range Dk {
+			clear(kt[d*n16+n : (d+1)*n16])
+		}
+	}
 	V := kernels.Matrix{Type: kernels.F32, Rows: Dv, Cols: n, Data: c.vt[:4*Dv*n]}
 	for i0 := 0; i0 < n; i0 += attnBlock {
 		m := min(attnBlock, n-i0)
 		for i := range m {
 			r := g.off + i0 + i
-			copy(c.q[i*Dk:(i+1)*Dk], a.qs[r*qw+h*Dk:r*qw+(h+1)*Dk])
-		}
-		sc := c.scores[:m*n]
-		c.pool.MatMul(sc, c.q[:m*Dk], m, K, nil)
-		for i := range m {
-			row := sc[i*n : (i+1)*n]
+			row := c.scores[i*n : (i+1)*n]
+			full := c.scores[i*n : i*n+n16] // the next row's start is rewritten after
+			clear(full)
+			kernels.Axpys(full, a.qs[r*qw+h*Dk:r*qw+(h+1)*Dk], kt, n16)
 			kernels.Scale(row, a.scale)
 			if a.causal {
 				for j := i0 + i + 1; j < n; j++ {
@@ -280,7 +288,7 @@ func (a *selfAttentionOp) head(w, item int) {
 			}
 			kernels.Softmax(row)
 		}
-		c.pool.MatMul(c.o[:m*Dv], sc, m, V, nil)
+		c.pool.MatMul(c.o[:m*Dv], c.scores[:m*n], m, V, nil)
 		for i := range m {
 			r := g.off + i0 + i
 			copy(a.os[r*a.Hq*Dv+h*Dv:r*a.Hq*Dv+(h+1)*Dv], c.o[i*Dv:(i+1)*Dv])
@@ -383,21 +391,27 @@ func (o *l2NormalizeOp) run(ps *pass) {
 // handing work to the pool costs a few microseconds.
 const parallelWork = 1 << 14
 
-// parallel calls fn over [0, n) items of cost elements each, in contiguous ranges spread
-// over the pool's threads (one range per thread), or in one call when the work is small.
-// Each item is computed by one call, so a row's result does not depend on the split.
+// parallel calls fn over [0, n) items of cost elements each, in contiguous ranges (about
+// parRanges per pool thread, taken by whichever thread is free: on a shared machine a
+// thread that lost its CPU for a while holds back less than a half of the work would), or in
+// one call when the work is small. Each item is computed by one call, so a row's result
+// does not depend on the split.
 func (p *Program) parallel(n, cost int, fn func(lo, hi int)) {
 	if n*cost < parallelWork || p.threads == 1 {
 		fn(0, n)
 		return
 	}
-	per := (n + p.threads - 1) / p.threads
+	ranges := min(n, parRanges*p.threads)
+	per := (n + ranges - 1) / ranges
 	p.parFn, p.parN, p.parPer = fn, n, per
-	p.pool.For(p.threads, p.parItem)
+	p.pool.For((n+per-1)/per, p.parItem)
 	p.parFn = nil
 }
 
-// parRange runs one thread's range of a parallel call.
+// parRanges is how many ranges per pool thread parallel splits its items into.
+const parRanges = 4
+
+// parRange runs one range of a parallel call.
 func (p *Program) parRange(_, i int) {
 	lo := i * p.parPer
 	if lo < p.parN {

@@ -188,6 +188,9 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (op, e
 	return o, nil
 }
 
+// linearRowBlock is about the most rows one matrix product of an encoder's linear op takes.
+const linearRowBlock = 256
+
 func (o *linearOp) run(ps *pass) {
 	xs, ys := ps.f32(o.x), ps.f32(o.out)
 	var bs []float32
@@ -197,7 +200,20 @@ func (o *linearOp) run(ps *pass) {
 	pool, k := o.m.prog.pool, o.k
 	if !o.selects {
 		nr := o.m.rowsOf(ps, o.x)
-		pool.MatMul(ys[:nr*o.n], xs[:nr*k], nr, o.w, bs)
+		// An encoder's many rows (a batch: 4096) go in products of about linearRowBlock
+		// rows, whose activations stay in L2 while every weight row passes over them: 7-20%
+		// (f32) and 10-28% (q8) faster per thread on all-MiniLM-L6-v2's products than one
+		// product of 4096 rows, 256 rows a little faster than 512 or 128
+		// (TestPerfEncoderRowBlocks in internal/kernels). A row's output does not depend on
+		// the rows beside it in a product, so the split changes no value.
+		nb := 1
+		if o.m.batch > 0 { // an encoder's method (over sequences)
+			nb = (nr + linearRowBlock - 1) / linearRowBlock
+		}
+		for b := range nb {
+			r0, r1 := b*nr/nb, (b+1)*nr/nb
+			pool.MatMul(ys[r0*o.n:r1*o.n], xs[r0*k:r1*k], r1-r0, o.w, bs)
+		}
 		return
 	}
 	if len(ps.segs) == 1 { // one step: its kept rows are contiguous

@@ -6,16 +6,33 @@ import (
 	"testing"
 )
 
-func TestErfRationalIsWithin2e8OfMathErf(t *testing.T) {
-	worst, at := 0.0, 0.0
-	for i := -200000; i <= 200000; i++ {
-		z := float64(i) * 3e-5 // [-6, 6]
-		if d := math.Abs(erfRational(z) - math.Erf(z)); d > worst {
-			worst, at = d, z
+// geluErf (a table of cubics) against the float64 GELU on a grid of steps of 1e-5 over
+// [-8, 8], its step ends and their neighbours included.
+func TestGELUIsWithin2e7OfFloat64OnAFineGrid(t *testing.T) {
+	var x []float32
+	for i := -800000; i <= 800000; i++ {
+		x = append(x, float32(i)*1e-5)
+	}
+	for k := -geluSpan * geluSteps; k <= geluSpan*geluSteps; k++ {
+		e := float32(k) / geluSteps
+		x = append(x, e, math.Nextafter32(e, -10), math.Nextafter32(e, 10))
+	}
+	y := make([]float32, len(x))
+	geluErf(y, x)
+	worst, at := 0.0, float32(0)
+	for i, v := range x {
+		want := 0.5 * float64(v) * (1 + math.Erf(float64(v)/math.Sqrt2))
+		if d := math.Abs(float64(y[i])-want) / max(1, math.Abs(want)); d > worst {
+			worst, at = d, v
 		}
 	}
-	if worst > 2.2e-8 {
-		t.Errorf("erfRational is %.3g off math.Erf at %g, want ≤ 2.2e-8", worst, at)
+	if worst > 2e-7 {
+		t.Errorf("geluErf is %.3g off the float64 GELU at %g, want ≤ 2e-7", worst, at)
+	}
+	nan := float32(math.NaN())
+	geluErf(y[:1], []float32{nan})
+	if y[0] == y[0] {
+		t.Errorf("geluErf(NaN) = %g", y[0])
 	}
 }
 
@@ -93,5 +110,24 @@ func BenchmarkGELU(b *testing.B) {
 	b.SetBytes(int64(4 * len(x)))
 	for b.Loop() {
 		geluErf(y, x)
+	}
+}
+
+func BenchmarkLayerNorm(b *testing.B) {
+	const rows, width = 128, 384
+	x := make([]float32, rows*width)
+	for i := range x {
+		x[i] = float32(i%1000)/100 - 5
+	}
+	w, bias := make([]float32, width), make([]float32, width)
+	for i := range w {
+		w[i], bias[i] = 1, 0.5
+	}
+	y := make([]float32, len(x))
+	b.SetBytes(int64(4 * len(x)))
+	for b.Loop() {
+		for r := range rows {
+			layerNorm(y[r*width:(r+1)*width], x[r*width:(r+1)*width], w, bias, 1e-12)
+		}
 	}
 }

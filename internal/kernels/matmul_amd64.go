@@ -562,40 +562,55 @@ const (
 
 type vnniTileQ8Func func(xq *byte, ldx int, dx *float32, xqs *float32, ldd int, w *byte, ldw int, wt *byte, nb int, y *float32, ldy int)
 
+// vnniTileChunkBytes bounds the transposed weight rows (ldx bytes each) of
+// one chunk of vnniTileRowsQ8: small enough to stay in L1 while every group
+// of activation rows passes over it. (A variable: benchmarks sweep it.)
+var vnniTileChunkBytes = 32 << 10
+
 // vnniTileRowsQ8 is the q8 and q4 matrix product with VNNI (m >= tileM):
-// each vnniTileQ8N weight rows are first made unsigned bytes and transposed
-// (transposeWQ8, transposeWQ4) into the thread's scratch, then multiplied
-// with every group of vnniTileM activation rows (transposed by
-// prepareVNNI), so VPDPBUSD sums whole blocks in one lane. Each output is
-// computed with the arithmetic of the matrix-vector kernel, so every row of
-// y equals MatMul of that row alone, bit for bit.
+// the weight rows are made unsigned bytes and transposed (transposeWQ8,
+// transposeWQ4) into the thread's scratch a chunk at a time (about
+// vnniTileChunkBytes), then each group of vnniTileM activation rows
+// (transposed by prepareVNNI) is multiplied with every panel of vnniTileQ8N
+// rows of the chunk while it is in L1, and the bias added to the group's
+// outputs while they are in cache, so VPDPBUSD sums whole blocks in one lane.
+// Each output is computed with the arithmetic of the matrix-vector kernel, so
+// every row of y equals MatMul of that row alone, bit for bit.
 func vnniTileRowsQ8(p *Pool, id int, j *matmulJob, lo, hi int) {
 	w := j.w
 	nb := (w.Cols + BlockSize - 1) / BlockSize
 	rb := w.Type.RowBytes(w.Cols)
 	ldx := j.nbp * BlockSize
+	chunk := max(1, vnniTileChunkBytes/ldx/vnniTileQ8N) * vnniTileQ8N
+	if chunk >= 48 {
+		chunk = chunk / 48 * 48 // whole vectors for the bias add (add)
+	}
+	chunk = min(chunk, (hi-lo+vnniTileQ8N-1)/vnniTileQ8N*vnniTileQ8N)
 	s := &p.scratch[id]
-	if len(s.wt) < vnniTileQ8N*ldx {
-		s.wt = make([]byte, vnniTileQ8N*ldx)
+	if len(s.wt) < chunk*ldx {
+		s.wt = make([]byte, chunk*ldx)
 	}
 	transpose, tiles := transposeWQ8, &vnniTileQ8
 	if w.Type == Q4 {
 		transpose, tiles = transposeWQ4, &vnniTileQ4
 	}
-	for r := lo; r < hi; r += vnniTileQ8N {
-		nr := min(vnniTileQ8N, hi-r)
-		for k := range nr {
-			transpose(&w.Data[(r+k)*rb], nb, &s.wt[k*ldx])
+	for c := lo; c < hi; c += chunk {
+		cn := min(chunk, hi-c)
+		for k := range cn {
+			transpose(&w.Data[(c+k)*rb], nb, &s.wt[k*ldx])
 		}
 		for i := 0; i < j.m; i += vnniTileM {
 			mr := min(vnniTileM, j.m-i)
-			tiles[mr-1][nr-1](&j.xq8[i*ldx], ldx, &j.dx[i*j.nbp], &j.xs[i*j.nbp], j.nbp*4, &w.Data[r*rb], rb, &s.wt[0], nb, &j.y[i*w.Rows+r], w.Rows*4)
-		}
-		if j.bias != nil {
-			for i := range j.m {
-				y := j.y[i*w.Rows+r : i*w.Rows+r+nr]
-				for k := range y {
-					y[k] += j.bias[r+k]
+			xq, dx, xs := &j.xq8[i*ldx], &j.dx[i*j.nbp], &j.xs[i*j.nbp]
+			for r := c; r < c+cn; r += vnniTileQ8N {
+				nr := min(vnniTileQ8N, c+cn-r)
+				tiles[mr-1][nr-1](xq, ldx, dx, xs, j.nbp*4, &w.Data[r*rb], rb, &s.wt[(r-c)*ldx], nb, &j.y[i*w.Rows+r], w.Rows*4)
+			}
+			if j.bias != nil {
+				b := j.bias[c : c+cn]
+				for ii := i; ii < i+mr; ii++ {
+					y := j.y[ii*w.Rows+c : ii*w.Rows+c+cn]
+					add(y, y, b)
 				}
 			}
 		}

@@ -75,7 +75,7 @@ func TestVNNIMatrixVectorMatchesItsExactArithmetic(t *testing.T) {
 
 // Every row of a q8/q4 matrix product (the batch stream for up to
 // batchStreamMax rows, in passes beyond vnniBatchMax, the tiles beyond, and
-// the tiles alone with the stream off) equals the matrix-vector product of
+// the tiles alone with the stream off, also in chunks of one panel) equals the matrix-vector product of
 // that row alone, bit for bit.
 func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 	if !useVNNI {
@@ -83,6 +83,7 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
+	defaultChunk := vnniTileChunkBytes
 	for _, threads := range []int{1, 2} {
 		p := NewPool(threads)
 		for _, typ := range []WeightType{Q8, Q4} {
@@ -104,15 +105,20 @@ func TestVNNIMatrixProductRowsEqualMatrixVectorBitForBit(t *testing.T) {
 						p.MatMul(y1, x[i*cols:(i+1)*cols], 1, w, bias)
 						copy(want[i*rows:], y1)
 					}
-					for _, stream := range []bool{true, false} {
+					for run := range 3 {
+						// the stream, the tiles, the tiles in chunks of one panel
+						stream := run == 0
 						useBatchStream = stream
+						if run == 2 {
+							vnniTileChunkBytes = 1
+						}
 						y := make([]float32, m*rows)
 						p.MatMul(y, x, m, w, bias)
-						useBatchStream = true
+						useBatchStream, vnniTileChunkBytes = true, defaultChunk
 						for i := range m {
 							for r := range rows {
 								if got, want := y[i*rows+r], want[i*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
-									t.Fatalf("%v threads=%d m=%d rows=%d cols=%d batch stream %v: y[%d][%d] = %v, MatMul of that row alone gives %v", typ, threads, m, rows, cols, stream, i, r, got, want)
+									t.Fatalf("%v threads=%d m=%d rows=%d cols=%d run %d: y[%d][%d] = %v, MatMul of that row alone gives %v", typ, threads, m, rows, cols, run, i, r, got, want)
 								}
 							}
 						}

@@ -139,6 +139,7 @@ func transposePlan(at func(u, l int) (b, k int)) (levels [][4]q8Pair, tables [][
 }
 
 func genQ8Transpose() {
+	genTileStore()
 	_, tables, _ := q8TransposePlan()
 	q8Transpose = GLOBL("vnniQ8Transpose", RODATA|NOPTR)
 	for t, tab := range tables {
@@ -411,23 +412,214 @@ func (t *vnniTile) scale(bo2 Register) {
 	}
 }
 
-// store writes the float sums' totals to y.
+// store writes the float sums' totals to y: the mr*nr vectors reduced
+// together (tileReducePlan) into one whose lanes hold the totals, permuted
+// (vnniTileStore) so that row i's nr totals are lanes 4i.., then stored a
+// value at a time (masked stores of the rows were slower on Zen 5). Each total is the same sum, in the
+// same order, as hsum's of its vector alone (the matrix-vector kernels'),
+// which tileReducePlan checks: a few shuffles per pair of vectors instead of
+// nine instructions per vector.
 func (t *vnniTile) store() {
 	y := Load(Param("y"), GP64())
 	var ldy Register
 	if t.mr > 1 {
 		ldy = Load(Param("ldy"), GP64())
 	}
-	for i := range t.mr {
-		for j := range t.nr {
-			a := t.facc[i*t.nr+j]
-			hsum(a, Z31)
-			VMOVSS(a.AsX(), Mem{Base: y, Disp: 4 * j})
+	plan := tileReducePlan(t.mr * t.nr)
+	lo, hi, zero := zr[0], zr[1], zr[2]
+	VXORPS(zero, zero, zero)
+	reg := func(v int) VecPhysical {
+		if v < 0 {
+			return zero
 		}
-		if i+1 < t.mr {
+		return t.facc[v]
+	}
+	for _, st := range plan.steps {
+		a, b := reg(st.a), reg(st.b)
+		switch st.level {
+		case 0:
+			VSHUFF64X2(U8(0x44), b, a, lo)
+			VSHUFF64X2(U8(0xee), b, a, hi)
+		case 1:
+			VSHUFF64X2(U8(0x88), b, a, lo)
+			VSHUFF64X2(U8(0xdd), b, a, hi)
+		case 2:
+			VUNPCKLPD(b, a, lo)
+			VUNPCKHPD(b, a, hi)
+		case 3:
+			VSHUFPS(U8(0x88), b, a, lo)
+			VSHUFPS(U8(0xdd), b, a, hi)
+		}
+		VADDPS(hi, lo, a)
+	}
+	res := reg(plan.result)
+	VMOVDQU32(tileStore.Offset(64*tileStoreIndex(t.mr, t.nr)), lo)
+	VPERMPS(res, lo, res)
+	for i := range t.mr {
+		x := res.AsX()
+		if i > 0 {
 			ADDQ(ldy, y)
+			x = hi.AsX()
+			VEXTRACTF32X4(U8(i), res, x)
+		}
+		for j := range t.nr {
+			if j == 0 {
+				VMOVSS(x, Mem{Base: y})
+			} else {
+				VEXTRACTPS(U8(j), x, Mem{Base: y, Disp: 4 * j})
+			}
 		}
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// tileStore holds, per tile shape (tileStoreIndex), the VPERMPS indices
+// that move the totals of store's reduction to lane 4i+j for row i and
+// weight row j.
+var tileStore Mem
+
+func tileStoreIndex(mr, nr int) int { return (mr-1)*vnniTileN + nr - 1 }
+
+// vnniTileM and vnniTileN bound the tile shapes genVNNITile is called with.
+const (
+	vnniTileM = 4
+	vnniTileN = 3
+)
+
+func genTileStore() {
+	tileStore = GLOBL("vnniTileStore", RODATA|NOPTR)
+	for mr := 1; mr <= vnniTileM; mr++ {
+		for nr := 1; nr <= vnniTileN; nr++ {
+			plan := tileReducePlan(mr * nr)
+			var idx [16]uint32
+			for l, v := range plan.lane {
+				if v >= 0 {
+					idx[4*(v/nr)+v%nr] = uint32(l)
+				}
+			}
+			for l, x := range idx {
+				DATA(64*tileStoreIndex(mr, nr)+4*l, U32(x))
+			}
+		}
+	}
+}
+
+// reduceStep combines vectors a and b (-1: a zero vector) at a level of
+// the reduction into a's register: level 0 adds lanes l and l+8 of each,
+// 1 lanes l and l+4 of each half, 2 l and l+2 of each quarter, 3 l and l+1.
+type reduceStep struct{ level, a, b int }
+
+// reducePlan reduces n vectors of 16 lanes to their totals, all in vector
+// result: lane l holds the total of vector lane[l] (-1: none).
+type reducePlan struct {
+	steps  []reduceStep
+	result int
+	lane   [16]int
+}
+
+// tileReducePlan pairs n vectors level by level and checks, by simulating
+// the shuffles on the expressions the lanes hold, that each total is
+// hsum's: ((v[l]+v[l+8]) + (..+..)) folded the same way, up to the order
+// of each addition's operands.
+func tileReducePlan(n int) reducePlan {
+	type vec [16]string
+	vals := make([]vec, n)
+	for v := range vals {
+		for l := range 16 {
+			vals[v][l] = fmt.Sprintf("v%d.%d", v, l)
+		}
+	}
+	var zero vec
+	for l := range zero {
+		zero[l] = "0"
+	}
+	add := func(x, y string) string {
+		if y < x {
+			x, y = y, x
+		}
+		return "(" + x + "+" + y + ")"
+	}
+	chunk := func(a, b vec, imm int) (o vec) { // VSHUFF64X2: chunks 0-1 from a, 2-3 from b
+		for c := range 4 {
+			src, sel := a, imm>>(2*c)&3
+			if c >= 2 {
+				src = b
+			}
+			copy(o[4*c:4*c+4], src[4*sel:4*sel+4])
+		}
+		return
+	}
+	within := func(a, b vec, sel [4]int) (o vec) { // per 128 bits: a[sel0], a[sel1], b[sel2], b[sel3]
+		for c := range 4 {
+			o[4*c], o[4*c+1], o[4*c+2], o[4*c+3] = a[4*c+sel[0]], a[4*c+sel[1]], b[4*c+sel[2]], b[4*c+sel[3]]
+		}
+		return
+	}
+	var p reducePlan
+	live := make([]int, n)
+	for v := range live {
+		live[v] = v
+	}
+	for level := range 4 {
+		var next []int
+		for k := 0; k < len(live); k += 2 {
+			a, b := live[k], -1
+			bv := zero
+			if k+1 < len(live) {
+				b = live[k+1]
+				bv = vals[b]
+			}
+			av := vals[a]
+			var lo, hi vec
+			switch level {
+			case 0:
+				lo, hi = chunk(av, bv, 0x44), chunk(av, bv, 0xee)
+			case 1:
+				lo, hi = chunk(av, bv, 0x88), chunk(av, bv, 0xdd)
+			case 2:
+				lo, hi = within(av, bv, [4]int{0, 1, 0, 1}), within(av, bv, [4]int{2, 3, 2, 3})
+			case 3:
+				lo, hi = within(av, bv, [4]int{0, 2, 0, 2}), within(av, bv, [4]int{1, 3, 1, 3})
+			}
+			for l := range 16 {
+				vals[a][l] = add(lo[l], hi[l])
+			}
+			p.steps = append(p.steps, reduceStep{level, a, b})
+			next = append(next, a)
+		}
+		live = next
+	}
+	if len(live) != 1 {
+		panic("tile reduction: more than one vector left")
+	}
+	p.result = live[0]
+	// hsum's total of vector v (isa.go): halves, quarters, pairs, then lanes 0 and 1.
+	want := func(v int) string {
+		x := make([]string, 16)
+		for l := range x {
+			x[l] = fmt.Sprintf("v%d.%d", v, l)
+		}
+		for w := 8; w >= 1; w /= 2 {
+			for l := range w {
+				x[l] = add(x[l], x[l+w])
+			}
+		}
+		return x[0]
+	}
+	for l := range p.lane {
+		p.lane[l] = -1
+	}
+	for v := range n {
+		found := false
+		for l, e := range vals[p.result] {
+			if e == want(v) {
+				p.lane[l], found = v, true
+			}
+		}
+		if !found {
+			panic(fmt.Sprintf("tile reduction of %d vectors: no lane holds hsum's total of vector %d", n, v))
+		}
+	}
+	return p
 }

@@ -1,0 +1,212 @@
+//go:build perf && linux && amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+)
+
+// TestPerfEncoderShapes times the matrix products of an all-MiniLM-L6-v2 layer
+// (32 sentences of 128 tokens: m = 4096 rows) on one thread by thread CPU time,
+// each thread's half of the weight rows as the 2-thread encoder gives it:
+// GMAC/s per weight type, median of 5.
+//
+//	go test -tags perf -run PerfEncoderShapes -v ./internal/kernels
+func TestPerfEncoderShapes(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const m = 4096
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	p := NewPool(1)
+	defer p.Close()
+	for _, typ := range []WeightType{F32, Q8} {
+		line := fmt.Sprintf("%-3v", typ)
+		var macs, secs float64
+		for _, s := range shapes {
+			w := Matrix{Type: typ, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*typ.RowBytes(s.cols))}
+			Quantize(typ, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
+			x, y := randVec(rng, m*s.cols), make([]float32, m*s.rows)
+			bias := randVec(rng, s.rows)
+			var d []float64
+			for range 5 {
+				p.MatMul(y, x, m, w, bias)
+				n := 0
+				t0 := threadCPU()
+				for threadCPU()-t0 < 60*time.Millisecond {
+					p.MatMul(y, x, m, w, bias)
+					n++
+				}
+				d = append(d, (threadCPU()-t0).Seconds()/float64(n))
+			}
+			sort.Float64s(d)
+			mac := float64(m * s.rows * s.cols)
+			line += fmt.Sprintf("  %s %6.1f GMAC/s", s.name, mac/d[2]/1e9)
+			macs += mac
+			secs += d[2]
+		}
+		fmt.Printf("%s  layer %6.1f GMAC/s (%.1f ms)\n", line, macs/secs/1e9, secs*1e3)
+	}
+}
+
+// TestPerfVNNITileL1 times the AVX-512 VNNI q8 tile alone, its operands in L1.
+func TestPerfVNNITileL1(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, nb := range []int{16, 48} {
+		ldx := nb * BlockSize
+		rb := Q8.RowBytes(ldx)
+		xq := make([]byte, 4*ldx)
+		wt := make([]byte, 3*ldx)
+		w := make([]byte, 3*rb)
+		dx, xs := make([]float32, 4*nb), make([]float32, 4*nb)
+		y := make([]float32, 4*8)
+		var d []float64
+		for range 5 {
+			n := 0
+			t0 := threadCPU()
+			for threadCPU()-t0 < 30*time.Millisecond {
+				for range 100 {
+					vnniTileQ8_4x3(&xq[0], ldx, &dx[0], &xs[0], nb*4, &w[0], rb, &wt[0], nb, &y[0], 32)
+				}
+				n += 100
+			}
+			d = append(d, (threadCPU()-t0).Seconds()/float64(n))
+		}
+		sort.Float64s(d)
+		fmt.Printf("vnniTileQ8_4x3 nb=%d: %.1f GMAC/s\n", nb, float64(12*ldx)/d[2]/1e9)
+	}
+}
+
+// TestPerfVNNIChunk sweeps vnniTileChunkBytes on the encoder's q8 shapes (0: one
+// panel per chunk, the loop order before chunks), rounds alternating.
+func TestPerfVNNIChunk(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const m = 4096
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	p := NewPool(1)
+	defer p.Close()
+	old := vnniTileChunkBytes
+	defer func() { vnniTileChunkBytes = old }()
+	sizes := []int{0, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10}
+	res := map[int][][]float64{}
+	type c struct {
+		w    Matrix
+		x, y []float32
+		b    []float32
+	}
+	var cs []c
+	for _, s := range shapes {
+		w := Matrix{Type: Q8, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*Q8.RowBytes(s.cols))}
+		Quantize(Q8, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
+		cs = append(cs, c{w, randVec(rng, m*s.cols), make([]float32, m*s.rows), randVec(rng, s.rows)})
+	}
+	for range 5 {
+		for _, sz := range sizes {
+			vnniTileChunkBytes = sz
+			if res[sz] == nil {
+				res[sz] = make([][]float64, len(cs))
+			}
+			for k, c := range cs {
+				p.MatMul(c.y, c.x, m, c.w, c.b)
+				n := 0
+				t0 := threadCPU()
+				for threadCPU()-t0 < 40*time.Millisecond {
+					p.MatMul(c.y, c.x, m, c.w, c.b)
+					n++
+				}
+				res[sz][k] = append(res[sz][k], (threadCPU()-t0).Seconds()/float64(n))
+			}
+		}
+	}
+	for _, sz := range sizes {
+		line := fmt.Sprintf("chunk %3d KB", sz>>10)
+		var macs, secs float64
+		for k, s := range shapes {
+			d := res[sz][k]
+			sort.Float64s(d)
+			mac := float64(m * s.rows * s.cols)
+			line += fmt.Sprintf("  %s %6.1f", s.name, mac/d[2]/1e9)
+			macs += mac
+			secs += d[2]
+		}
+		fmt.Printf("%s  layer %6.1f GMAC/s\n", line, macs/secs/1e9)
+	}
+}
+
+// TestPerfEncoderRowBlocks times the encoder layer's products in one call of 4096 rows
+// against calls of fewer rows (the activations of a call then stay in L2).
+func TestPerfEncoderRowBlocks(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const m = 4096
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	p := NewPool(1)
+	defer p.Close()
+	blocks := []int{4096, 1024, 512, 256, 128}
+	for _, typ := range []WeightType{F32, Q8} {
+		res := map[int][][]float64{}
+		type c struct {
+			w       Matrix
+			x, y, b []float32
+		}
+		var cs []c
+		for _, s := range shapes {
+			w := Matrix{Type: typ, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*typ.RowBytes(s.cols))}
+			Quantize(typ, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
+			cs = append(cs, c{w, randVec(rng, m*s.cols), make([]float32, m*s.rows), randVec(rng, s.rows)})
+		}
+		for range 5 {
+			for _, bl := range blocks {
+				if res[bl] == nil {
+					res[bl] = make([][]float64, len(cs))
+				}
+				for k, c := range cs {
+					run := func() {
+						for i := 0; i < m; i += bl {
+							p.MatMul(c.y[i*c.w.Rows:(i+bl)*c.w.Rows], c.x[i*c.w.Cols:(i+bl)*c.w.Cols], bl, c.w, c.b)
+						}
+					}
+					run()
+					n := 0
+					t0 := threadCPU()
+					for threadCPU()-t0 < 40*time.Millisecond {
+						run()
+						n++
+					}
+					res[bl][k] = append(res[bl][k], (threadCPU()-t0).Seconds()/float64(n))
+				}
+			}
+		}
+		for _, bl := range blocks {
+			line := fmt.Sprintf("%v rows/call %4d", typ, bl)
+			var macs, secs float64
+			for k, s := range shapes {
+				d := res[bl][k]
+				sort.Float64s(d)
+				mac := float64(m * s.rows * s.cols)
+				line += fmt.Sprintf("  %s %6.1f", s.name, mac/d[2]/1e9)
+				macs += mac
+				secs += d[2]
+			}
+			fmt.Printf("%s  layer %6.1f GMAC/s\n", line, macs/secs/1e9)
+		}
+	}
+}
