@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/hfstatic/hfstatic/internal/align"
@@ -33,6 +35,8 @@ type Payload struct {
 
 	// Initializers are supplied to every session by name.
 	Initializers []Initializer
+
+	spill []byte // the mapping of ReadPayload's spill file, if any (released by Close)
 }
 
 // Initializer is a constant tensor given to ORT from memory hfstatic owns (the mapped
@@ -47,33 +51,90 @@ type Initializer struct {
 
 // ReadPayload reads the ONNX payload that `hfstatic export --delegate onnx` stores in a
 // program (internal/onnx): raw weights alias the file, q4/q8 ones are converted to
-// MatMulNBits' layout (one copy in memory, made here), after which the program's pages of
-// those tensors are given back (pageOut: the executor reads them no more).
+// MatMulNBits' layout (one copy, made here), and each converted tensor's program pages are
+// given back as soon as its copy exists (pageOut: the executor reads them no more). On Linux
+// the copy goes to an unlinked temporary file in os.TempDir() when that is on disk, read
+// through a mapping whose pages the executor drops while ONNX Runtime packs them (its peak
+// RSS then holds ORT's packed form, not both); in memory otherwise, or if the file cannot be
+// written.
 func ReadPayload(f *program.File) (*Payload, error) {
+	p, err := readOnnxPayload(f)
+	if err != nil {
+		return nil, err
+	}
+	if s := newSpill(); s != nil {
+		out, err := readPayload(f, p, s)
+		var se spillError
+		if !errors.As(err, &se) {
+			return out, err
+		}
+	}
+	return readPayload(f, p, nil)
+}
+
+// readOnnxPayload is onnx.ReadPayload, ErrNoGraph without a payload.
+func readOnnxPayload(f *program.File) (*onnx.Payload, error) {
 	p, err := onnx.ReadPayload(f)
 	if errors.Is(err, onnx.ErrNoPayload) {
 		return nil, ErrNoGraph
 	}
-	if err != nil {
-		return nil, err
-	}
+	return p, err
+}
+
+// spillError is a failure to write or map the spill file (ReadPayload then converts into
+// memory).
+type spillError struct{ error }
+
+func readPayload(f *program.File, p *onnx.Payload, s *spill) (*Payload, error) {
 	out := &Payload{Graphs: p.Graphs, Batches: p.Batches}
-	converted := map[string]bool{}
+	// A converted tensor's program pages are given back as soon as its last initializer
+	// exists, so that the program and its converted copy are never both resident (q4: the
+	// load's peak was the whole program plus the whole copy, 885 MB for a 416 MB program).
+	left := map[string]int{} // converted initializers still to make, per tensor
+	for _, in := range p.Initializers {
+		if in.Layout != onnx.LayoutRaw {
+			left[in.Tensor]++
+		}
+	}
+	type span struct{ i, off, n int64 }
+	var spilled []span
 	for i := range p.Initializers {
 		in := &p.Initializers[i]
 		data, err := in.Data(f)
 		if err != nil {
+			if s != nil {
+				s.discard()
+			}
 			return nil, err
 		}
+		if s != nil && in.Layout != onnx.LayoutRaw {
+			off, err := s.add(data)
+			if err != nil {
+				s.discard()
+				return nil, spillError{err}
+			}
+			spilled = append(spilled, span{int64(i), off, int64(len(data))})
+			data = nil
+		}
 		out.Initializers = append(out.Initializers, Initializer{Name: in.Name, Elem: int(in.DType), Shape: in.Dims, Data: data})
-		if in.Layout != onnx.LayoutRaw {
-			converted[in.Tensor] = true
+		if in.Layout == onnx.LayoutRaw {
+			continue
+		}
+		if left[in.Tensor]--; left[in.Tensor] == 0 {
+			if _, data, ok := f.TensorData(in.Tensor); ok {
+				pageOut(data)
+			}
 		}
 	}
-	for name := range converted {
-		if _, data, ok := f.TensorData(name); ok {
-			pageOut(data)
+	if s != nil {
+		m, err := s.mapped()
+		if err != nil {
+			return nil, spillError{err}
 		}
+		for _, sp := range spilled {
+			out.Initializers[sp.i].Data = m[sp.off : sp.off+sp.n : sp.off+sp.n]
+		}
+		out.spill = m
 	}
 	return out, nil
 }
@@ -121,6 +182,7 @@ type Executor struct {
 	methods map[string]*method
 	weights map[string]uintptr // OrtValues over the initializers' data, read by the sessions in place
 	keep    [][]byte           // the initializers' data, referenced while the sessions live
+	spill   []byte             // ReadPayload's spill mapping (the converted initializers), if any
 	prepack uintptr            // the sessions' shared prepacked weights
 	packs   bool               // the graphs have kernels that prepack (MatMulNBits)
 	config  [][2]string        // session configuration entries
@@ -174,6 +236,12 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	owned := false // the executor releases the spill mapping from here on
+	defer func() {
+		if !owned {
+			unmap(p.spill)
+		}
+	}()
 	supplied := map[string]onnx.Supplied{}
 	data := map[string]*Initializer{}
 	for i := range p.Initializers {
@@ -200,7 +268,12 @@ func New(lib *Lib, f *program.File, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("ort: decode graph for %d sessions: %w", B, err)
 		}
 	}
-	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}}
+	// What reading the payload and resolving the graphs left behind goes back to the system
+	// before ONNX Runtime allocates its packed weights: the Go heap would otherwise keep it
+	// until the next collection, at the peak (q4 Qwen3-0.6B shape: peak RSS −95 MB).
+	debug.FreeOSMemory()
+	e := &Executor{lib: lib, file: f, opts: opts, methods: map[string]*method{}, weights: map[string]uintptr{}, steps: map[*Step]struct{}{}, spill: p.spill}
+	owned = true
 	// MatMulNBits (q4/q8 weights) has no fast path without its prepacked form; float
 	// weights are multiplied where they are (prepacking would copy every matrix)
 	for _, g := range graphs {
@@ -301,6 +374,26 @@ func (e *Executor) session(what, profile string, g *onnx.Resolved, data map[stri
 		profile = e.opts.ProfilePrefix + "-" + profile
 	} else {
 		profile = ""
+	}
+	if len(e.spill) > 0 {
+		// ORT reads every converted weight once to pack it (in each session, see
+		// docs/delegate.md); dropping the mapping's pages as it goes keeps them out of
+		// the resident set (they stay in the page cache), so the packed copy is not
+		// counted twice at the peak
+		done := make(chan struct{})
+		go func() {
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					dropPages(e.spill)
+				}
+			}
+		}()
+		defer func() { close(done); dropPages(e.spill) }()
 	}
 	return e.lib.newSession(what, g.Model, sessionOptions{
 		threads: e.opts.Threads, spin: e.opts.Spin, profile: profile, weights: weights, copied: copied, optLevel: ortEnableAll,
@@ -414,6 +507,8 @@ func (e *Executor) Close() error {
 		delete(e.weights, name)
 	}
 	e.keep = nil
+	unmap(e.spill)
+	e.spill = nil
 	e.lib.release(fnReleasePrepackedWeights, e.prepack)
 	e.prepack = 0
 	return first
