@@ -217,8 +217,11 @@ func TestBatchedStepsWithoutBatchGraphs(t *testing.T) {
 		for j := range 6 {
 			appendTokens(t, s, tokens(1+j%2, V, i+j))
 		}
-		if d := maxDiff(s.Logits().View(), got[i]); d != 0 {
-			t.Errorf("session %d: logits differ by %g from alone", i, d)
+		// The batcher may run a two-token append as two decode steps where the lone
+		// session ran the prefill graph (it depends on what else is in the step), and
+		// ONNX Runtime's two graphs round differently (a full run once differed by 5.7e-6).
+		if d := maxDiff(s.Logits().View(), got[i]); d > 1e-4 {
+			t.Errorf("session %d: logits differ by %g from alone, more than 1e-4", i, d)
 		}
 	}
 	if bs := x.BatchStats(); bs.Runs != 0 {
