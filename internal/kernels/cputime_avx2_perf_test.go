@@ -80,28 +80,30 @@ func TestPerfRoutes(t *testing.T) {
 }
 
 // TestPerfTileAVX2 times the largest AVX2 float tile alone, its operands in
-// L1 (k = 1024): GFLOP/s per thread CPU-second, best of 9.
+// L1, for several row lengths k (the tile's fixed cost: horizontal sums,
+// call, loop exit, shows at small k): GFLOP/s per thread CPU-second, best of 9.
 func TestPerfTileAVX2(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(1, 1))
-	const k = 1024
 	ts := tilesAVX2
-	x, w, y := randVec(rng, ts.m*k), randVec(rng, ts.n*k), make([]float32, 64)
-	f := ts.f[0][ts.m-1][ts.n-1]
-	best := 0.0
-	for range 9 {
-		n := 0
-		t0 := threadCPU()
-		for threadCPU()-t0 < 20*time.Millisecond {
-			for range 100 {
-				f(&x[0], k, f32Bytes(&w[0]), 4*k, k, &y[0], 8)
+	for _, k := range []int{256, 512, 1024, 1536} {
+		x, w, y := randVec(rng, ts.m*k), randVec(rng, ts.n*k), make([]float32, 64)
+		f := ts.f[0][ts.m-1][ts.n-1]
+		best := 0.0
+		for range 9 {
+			n := 0
+			t0 := threadCPU()
+			for threadCPU()-t0 < 20*time.Millisecond {
+				for range 100 {
+					f(&x[0], k, f32Bytes(&w[0]), 4*k, k, &y[0], 8)
+				}
+				n += 100
 			}
-			n += 100
+			best = max(best, 2*float64(ts.m*ts.n*k*n)/(threadCPU()-t0).Seconds()/1e9)
 		}
-		best = max(best, 2*float64(ts.m*ts.n*k*n)/(threadCPU()-t0).Seconds()/1e9)
+		fmt.Printf("tileF32AVX2_%dx%d k=%d: %.1f GFLOP/s\n", ts.m, ts.n, k, best)
 	}
-	fmt.Printf("tileF32AVX2_%dx%d k=%d: %.1f GFLOP/s\n", ts.m, ts.n, k, best)
 }
 
 var perfGroups = flag.Int("perf-groups", 0, "TestPerfI8TileAVX2: groups of 8 blocks per row (0: 4, as 1024 columns)")

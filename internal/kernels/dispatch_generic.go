@@ -39,3 +39,7 @@ func (p *Pool) prepare(j *matmulJob) {}
 // gemmScratch is the packing memory of the assembly matrix product; the
 // pure-Go build has none.
 type gemmScratch struct{}
+
+// chunkAlign is what the rows of a matrix product's chunks are a multiple
+// of (rowChunk).
+func chunkAlign(Matrix) int { return 16 }

@@ -434,6 +434,21 @@ func tileF32AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //go:noescape
 func tileF32AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileF32AVX2_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF32AVX2_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2_4x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
 // tileF32AVX2C_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -478,6 +493,21 @@ func tileF32AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float3
 //
 //go:noescape
 func tileF32AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF32AVX2C_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF32AVX2C_4x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
 
 // rowStreamF32AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
@@ -529,6 +559,21 @@ func tileF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, 
 //go:noescape
 func tileF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileF16AVX2_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileF16AVX2_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2_4x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
 // tileF16AVX2C_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -573,6 +618,21 @@ func tileF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float3
 //
 //go:noescape
 func tileF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileF16AVX2C_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileF16AVX2C_4x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
 
 // rowStreamF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //
@@ -624,6 +684,21 @@ func tileBF16AVX2_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32,
 //go:noescape
 func tileBF16AVX2_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
 
+// tileBF16AVX2_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
+// tileBF16AVX2_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2_4x3(x *float32, ldx int, w *byte, ldw int, k8 int, y *float32, ldy int)
+
 // tileBF16AVX2C_1x1 accumulates a register tile of dot products (see genTile).
 //
 //go:noescape
@@ -668,6 +743,21 @@ func tileBF16AVX2C_3x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float
 //
 //go:noescape
 func tileBF16AVX2C_3x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_4x1 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_4x1(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_4x2 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_4x2(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
+
+// tileBF16AVX2C_4x3 accumulates a register tile of dot products (see genTile).
+//
+//go:noescape
+func tileBF16AVX2C_4x3(x *float32, ldx int, w *byte, ldw int, k8 int, acc *float32, flags int, y *float32, ldy int)
 
 // rowStreamBF16AVX2 is the matrix-vector product of n weight rows read in sequence (see genRowStream).
 //

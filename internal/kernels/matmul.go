@@ -47,7 +47,7 @@ func (p *Pool) MatMul(y, x []float32, m int, w Matrix, bias []float32) {
 		chunks = guidedChunks(p.starts[:], w.Rows, p.threads, w.Type.RowBytes(w.Cols))
 		p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, starts: p.starts[:chunks+1]}
 	} else {
-		chunk := rowChunk(w.Rows, p.threads, m*w.Rows*w.Type.RowBytes(w.Cols))
+		chunk := rowChunk(w.Rows, p.threads, m*w.Rows*w.Type.RowBytes(w.Cols), chunkAlign(w))
 		chunks = (w.Rows + chunk - 1) / chunk
 		p.job = matmulJob{y: y, x: x, m: m, w: w, bias: bias, chunk: chunk}
 	}
@@ -95,20 +95,24 @@ func guidedChunks(starts []int, rows, threads, rowBytes int) int {
 }
 
 // rowChunk picks how many weight rows a thread takes at a time: a multiple of
-// 16 so tiles stay whole, few enough chunks to fit the pool's claim word, and
+// align (16, or 48 where the tiles take 3 weight rows: chunkAlign) so tiles
+// stay whole, few enough chunks to fit the pool's claim word, and
 // a number of chunks that grows with the work (m × weight bytes): claiming a
 // chunk moves a cache line between cores, which a decode matmul of 1 MB cannot
 // afford 16 times (docs/performance.md), while long jobs want small chunks so
 // that threads finish together. The default (eight per
 // thread) is kept from chunkWork × 8 × threads bytes of work up.
-func rowChunk(rows, threads, work int) int {
+func rowChunk(rows, threads, work, align int) int {
 	if threads == 1 {
 		return rows
 	}
 	per := min(max(work/(chunkWork*threads), 2), 8)
 	c := (rows/(threads*per) + 15) &^ 15
-	c = max(c, (rows/(maxChunks-1)+16)&^15)
-	return max(c, 16)
+	if align != 16 {
+		c = max(c/align, 1) * align
+	}
+	c = max(c, (rows/(maxChunks-1)+align)/align*align)
+	return max(c, align)
 }
 
 // chunkWork is the work (m × weight bytes) per chunk below which matrix

@@ -41,38 +41,44 @@ type tileSet struct {
 var (
 	tilesAVX512 = tileSet{m: tileM, n: tileN, lanes: 16, f: &tiles,
 		rows: &[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int){rowStreamF32, rowStreamF16, rowStreamBF16}}
-	tilesAVX2 = tileSet{m: 3, n: 3, lanes: 8, rows: &[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int){
+	tilesAVX2 = tileSet{m: 4, n: 3, lanes: 8, rows: &[3]func(x *float32, w *byte, ldw int, k16 int, y *float32, n int){
 		rowStreamF32AVX2, rowStreamF16AVX2, rowStreamBF16AVX2}, f: &[3][tileM][tileN]tileFunc{
 		{
 			{tileF32AVX2_1x1, tileF32AVX2_1x2, tileF32AVX2_1x3},
 			{tileF32AVX2_2x1, tileF32AVX2_2x2, tileF32AVX2_2x3},
 			{tileF32AVX2_3x1, tileF32AVX2_3x2, tileF32AVX2_3x3},
+			{tileF32AVX2_4x1, tileF32AVX2_4x2, tileF32AVX2_4x3},
 		},
 		{
 			{tileF16AVX2_1x1, tileF16AVX2_1x2, tileF16AVX2_1x3},
 			{tileF16AVX2_2x1, tileF16AVX2_2x2, tileF16AVX2_2x3},
 			{tileF16AVX2_3x1, tileF16AVX2_3x2, tileF16AVX2_3x3},
+			{tileF16AVX2_4x1, tileF16AVX2_4x2, tileF16AVX2_4x3},
 		},
 		{
 			{tileBF16AVX2_1x1, tileBF16AVX2_1x2, tileBF16AVX2_1x3},
 			{tileBF16AVX2_2x1, tileBF16AVX2_2x2, tileBF16AVX2_2x3},
 			{tileBF16AVX2_3x1, tileBF16AVX2_3x2, tileBF16AVX2_3x3},
+			{tileBF16AVX2_4x1, tileBF16AVX2_4x2, tileBF16AVX2_4x3},
 		},
 	}, kc: 1024, carry: &[3][tileM][tileN]tileCFunc{
 		{
 			{tileF32AVX2C_1x1, tileF32AVX2C_1x2, tileF32AVX2C_1x3},
 			{tileF32AVX2C_2x1, tileF32AVX2C_2x2, tileF32AVX2C_2x3},
 			{tileF32AVX2C_3x1, tileF32AVX2C_3x2, tileF32AVX2C_3x3},
+			{tileF32AVX2C_4x1, tileF32AVX2C_4x2, tileF32AVX2C_4x3},
 		},
 		{
 			{tileF16AVX2C_1x1, tileF16AVX2C_1x2, tileF16AVX2C_1x3},
 			{tileF16AVX2C_2x1, tileF16AVX2C_2x2, tileF16AVX2C_2x3},
 			{tileF16AVX2C_3x1, tileF16AVX2C_3x2, tileF16AVX2C_3x3},
+			{tileF16AVX2C_4x1, tileF16AVX2C_4x2, tileF16AVX2C_4x3},
 		},
 		{
 			{tileBF16AVX2C_1x1, tileBF16AVX2C_1x2, tileBF16AVX2C_1x3},
 			{tileBF16AVX2C_2x1, tileBF16AVX2C_2x2, tileBF16AVX2C_2x3},
 			{tileBF16AVX2C_3x1, tileBF16AVX2C_3x2, tileBF16AVX2C_3x3},
+			{tileBF16AVX2C_4x1, tileBF16AVX2C_4x2, tileBF16AVX2C_4x3},
 		},
 	}}
 )
@@ -301,6 +307,17 @@ func quantStreamAVX2(j *matmulJob, lo, hi int) {
 	stream(&j.x[0], &w.Data[lo*rb], rb, w.Cols/BlockSize, &j.y[lo], hi-lo)
 }
 
+// chunkAlign is what the rows of a matrix product's chunks are a multiple
+// of (rowChunk): 48 for float weights on the AVX2 routes, whose tiles take 3
+// weight rows (a chunk of 64 rows ended in a 1-row tile, a third as fast),
+// else 16.
+func chunkAlign(w Matrix) int {
+	if !useAVX512 && useAVX2 && w.Type != Q8 && w.Type != Q4 {
+		return 48
+	}
+	return 16
+}
+
 // initRows sets y[i][lo:hi] to the bias (or zero) before tiles accumulate.
 func initRows(y []float32, m, rows int, bias []float32, lo, hi int) {
 	for i := range m {
@@ -352,8 +369,9 @@ func floatTiles(ts tileSet, t WeightType, y []float32, ldy int, x []float32, m, 
 		acc = growFloats(s.buf, (panelRows+ts.n-1)/ts.n*ts.m*ts.n*ts.lanes)
 		s.buf = acc
 	}
-	for jb := 0; jb < n; jb += panelRows {
-		jn := min(panelRows, n-jb)
+	panel := panelRows / ts.n * ts.n // whole tiles
+	for jb := 0; jb < n; jb += panel {
+		jn := min(panel, n-jb)
 		switch {
 		case carry:
 			floatTilesCarry(ts, ti, esize, y[jb:], ldy, x, m, cols, w[jb*ldw:], ldw, jn, k16, acc)

@@ -436,3 +436,7 @@ func growFloats(s []float32, n int) []float32 {
 	}
 	return s[:n]
 }
+
+// chunkAlign is what the rows of a matrix product's chunks are a multiple
+// of (rowChunk).
+func chunkAlign(Matrix) int { return 16 }

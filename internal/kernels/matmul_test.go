@@ -282,3 +282,31 @@ func TestGuidedChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestRowChunk checks the matrix-product split: chunks are whole multiples
+// of the alignment (so the AVX2 float tiles, 3 weight rows, are never cut to
+// 1-row tiles inside a chunk), fit the pool's claim word, and give every
+// thread several chunks of a large product.
+func TestRowChunk(t *testing.T) {
+	for _, align := range []int{16, 48} {
+		for _, threads := range []int{2, 3, 8} {
+			for rows := 1; rows <= 200000; rows = rows*3/2 + 1 {
+				for _, work := range []int{1, 1 << 20, 1 << 30} {
+					c := rowChunk(rows, threads, work, align)
+					chunks := (rows + c - 1) / c
+					switch {
+					case c < align || c%align != 0:
+						t.Fatalf("rows %d threads %d align %d: chunk %d", rows, threads, align, c)
+					case chunks >= maxChunks:
+						t.Fatalf("rows %d threads %d align %d: %d chunks", rows, threads, align, chunks)
+					case work == 1<<30 && rows >= 64*align*threads && chunks < 4*threads:
+						t.Fatalf("rows %d threads %d align %d: only %d chunks of %d rows", rows, threads, align, chunks, c)
+					}
+				}
+			}
+		}
+	}
+	if c := rowChunk(1024, 1, 1<<30, 48); c != 1024 {
+		t.Fatalf("one thread: chunk %d, want all 1024 rows", c)
+	}
+}

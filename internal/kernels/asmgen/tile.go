@@ -22,7 +22,7 @@ var (
 	// hardware prefetcher would only find after crossing into each of their
 	// pages; larger tiles are compute-bound.
 	tilesAVX512 = tileLimits{mr: 4, nr: 5, prefetchMR: 2}
-	tilesAVX2   = tileLimits{mr: 3, nr: 3}
+	tilesAVX2   = tileLimits{mr: 4, nr: 3}
 )
 
 // genTiles emits every float tile of an ISA (see genTile), and on AVX2
@@ -88,9 +88,19 @@ func genTile(s isa, lim tileLimits, wt string, mr, nr int, carry bool) {
 		}
 		Label("fresh")
 	}
+	// One vector register per input row, or (AVX2's 4×3: 12 accumulators
+	// and 3 weight vectors leave one of 16) one for all rows, loaded before
+	// each row's products.
 	na := lim.mr * lim.nr
-	t.xs = s.vr[na : na+lim.mr]
-	ws := s.vr[na+lim.mr : na+lim.mr+lim.nr]
+	nx := lim.mr
+	if na+nx+lim.nr > len(s.vr) {
+		nx = 1
+	}
+	t.xs = make([]VecPhysical, lim.mr)
+	for i := range t.xs {
+		t.xs[i] = s.vr[na+i%nx]
+	}
+	ws := s.vr[na+nx : na+nx+lim.nr]
 	cb := s.lanes * wsize // weight bytes of a chunk
 	if t.pf != nil {
 		// Two chunks per iteration (the same order of additions into each
