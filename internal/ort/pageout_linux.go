@@ -94,5 +94,9 @@ func unmap(b []byte) {
 // evict (not tmpfs or ramfs).
 func onDisk(dir string) bool {
 	var st unix.Statfs_t
-	return unix.Statfs(dir, &st) == nil && st.Type != unix.TMPFS_MAGIC && st.Type != unix.RAMFS_MAGIC
+	if unix.Statfs(dir, &st) != nil {
+		return false
+	}
+	t := uint32(st.Type) // int32 on 32-bit systems, where RAMFS_MAGIC overflows it
+	return t != unix.TMPFS_MAGIC && t != unix.RAMFS_MAGIC
 }
