@@ -14,7 +14,9 @@ import (
 
 // Main switches to the route HFSTATIC_KERNELS names (if set), then runs the
 // tests. A route this CPU cannot run fails the whole run: a forced route that
-// silently fell back would test the wrong kernels.
+// silently fell back would test the wrong kernels. go test's result cache
+// does not see the variable (it is read before the test log starts), so run
+// with -count=1: else a cached result of another route is reported.
 func Main(m *testing.M) {
 	if r := os.Getenv("HFSTATIC_KERNELS"); r != "" {
 		if err := kernels.UseRoute(r); err != nil {
