@@ -8,3 +8,7 @@ import (
 
 // TestMain runs the tests on the kernel route HFSTATIC_KERNELS forces, if any.
 func TestMain(m *testing.M) { kernelstest.Main(m) }
+
+// TestKernelRoute: the tests run on the forced route, and go test's cache
+// tells the routes apart.
+func TestKernelRoute(t *testing.T) { kernelstest.CheckRoute(t) }

@@ -58,6 +58,15 @@ func TestRouteMissingAFeatureNamesIt(t *testing.T) {
 	}
 }
 
+// TestForcedRoute reads HFSTATIC_KERNELS inside a test, which makes it part
+// of go test's cache key for the package (TestMain's read is not), and checks
+// that the tests run on it.
+func TestForcedRoute(t *testing.T) {
+	if r := os.Getenv("HFSTATIC_KERNELS"); r != "" && Route() != r {
+		t.Fatalf("HFSTATIC_KERNELS=%s, but the kernels run on %s", r, Route())
+	}
+}
+
 // TestMain runs the package's tests on the route HFSTATIC_KERNELS forces, if
 // any (the hfstatic command honours it the same way), so each route's kernels
 // can be tested in turn.

@@ -14,9 +14,11 @@ import (
 
 // Main switches to the route HFSTATIC_KERNELS names (if set), then runs the
 // tests. A route this CPU cannot run fails the whole run: a forced route that
-// silently fell back would test the wrong kernels. go test's result cache
-// does not see the variable (it is read before the test log starts), so run
-// with -count=1: else a cached result of another route is reported.
+// silently fell back would test the wrong kernels. The package's tests should
+// include CheckRoute, which reads the variable again inside a test: go test's
+// result cache keys on the variables tests read, not on those TestMain reads
+// before the test log starts (without it, `HFSTATIC_KERNELS=avx2 go test`
+// after a plain run reported the plain run's cached result).
 func Main(m *testing.M) {
 	if r := os.Getenv("HFSTATIC_KERNELS"); r != "" {
 		if err := kernels.UseRoute(r); err != nil {
@@ -25,4 +27,14 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// CheckRoute fails t unless the kernels run on the route HFSTATIC_KERNELS
+// names (when set). Reading the variable here, in a test, makes it part of
+// go test's cache key for the package.
+func CheckRoute(t *testing.T) {
+	t.Helper()
+	if r := os.Getenv("HFSTATIC_KERNELS"); r != "" && kernels.Route() != r {
+		t.Fatalf("HFSTATIC_KERNELS=%s, but the kernels run on %s", r, kernels.Route())
+	}
 }
