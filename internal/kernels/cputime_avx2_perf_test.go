@@ -22,21 +22,7 @@ func TestPerfRoutes(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(1, 1))
-	time1 := func(f func()) float64 {
-		var d []float64
-		for range 5 {
-			f()
-			n := 0
-			t0 := threadCPU()
-			for threadCPU()-t0 < 40*time.Millisecond {
-				f()
-				n++
-			}
-			d = append(d, (threadCPU()-t0).Seconds()/float64(n))
-		}
-		sort.Float64s(d)
-		return d[2]
-	}
+	time1 := func(f func()) float64 { return medianCPU(5, 40*time.Millisecond, f) }
 	const rows, cols = 1024, 1024
 	for _, r := range Routes() {
 		if r == "generic" {
@@ -199,18 +185,8 @@ func TestPerfFloatShapes(t *testing.T) {
 		w := Matrix{Type: F32, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*F32.RowBytes(s.cols))}
 		Quantize(F32, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
 		x, y := randVec(rng, m*s.cols), make([]float32, m*s.rows)
-		var d []float64
-		for range 3 {
-			n := 0
-			t0 := threadCPU()
-			for threadCPU()-t0 < 200*time.Millisecond { // the clock ticks in ms
-				p.MatMul(y, x, m, w, nil)
-				n++
-			}
-			d = append(d, (threadCPU()-t0).Seconds()/float64(n))
-		}
-		sort.Float64s(d)
-		fmt.Printf("%s f32 m=%d %dx%d: %.1f GFLOP/s\n", Route(), m, s.rows, s.cols, 2*float64(m*s.rows*s.cols)/d[1]/1e9)
+		d := medianCPU(3, 200*time.Millisecond, func() { p.MatMul(y, x, m, w, nil) }) // the clock ticks in ms
+		fmt.Printf("%s f32 m=%d %dx%d: %.1f GFLOP/s\n", Route(), m, s.rows, s.cols, 2*float64(m*s.rows*s.cols)/d/1e9)
 	}
 }
 

@@ -11,6 +11,12 @@ import (
 	"time"
 )
 
+// encoderShapes are all-MiniLM-L6-v2's layer products, each thread's half of the weight rows.
+var encoderShapes = []struct {
+	name       string
+	rows, cols int
+}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+
 // TestPerfEncoderShapes times the matrix products of an all-MiniLM-L6-v2 layer
 // (32 sentences of 128 tokens: m = 4096 rows) on one thread by thread CPU time,
 // each thread's half of the weight rows as the 2-thread encoder gives it:
@@ -22,10 +28,7 @@ func TestPerfEncoderShapes(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(1, 1))
 	const m = 4096
-	shapes := []struct {
-		name       string
-		rows, cols int
-	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	shapes := encoderShapes
 	p := NewPool(1)
 	defer p.Close()
 	for _, typ := range []WeightType{F32, Q8} {
@@ -36,22 +39,11 @@ func TestPerfEncoderShapes(t *testing.T) {
 			Quantize(typ, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
 			x, y := randVec(rng, m*s.cols), make([]float32, m*s.rows)
 			bias := randVec(rng, s.rows)
-			var d []float64
-			for range 5 {
-				p.MatMul(y, x, m, w, bias)
-				n := 0
-				t0 := threadCPU()
-				for threadCPU()-t0 < 60*time.Millisecond {
-					p.MatMul(y, x, m, w, bias)
-					n++
-				}
-				d = append(d, (threadCPU()-t0).Seconds()/float64(n))
-			}
-			sort.Float64s(d)
+			d := medianCPU(5, 60*time.Millisecond, func() { p.MatMul(y, x, m, w, bias) })
 			mac := float64(m * s.rows * s.cols)
-			line += fmt.Sprintf("  %s %6.1f GMAC/s", s.name, mac/d[2]/1e9)
+			line += fmt.Sprintf("  %s %6.1f GMAC/s", s.name, mac/d/1e9)
 			macs += mac
-			secs += d[2]
+			secs += d
 		}
 		fmt.Printf("%s  layer %6.1f GMAC/s (%.1f ms)\n", line, macs/secs/1e9, secs*1e3)
 	}
@@ -69,20 +61,12 @@ func TestPerfVNNITileL1(t *testing.T) {
 		w := make([]byte, 3*rb)
 		dx, xs := make([]float32, 4*nb), make([]float32, 4*nb)
 		y := make([]float32, 4*8)
-		var d []float64
-		for range 5 {
-			n := 0
-			t0 := threadCPU()
-			for threadCPU()-t0 < 30*time.Millisecond {
-				for range 100 {
-					vnniTileQ8_4x3(&xq[0], ldx, &dx[0], &xs[0], nb*4, &w[0], rb, &wt[0], nb, &y[0], 32)
-				}
-				n += 100
+		d := medianCPU(5, 30*time.Millisecond, func() {
+			for range 100 {
+				vnniTileQ8_4x3(&xq[0], ldx, &dx[0], &xs[0], nb*4, &w[0], rb, &wt[0], nb, &y[0], 32)
 			}
-			d = append(d, (threadCPU()-t0).Seconds()/float64(n))
-		}
-		sort.Float64s(d)
-		fmt.Printf("vnniTileQ8_4x3 nb=%d: %.1f GMAC/s\n", nb, float64(12*ldx)/d[2]/1e9)
+		}) / 100
+		fmt.Printf("vnniTileQ8_4x3 nb=%d: %.1f GMAC/s\n", nb, float64(12*ldx)/d/1e9)
 	}
 }
 
@@ -93,10 +77,7 @@ func TestPerfVNNIChunk(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(1, 1))
 	const m = 4096
-	shapes := []struct {
-		name       string
-		rows, cols int
-	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	shapes := encoderShapes
 	p := NewPool(1)
 	defer p.Close()
 	old := vnniTileChunkBytes
@@ -121,14 +102,8 @@ func TestPerfVNNIChunk(t *testing.T) {
 				res[sz] = make([][]float64, len(cs))
 			}
 			for k, c := range cs {
-				p.MatMul(c.y, c.x, m, c.w, c.b)
-				n := 0
-				t0 := threadCPU()
-				for threadCPU()-t0 < 40*time.Millisecond {
-					p.MatMul(c.y, c.x, m, c.w, c.b)
-					n++
-				}
-				res[sz][k] = append(res[sz][k], (threadCPU()-t0).Seconds()/float64(n))
+				d := cpuPerCall(40*time.Millisecond, func() { p.MatMul(c.y, c.x, m, c.w, c.b) })
+				res[sz][k] = append(res[sz][k], d)
 			}
 		}
 	}
@@ -154,10 +129,7 @@ func TestPerfEncoderRowBlocks(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	rng := rand.New(rand.NewPCG(1, 1))
 	const m = 4096
-	shapes := []struct {
-		name       string
-		rows, cols int
-	}{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
+	shapes := encoderShapes
 	p := NewPool(1)
 	defer p.Close()
 	blocks := []int{4096, 1024, 512, 256, 128}
@@ -179,19 +151,12 @@ func TestPerfEncoderRowBlocks(t *testing.T) {
 					res[bl] = make([][]float64, len(cs))
 				}
 				for k, c := range cs {
-					run := func() {
+					d := cpuPerCall(40*time.Millisecond, func() {
 						for i := 0; i < m; i += bl {
 							p.MatMul(c.y[i*c.w.Rows:(i+bl)*c.w.Rows], c.x[i*c.w.Cols:(i+bl)*c.w.Cols], bl, c.w, c.b)
 						}
-					}
-					run()
-					n := 0
-					t0 := threadCPU()
-					for threadCPU()-t0 < 40*time.Millisecond {
-						run()
-						n++
-					}
-					res[bl][k] = append(res[bl][k], (threadCPU()-t0).Seconds()/float64(n))
+					})
+					res[bl][k] = append(res[bl][k], d)
 				}
 			}
 		}

@@ -22,6 +22,29 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// cpuPerCall calls f once to warm up, then for at least budget of this
+// thread's CPU time, and returns the CPU seconds per call.
+func cpuPerCall(budget time.Duration, f func()) float64 {
+	f()
+	n := 0
+	t0 := threadCPU()
+	for threadCPU()-t0 < budget {
+		f()
+		n++
+	}
+	return (threadCPU() - t0).Seconds() / float64(n)
+}
+
+// medianCPU is the median of rounds cpuPerCall(budget, f).
+func medianCPU(rounds int, budget time.Duration, f func()) float64 {
+	d := make([]float64, rounds)
+	for i := range d {
+		d[i] = cpuPerCall(budget, f)
+	}
+	sort.Float64s(d)
+	return d[rounds/2]
+}
+
 type perfCase struct {
 	name    string
 	typ     WeightType
@@ -68,14 +91,7 @@ func TestPerf(t *testing.T) {
 			c.setup()
 			w := ws[c.name]
 			x, y := randVec(rng, c.m*c.c), make([]float32, c.m*c.r)
-			p.MatMul(y, x, c.m, w, nil)
-			n := 0
-			t0 := threadCPU()
-			for threadCPU()-t0 < 30*time.Millisecond {
-				p.MatMul(y, x, c.m, w, nil)
-				n++
-			}
-			d := (threadCPU() - t0).Seconds() / float64(n)
+			d := cpuPerCall(30*time.Millisecond, func() { p.MatMul(y, x, c.m, w, nil) })
 			res[c.name] = append(res[c.name], d)
 		}
 	}
@@ -141,20 +157,9 @@ func TestPerfBatch(t *testing.T) {
 			var line string
 			for _, stream := range []bool{true, false} {
 				useBatchStream = stream
-				var d []float64
-				for range 5 {
-					p.MatMul(y, x, m, w, nil)
-					n := 0
-					t0 := threadCPU()
-					for threadCPU()-t0 < 20*time.Millisecond {
-						p.MatMul(y, x, m, w, nil)
-						n++
-					}
-					d = append(d, (threadCPU()-t0).Seconds()/float64(n))
-				}
+				d := medianCPU(5, 20*time.Millisecond, func() { p.MatMul(y, x, m, w, nil) })
 				useBatchStream = true
-				sort.Float64s(d)
-				line += fmt.Sprintf("  stream=%-5v %7.1f us (%5.1f GB/s weights)", stream, d[2]*1e6, float64(len(w.Data))/d[2]/1e9)
+				line += fmt.Sprintf("  stream=%-5v %7.1f us (%5.1f GB/s weights)", stream, d*1e6, float64(len(w.Data))/d/1e9)
 			}
 			fmt.Printf("%v m=%-2d%s\n", typ, m, line)
 		}
@@ -180,21 +185,13 @@ func TestPerfBatchKernel(t *testing.T) {
 			if typ == Q4 {
 				f = vnniBatchQ4[m]
 			}
-			var d []float64
-			for range 5 {
-				n := 0
-				t0 := threadCPU()
-				for threadCPU()-t0 < 20*time.Millisecond {
-					for range 100 {
-						f(&xb[0], &bp[0], &w.Data[0], typ.RowBytes(cols), nb, &y[0], rows*4, rows)
-					}
-					n += 100
+			d := medianCPU(5, 20*time.Millisecond, func() {
+				for range 100 {
+					f(&xb[0], &bp[0], &w.Data[0], typ.RowBytes(cols), nb, &y[0], rows*4, rows)
 				}
-				d = append(d, (threadCPU()-t0).Seconds()/float64(n))
-			}
-			sort.Float64s(d)
+			}) / 100
 			groups := float64(rows * nb / 16)
-			fmt.Printf("vnniBatch%v_%d: %.1f ns per group (%.1f per row-group)\n", typ, m, d[2]/groups*1e9, d[2]/groups/float64(m)*1e9)
+			fmt.Printf("vnniBatch%v_%d: %.1f ns per group (%.1f per row-group)\n", typ, m, d/groups*1e9, d/groups/float64(m)*1e9)
 		}
 	}
 }
