@@ -8,10 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/internal/ort"
 	"github.com/hfstatic/hfstatic/internal/ort/orttest"
-	"github.com/hfstatic/hfstatic/program"
 	"github.com/hfstatic/hfstatic/runner"
 )
 
@@ -26,15 +24,7 @@ func BenchmarkORTEncode(b *testing.B) {
 	if *benchEncode == "" {
 		b.Skip("give -encode-program PATH (exported with --delegate onnx)")
 	}
-	mf, err := mmap.Open(*benchEncode)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mf.Close()
-	f, err := program.Decode(mf.Bytes(), program.DecodeOptions{SkipDataChecksums: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, f := openBenchProgram(b, *benchEncode)
 	lib, err := ort.Open(orttest.LibPath(b))
 	if err != nil {
 		b.Fatal(err)
@@ -49,16 +39,7 @@ func BenchmarkORTEncode(b *testing.B) {
 		b.Fatal(err)
 	}
 	md := f.Manifest.Metadata
-	var B, S int
-	for _, m := range f.Manifest.Methods {
-		if m.Name == program.MethodEncode {
-			for _, in := range m.Inputs {
-				if in.Name == program.InputIDs {
-					B, S = in.Shape[0], in.Shape[1]
-				}
-			}
-		}
-	}
+	B, S := md.Encoder.Batch, md.MaxContext
 	rng := rand.New(rand.NewPCG(1, 2))
 	seqs := make([]runner.Sequence, B)
 	for i := range seqs {

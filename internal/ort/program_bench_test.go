@@ -33,6 +33,21 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
+// openBenchProgram maps and decodes a benchmark's program file (closed when b ends).
+func openBenchProgram(b *testing.B, path string) (*mmap.File, *program.File) {
+	b.Helper()
+	mf, err := mmap.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { mf.Close() })
+	f, err := program.Decode(mf.Bytes(), program.DecodeOptions{SkipDataChecksums: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return mf, f
+}
+
 // BenchmarkORTProgram runs one prefill step and decode steps of -program on ORT, with
 // ORT's profiler on when -ort-profile is given (where ORT spends its time, per node):
 //
@@ -41,15 +56,7 @@ func BenchmarkORTProgram(b *testing.B) {
 	if *benchProgram == "" {
 		b.Skip("give -program PATH (exported with --delegate onnx)")
 	}
-	mf, err := mmap.Open(*benchProgram)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mf.Close()
-	f, err := program.Decode(mf.Bytes(), program.DecodeOptions{SkipDataChecksums: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	mf, f := openBenchProgram(b, *benchProgram)
 	var r *runner.Runner
 	if *benchGo {
 		m, err := engine.Load(mf.Bytes(), engine.Options{Threads: *benchThreads, SkipDataChecksums: true})
