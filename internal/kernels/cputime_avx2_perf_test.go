@@ -76,19 +76,12 @@ func TestPerfTileAVX2(t *testing.T) {
 	for _, k := range []int{256, 512, 1024, 1536} {
 		x, w, y := randVec(rng, ts.m*k), randVec(rng, ts.n*k), make([]float32, 64)
 		f := ts.f[0][ts.m-1][ts.n-1]
-		best := 0.0
-		for range 9 {
-			n := 0
-			t0 := threadCPU()
-			for threadCPU()-t0 < 20*time.Millisecond {
-				for range 100 {
-					f(&x[0], k, f32Bytes(&w[0]), 4*k, k, &y[0], 8)
-				}
-				n += 100
+		d := bestCPU(9, 20*time.Millisecond, func() {
+			for range 100 {
+				f(&x[0], k, f32Bytes(&w[0]), 4*k, k, &y[0], 8)
 			}
-			best = max(best, 2*float64(ts.m*ts.n*k*n)/(threadCPU()-t0).Seconds()/1e9)
-		}
-		fmt.Printf("tileF32AVX2_%dx%d k=%d: %.1f GFLOP/s\n", ts.m, ts.n, k, best)
+		}) / 100
+		fmt.Printf("tileF32AVX2_%dx%d k=%d: %.1f GFLOP/s\n", ts.m, ts.n, k, 2*float64(ts.m*ts.n*k)/d/1e9)
 	}
 }
 
@@ -107,18 +100,12 @@ func TestPerfI8TileAVX2(t *testing.T) {
 	for name, k := range map[string]*i8Kernels{"avx2": &i8AVX2, "avx2+vnni": &i8AVXVNNI} {
 		for q, ts := range k.tiles {
 			f := ts.f[ts.m-1][ts.n-1]
-			best := 0.0
-			for range 9 {
-				n := 0
-				t0 := threadCPU()
-				for threadCPU()-t0 < 20*time.Millisecond {
-					for range 100 {
-						f(&xg[0], ng*i8XGroup, &wt[0], ng*i8WGroup, ng, &y[0], 8)
-					}
-					n += 100
+			d := bestCPU(9, 20*time.Millisecond, func() {
+				for range 100 {
+					f(&xg[0], ng*i8XGroup, &wt[0], ng*i8WGroup, ng, &y[0], 8)
 				}
-				best = max(best, float64(ts.m*ts.n*ng*256*n)/(threadCPU()-t0).Seconds()/1e9)
-			}
+			}) / 100
+			best := float64(ts.m*ts.n*ng*256) / d / 1e9
 			fmt.Printf("%s %s tile %dx%d: %.1f GMAC/s\n", name, []string{"q8", "q4"}[q], ts.m, ts.n, best)
 		}
 	}
@@ -135,12 +122,7 @@ func TestPerfI8BatchSweep(t *testing.T) {
 	const rows, cols = 3072, 1024
 	for _, typ := range []WeightType{Q8, Q4} {
 		rb := typ.RowBytes(cols)
-		nmat := (256 << 20) / (rows * rb)
-		data := make([]byte, nmat*rows*rb)
-		Quantize(typ, data[:rows*rb], randVec(rng, rows*cols), rows, cols)
-		for i := 1; i < nmat; i++ {
-			copy(data[i*rows*rb:], data[:rows*rb])
-		}
+		data, nmat := weightsInMemory(rng, typ, rows, cols)
 		for _, r := range avx2Routes() {
 			onRoute(t, r, func() {
 				p := NewPool(1)
@@ -204,18 +186,12 @@ func TestPerfI8StreamAVX2(t *testing.T) {
 		Quantize(typ, w.Data, randVec(rng, rows*cols), rows, cols)
 		for name, k := range map[string]*i8Kernels{"avx2": &i8AVX2, "avx2+vnni": &i8AVXVNNI} {
 			f := k.stream[i8Type(typ)]
-			best := 0.0
-			for range 9 {
-				n := 0
-				t0 := threadCPU()
-				for threadCPU()-t0 < 20*time.Millisecond {
-					for range 10 {
-						f(&xg[0], &w.Data[0], typ.RowBytes(cols), cols/BlockSize, &y[0], rows)
-					}
-					n += 10
+			d := bestCPU(9, 20*time.Millisecond, func() {
+				for range 10 {
+					f(&xg[0], &w.Data[0], typ.RowBytes(cols), cols/BlockSize, &y[0], rows)
 				}
-				best = max(best, float64(len(w.Data)*n)/(threadCPU()-t0).Seconds()/1e9)
-			}
+			}) / 10
+			best := float64(len(w.Data)) / d / 1e9
 			fmt.Printf("%s %v stream: %.1f GB/s\n", name, typ, best)
 		}
 	}

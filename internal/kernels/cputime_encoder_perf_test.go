@@ -17,6 +17,21 @@ var encoderShapes = []struct {
 	rows, cols int
 }{{"qkv", 576, 384}, {"o", 192, 384}, {"up", 768, 384}, {"down", 192, 1536}}
 
+// layerLine is label followed by GMAC/s per encoderShapes product of m rows, from the median of its
+// rounds' CPU seconds (times[k] for shape k), and for the layer.
+func layerLine(label string, m int, times [][]float64) string {
+	var macs, secs float64
+	for k, s := range encoderShapes {
+		d := times[k]
+		sort.Float64s(d)
+		mac := float64(m * s.rows * s.cols)
+		label += fmt.Sprintf("  %s %6.1f", s.name, mac/d[len(d)/2]/1e9)
+		macs += mac
+		secs += d[len(d)/2]
+	}
+	return fmt.Sprintf("%s  layer %6.1f GMAC/s", label, macs/secs/1e9)
+}
+
 // TestPerfEncoderShapes times the matrix products of an all-MiniLM-L6-v2 layer
 // (32 sentences of 128 tokens: m = 4096 rows) on one thread by thread CPU time,
 // each thread's half of the weight rows as the 2-thread encoder gives it:
@@ -108,17 +123,7 @@ func TestPerfVNNIChunk(t *testing.T) {
 		}
 	}
 	for _, sz := range sizes {
-		line := fmt.Sprintf("chunk %3d KB", sz>>10)
-		var macs, secs float64
-		for k, s := range shapes {
-			d := res[sz][k]
-			sort.Float64s(d)
-			mac := float64(m * s.rows * s.cols)
-			line += fmt.Sprintf("  %s %6.1f", s.name, mac/d[2]/1e9)
-			macs += mac
-			secs += d[2]
-		}
-		fmt.Printf("%s  layer %6.1f GMAC/s\n", line, macs/secs/1e9)
+		fmt.Println(layerLine(fmt.Sprintf("chunk %3d KB", sz>>10), m, res[sz]))
 	}
 }
 
@@ -161,17 +166,7 @@ func TestPerfEncoderRowBlocks(t *testing.T) {
 			}
 		}
 		for _, bl := range blocks {
-			line := fmt.Sprintf("%v rows/call %4d", typ, bl)
-			var macs, secs float64
-			for k, s := range shapes {
-				d := res[bl][k]
-				sort.Float64s(d)
-				mac := float64(m * s.rows * s.cols)
-				line += fmt.Sprintf("  %s %6.1f", s.name, mac/d[2]/1e9)
-				macs += mac
-				secs += d[2]
-			}
-			fmt.Printf("%s  layer %6.1f GMAC/s\n", line, macs/secs/1e9)
+			fmt.Println(layerLine(fmt.Sprintf("%v rows/call %4d", typ, bl), m, res[bl]))
 		}
 	}
 }

@@ -6,16 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 )
-
-func procCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(0, &ru) // RUSAGE_SELF
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // TestPerfFloatThreads times f32 prefill products (m = 128) of Qwen3-0.6B's
 // shapes on the route in use, on 1 and 2 threads: GMAC per wall second and
