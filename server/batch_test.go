@@ -30,8 +30,9 @@ func TestOptionsRefuseABadBatch(t *testing.T) {
 		o.Pool = RunnerPool(nil)
 		tc.edit(&o)
 		_, err := New(o)
-		if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("MaxBatch %d, PrefillChunk %d: error %v, want ErrOptions naming %s", o.MaxBatch, o.PrefillChunk, err, tc.field)
+		var oe *OptionError
+		if !errors.Is(err, ErrOptions) || !errors.As(err, &oe) || oe.Field != tc.field || !strings.Contains(err.Error(), "Options."+tc.field) {
+			t.Errorf("MaxBatch %d, PrefillChunk %d: error %v, want an *OptionError of ErrOptions for %s", o.MaxBatch, o.PrefillChunk, err, tc.field)
 		}
 	}
 }

@@ -24,9 +24,7 @@ const DefaultMaxEmbedInputs = 2048
 
 // validateEncoderOnly checks the options of a server with an Encoder and no Runner.
 func (o *Options) validateEncoderOnly() error {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: Options.%s %s", ErrOptions, field, fmt.Sprintf(format, args...))
-	}
+	bad := badOption
 	switch {
 	case o.ModelID == "":
 		return bad("ModelID", "is empty")

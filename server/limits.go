@@ -63,13 +63,17 @@ func (l Limits) withDefaults() (Limits, error) {
 	d := DefaultLimits
 	switch {
 	case l.MaxConns < 0:
-		return l, fmt.Errorf("%w: Options.Limits.MaxConns = %d, must be ≥ 0 (0: %d)", ErrOptions, l.MaxConns, d.MaxConns)
+		return l, badOption("Limits.MaxConns", "= %d, must be ≥ 0 (0: %d)", l.MaxConns, d.MaxConns)
 	case l.MaxBodyInFlight < 0:
-		return l, fmt.Errorf("%w: Options.Limits.MaxBodyInFlight = %d, must be ≥ 0 (0: %d)", ErrOptions, l.MaxBodyInFlight, d.MaxBodyInFlight)
-	case l.HeaderTimeout < 0 || l.BodyTimeout < 0 || l.IdleTimeout < 0 || l.ShortIdleTimeout < 0:
-		return l, fmt.Errorf("%w: Options.Limits timeouts must be ≥ 0", ErrOptions)
+		return l, badOption("Limits.MaxBodyInFlight", "= %d, must be ≥ 0 (0: %d)", l.MaxBodyInFlight, d.MaxBodyInFlight)
+	case l.HeaderTimeout < 0:
+		return l, badOption("Limits.HeaderTimeout", "= %v, must be ≥ 0", l.HeaderTimeout)
+	case l.BodyTimeout < 0:
+		return l, badOption("Limits.BodyTimeout", "= %v, must be ≥ 0", l.BodyTimeout)
+	case l.IdleTimeout < 0 || l.ShortIdleTimeout < 0:
+		return l, badOption("Limits.IdleTimeout", "and ShortIdleTimeout must be ≥ 0")
 	case l.GrammarMemory < 0:
-		return l, fmt.Errorf("%w: Options.Limits.GrammarMemory = %d, must be ≥ 0 (0: %d)", ErrOptions, l.GrammarMemory, d.GrammarMemory)
+		return l, badOption("Limits.GrammarMemory", "= %d, must be ≥ 0 (0: %d)", l.GrammarMemory, d.GrammarMemory)
 	}
 	l.MaxConns = cmp.Or(l.MaxConns, d.MaxConns)
 	l.IdleTimeout = cmp.Or(l.IdleTimeout, d.IdleTimeout)
@@ -79,10 +83,10 @@ func (l Limits) withDefaults() (Limits, error) {
 	l.BodyTimeout = cmp.Or(l.BodyTimeout, d.BodyTimeout)
 	l.GrammarMemory = cmp.Or(l.GrammarMemory, d.GrammarMemory)
 	if err := l.Grammar.Validate(); err != nil {
-		return l, fmt.Errorf("%w: Options.Limits.Grammar: %v", ErrOptions, err)
+		return l, badOption("Limits.Grammar", "is invalid: %v", err)
 	}
 	if need := l.Grammar.CompileBytes() + l.Grammar.CacheBytes(); l.GrammarMemory < need {
-		return l, fmt.Errorf("%w: Options.Limits.GrammarMemory = %d, must hold one grammar's compile and caches (%d with these Grammar limits)", ErrOptions, l.GrammarMemory, need)
+		return l, badOption("Limits.GrammarMemory", "= %d, must hold one grammar's compile and caches (%d with these Grammar limits)", l.GrammarMemory, need)
 	}
 	return l, nil
 }

@@ -101,13 +101,29 @@ type Options struct {
 // ErrOptions is wrapped by every error about invalid Options.
 var ErrOptions = errors.New("server: invalid options")
 
+// OptionError is an invalid field of Options: Field is its path below
+// Options ("MaxSessions", "Limits.GrammarMemory"), Problem what is wrong with
+// its value. It wraps ErrOptions; a command line maps Field to its flag.
+type OptionError struct {
+	Field, Problem string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%v: Options.%s %s", ErrOptions, e.Field, e.Problem)
+}
+
+func (e *OptionError) Unwrap() error { return ErrOptions }
+
+// badOption is the *OptionError of field, its problem formatted.
+func badOption(field, format string, args ...any) error {
+	return &OptionError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
 func (o *Options) validate() error {
 	if o.Runner == nil && o.Encoder != nil {
 		return o.validateEncoderOnly()
 	}
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: Options.%s %s", ErrOptions, field, fmt.Sprintf(format, args...))
-	}
+	bad := badOption
 	switch {
 	case o.Runner == nil:
 		return bad("Runner", "is nil")

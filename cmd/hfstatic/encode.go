@@ -317,7 +317,7 @@ func serveEncoder(cmd *cobra.Command, m *loaded, o encodeServe) error {
 	s, err := server.New(server.Options{Encoder: enc, ModelID: o.modelID, Aliases: o.aliases, MaxBodyBytes: o.maxBody,
 		MaxEmbedInputs: o.maxInputs, Logger: o.log, Limits: o.limits})
 	if err != nil {
-		return err
+		return optionFlagError(err)
 	}
 	defer s.Close()
 	ln, err := net.Listen("tcp", o.addr)

@@ -144,7 +144,7 @@ SIGTERM it stops accepting, lets running requests finish for --grace, then cance
 			}
 			s, err := server.New(opts)
 			if err != nil {
-				return err
+				return optionFlagError(err)
 			}
 			defer s.Close()
 			ln, err := net.Listen("tcp", addr)
@@ -241,4 +241,26 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serveFlags names the serve flag that sets each field of server.Options.
+var serveFlags = map[string]string{
+	"MaxSessions": "--sessions", "MaxBatch": "--max-batch", "PrefillChunk": "--prefill-chunk",
+	"ChunkBudget": "--chunk-budget", "MaxQueue": "--queue", "QueueTimeout": "--queue-timeout",
+	"RequestTimeout": "--timeout", "MaxBodyBytes": "--max-body", "MaxEmbedInputs": "--max-inputs",
+	"Limits.MaxConns": "--max-conns", "Limits.MaxBodyInFlight": "--max-body-in-flight",
+	"Limits.HeaderTimeout": "--header-timeout", "Limits.BodyTimeout": "--body-timeout",
+	"Limits.GrammarMemory": "--grammar-memory", "Limits.Grammar": "--grammar-depth, --grammar-states or --grammar-timeout",
+}
+
+// optionFlagError turns a *server.OptionError about a field a flag sets into
+// a usage error naming the flag; other errors pass unchanged.
+func optionFlagError(err error) error {
+	var oe *server.OptionError
+	if errors.As(err, &oe) {
+		if flag, ok := serveFlags[oe.Field]; ok {
+			return usagef("%s %s", flag, strings.TrimPrefix(oe.Problem, "= "))
+		}
+	}
+	return err
 }

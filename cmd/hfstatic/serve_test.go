@@ -186,7 +186,7 @@ func TestServeChatPage(t *testing.T) {
 
 // serve's grammar flags reach the server: --grammar-states small enough
 // refuses a grammar that fits the default with a 400 naming the limit, and
-// --grammar-memory below one compile is a usage-time error naming the field.
+// --grammar-memory below one compile is a usage-time error naming the flag.
 func TestServeGrammarLimitFlags(t *testing.T) {
 	req := `{"prompt":"Once upon a time","max_tokens":3,"grammar":"root ::= (\"yes\" | \"no\") \", \" [a-z]{2,6}"}`
 	base, stop := startServe(t, "serve", "--threads", "1")
@@ -198,7 +198,7 @@ func TestServeGrammarLimitFlags(t *testing.T) {
 	if code, body := httpPost(t, base+"/v1/completions", req); code != http.StatusBadRequest || !strings.Contains(body, "grammar_too_large") || !strings.Contains(body, "MaxStates") {
 		t.Errorf("the same grammar with --grammar-states 4: %d %.300s, want 400 naming the limit", code, body)
 	}
-	if _, _, err := run(t, "", "serve", "--grammar-memory", "1", "--addr", "127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "GrammarMemory") {
-		t.Errorf("serve --grammar-memory 1: %v, want an error naming GrammarMemory", err)
+	if _, _, err := run(t, "", "serve", "--grammar-memory", "1", "--addr", "127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "--grammar-memory 1,") {
+		t.Errorf("serve --grammar-memory 1: %v, want an error naming --grammar-memory and its value", err)
 	}
 }
