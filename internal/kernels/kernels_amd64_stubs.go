@@ -1613,3 +1613,83 @@ func vnniBatchQ4_7(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, 
 //
 //go:noescape
 func vnniBatchQ4_8(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// gemmF32AVX2_1x16 accumulates an outer-product tile over k-major packed weights in k order (see genGEMMF32).
+//
+//go:noescape
+func gemmF32AVX2_1x16(x *float32, ldx int, w *float32, k int, y *float32, ldy int, pf *byte)
+
+// gemmF32AVX2_2x16 accumulates an outer-product tile over k-major packed weights in k order (see genGEMMF32).
+//
+//go:noescape
+func gemmF32AVX2_2x16(x *float32, ldx int, w *float32, k int, y *float32, ldy int, pf *byte)
+
+// gemmF32AVX2_3x16 accumulates an outer-product tile over k-major packed weights in k order (see genGEMMF32).
+//
+//go:noescape
+func gemmF32AVX2_3x16(x *float32, ldx int, w *float32, k int, y *float32, ldy int, pf *byte)
+
+// gemmF32AVX2_4x16 accumulates an outer-product tile over k-major packed weights in k order (see genGEMMF32).
+//
+//go:noescape
+func gemmF32AVX2_4x16(x *float32, ldx int, w *float32, k int, y *float32, ldy int, pf *byte)
+
+// gemmF32AVX2_5x16 accumulates an outer-product tile over k-major packed weights in k order (see genGEMMF32).
+//
+//go:noescape
+func gemmF32AVX2_5x16(x *float32, ldx int, w *float32, k int, y *float32, ldy int, pf *byte)
+
+// gemmF32AVX2_6x16 accumulates an outer-product tile over k-major packed weights in k order (see genGEMMF32).
+//
+//go:noescape
+func gemmF32AVX2_6x16(x *float32, ldx int, w *float32, k int, y *float32, ldy int, pf *byte)
+
+// gemmXF32AVX2_1 accumulates an outer-product tile of packed inputs and weight rows in k order (see genGEMMXF32).
+//
+//go:noescape
+func gemmXF32AVX2_1(x *float32, w *byte, ldw int, k int, b *float32, y *float32, ldy int)
+
+// gemmXF32AVX2_2 accumulates an outer-product tile of packed inputs and weight rows in k order (see genGEMMXF32).
+//
+//go:noescape
+func gemmXF32AVX2_2(x *float32, w *byte, ldw int, k int, b *float32, y *float32, ldy int)
+
+// gemmXF32AVX2_3 accumulates an outer-product tile of packed inputs and weight rows in k order (see genGEMMXF32).
+//
+//go:noescape
+func gemmXF32AVX2_3(x *float32, w *byte, ldw int, k int, b *float32, y *float32, ldy int)
+
+// gemmXF32AVX2_4 accumulates an outer-product tile of packed inputs and weight rows in k order (see genGEMMXF32).
+//
+//go:noescape
+func gemmXF32AVX2_4(x *float32, w *byte, ldw int, k int, b *float32, y *float32, ldy int)
+
+// gemmXF32AVX2_5 accumulates an outer-product tile of packed inputs and weight rows in k order (see genGEMMXF32).
+//
+//go:noescape
+func gemmXF32AVX2_5(x *float32, w *byte, ldw int, k int, b *float32, y *float32, ldy int)
+
+// gemmXF32AVX2_6 accumulates an outer-product tile of packed inputs and weight rows in k order (see genGEMMXF32).
+//
+//go:noescape
+func gemmXF32AVX2_6(x *float32, w *byte, ldw int, k int, b *float32, y *float32, ldy int)
+
+// packF32x16AVX2 packs 16 float32 rows k-major (see genPackF32x16).
+//
+//go:noescape
+func packF32x16AVX2(dst *float32, src *float32, lds int, k int)
+
+// rowsKF32AVX2_1 is the float32 matrix-vector product in k order (see genRowsKF32).
+//
+//go:noescape
+func rowsKF32AVX2_1(x *float32, w *byte, ldw int, k int, y *float32, n int)
+
+// rowsKF32AVX2_2 is the float32 matrix-vector product in k order (see genRowsKF32).
+//
+//go:noescape
+func rowsKF32AVX2_2(x *float32, w *byte, ldw int, k int, y *float32, n int)
+
+// rowsKF32AVX2_4 is the float32 matrix-vector product in k order (see genRowsKF32).
+//
+//go:noescape
+func rowsKF32AVX2_4(x *float32, w *byte, ldw int, k int, y *float32, n int)
