@@ -256,10 +256,6 @@ func matmulRows(p *Pool, id int, j *matmulJob, lo, hi int) {
 		if useAVX2 && j.w.Type != Q8 && j.w.Type != Q4 {
 			initRows(j.y, j.m, j.w.Rows, j.bias, lo, hi)
 			rb := j.w.Type.RowBytes(j.w.Cols)
-			if f32K(j.w.Type, j.w.Cols) {
-				f32KRows(j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo, &p.scratch[id])
-				return
-			}
 			floatTiles(tilesAVX2, j.w.Type, j.y[lo:], j.w.Rows, j.x, j.m, j.w.Cols, j.w.Data[lo*rb:hi*rb], rb, hi-lo, &p.scratch[id])
 			return
 		}

@@ -118,8 +118,5 @@ func main() {
 			genVNNIBatch(q, m)
 		}
 	}
-	// AVX2 f32 kernels in k order (gemmf32.go), last so that the routines
-	// above keep their place in the file.
-	genF32K()
 	Generate()
 }
