@@ -118,5 +118,9 @@ func main() {
 			genVNNIBatch(q, m)
 		}
 	}
+	// AVX-512 only, added last: the encoders' packed product (bgemmrm.go).
+	for mr := 1; mr <= bgemmMR; mr++ {
+		genBGEMMRM(mr)
+	}
 	Generate()
 }

@@ -1,0 +1,93 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/hfstatic/hfstatic/internal/align"
+)
+
+// The packed product's panel width and row group: bgemm's gemmNR and bgemmMR on amd64.
+const (
+	packNR = 32
+	packMR = 12
+)
+
+// PackedF32 is a float32 weight matrix laid out once for the outer-product
+// matrix product (the AVX-512 bgemm micro-kernels): panels of 32 weight rows,
+// each k-major ([Cols][32], rows past Rows zero), so that a product reads its
+// weights without repacking them. Encoders use it: their products have many
+// input rows (a batch) and no decode step whose rows must agree with them.
+type PackedF32 struct {
+	Rows, Cols int
+	data       []float32 // [panels][Cols][packNR]
+}
+
+// PackF32 packs w (float32) for MatMulPacked, or returns nil where this
+// build or CPU has no packed product (then use Pool.MatMul).
+func PackF32(w Matrix) *PackedF32 {
+	if w.Type != F32 || !packedSupported() || w.Rows <= 0 || w.Cols <= 0 {
+		return nil
+	}
+	panels := (w.Rows + packNR - 1) / packNR
+	pw := &PackedF32{Rows: w.Rows, Cols: w.Cols,
+		data: align.AsF32(align.Bytes(4 * panels * w.Cols * packNR))}
+	src := align.AsF32(w.Data)
+	for pn := range panels {
+		dst := pw.data[pn*w.Cols*packNR : (pn+1)*w.Cols*packNR]
+		for r := range min(packNR, w.Rows-pn*packNR) {
+			row := src[(pn*packNR+r)*w.Cols : (pn*packNR+r+1)*w.Cols]
+			for k, v := range row {
+				dst[k*packNR+r] = v
+			}
+		}
+	}
+	return pw
+}
+
+// PackedMatMul computes y = x Wᵀ + bias on a PackedF32 over a pool's threads:
+// items of a block of rows (which stays in L2) by a group of weight panels, each
+// panel's block of columns in L1 while the block's rows pass over it. A row's output does not depend on the rows beside
+// it. Build one per weight matrix and reuse it (Run allocates nothing once
+// its scratch has grown); Run calls are not concurrent.
+type PackedMatMul struct {
+	w          *PackedF32
+	y, x, bias []float32
+	m          int
+	groups     int // input row groups of packMR
+	rb, pg     int // row blocks and panel groups: items = rb × pg
+	fn         func(worker, i int)
+}
+
+// NewPackedMatMul returns the product for w.
+func NewPackedMatMul(w *PackedF32) *PackedMatMul {
+	j := &PackedMatMul{w: w}
+	j.fn = j.item
+	return j
+}
+
+// packedRowGroups is about how many groups of packMR rows a row block holds:
+// 16 × 12 = 192 rows, whose inputs (a column block of them) stay in L2
+// (8 and 21 measure alike, TestPerfEncoderPacked).
+var packedRowGroups = 16
+
+// packedItemsPerThread is about how many items a product has per thread, so that
+// threads finish together.
+var packedItemsPerThread = 16
+
+// Run computes y[i*Rows+r] = bias[r] + Σ_k x[i*Cols+k] W[r][k] for i < m.
+func (j *PackedMatMul) Run(p *Pool, y, x []float32, m int, bias []float32) {
+	w := j.w
+	if len(x) < m*w.Cols || len(y) < m*w.Rows || (bias != nil && len(bias) < w.Rows) {
+		panic(fmt.Sprintf("kernels: packed product of %d rows: x %d, y %d, bias %d values for [%d,%d]", m, len(x), len(y), len(bias), w.Rows, w.Cols))
+	}
+	if m <= 0 {
+		return
+	}
+	j.y, j.x, j.bias, j.m = y, x, bias, m
+	j.groups = (m + packMR - 1) / packMR
+	j.rb = (j.groups + packedRowGroups - 1) / packedRowGroups
+	panels := (w.Rows + packNR - 1) / packNR
+	j.pg = min(panels, max(1, (packedItemsPerThread*p.Threads()+j.rb-1)/j.rb))
+	p.For(j.rb*j.pg, j.fn)
+	j.y, j.x, j.bias = nil, nil, nil
+}

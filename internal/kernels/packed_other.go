@@ -1,0 +1,8 @@
+//go:build !amd64 || purego
+
+package kernels
+
+func packedSupported() bool { return false }
+
+// item is never called: PackF32 returns nil where packedSupported is false.
+func (j *PackedMatMul) item(worker, i int) { panic("kernels: no packed product in this build") }

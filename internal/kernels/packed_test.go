@@ -1,0 +1,65 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPackedMatMul checks the packed product against float64 sums, and each
+// row of a batch bit for bit against the row computed alone.
+func TestPackedMatMul(t *testing.T) {
+	w0 := PackF32(Matrix{Type: F32, Rows: 1, Cols: 1, Data: make([]byte, 4)})
+	if !packedSupported() {
+		if w0 != nil {
+			t.Fatal("PackF32 packed without a packed product")
+		}
+		return
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, threads := range []int{1, 3} {
+		p := NewPool(threads)
+		for _, s := range []struct{ n, k int }{{40, 17}, {384, 384}, {64, 600}, {33, 1536}} {
+			w := randVec(rng, s.n*s.k)
+			mat := Matrix{Type: F32, Rows: s.n, Cols: s.k, Data: make([]byte, 4*s.n*s.k)}
+			Quantize(F32, mat.Data, w, s.n, s.k)
+			pw := PackF32(mat)
+			j := NewPackedMatMul(pw)
+			for _, m := range []int{1, 5, 12, 13, 300, 600} {
+				for _, withBias := range []bool{false, true} {
+					x := randVec(rng, m*s.k)
+					var bias []float32
+					if withBias {
+						bias = randVec(rng, s.n)
+					}
+					y := make([]float32, m*s.n)
+					j.Run(p, y, x, m, bias)
+					one := make([]float32, s.n)
+					for i := range m {
+						for r := range s.n {
+							var want float64
+							if bias != nil {
+								want = float64(bias[r])
+							}
+							for k := range s.k {
+								want += float64(x[i*s.k+k]) * float64(w[r*s.k+k])
+							}
+							if d := math.Abs(float64(y[i*s.n+r]) - want); d > 1e-4*math.Sqrt(float64(s.k)) {
+								t.Fatalf("threads %d n %d k %d m %d row %d col %d: %v, want %v", threads, s.n, s.k, m, i, r, y[i*s.n+r], want)
+							}
+						}
+						if i%37 == 0 || i == m-1 {
+							j.Run(p, one, x[i*s.k:(i+1)*s.k], 1, bias)
+							for r := range s.n {
+								if one[r] != y[i*s.n+r] {
+									t.Fatalf("threads %d n %d k %d m %d row %d col %d: %v in the batch, %v alone", threads, s.n, s.k, m, i, r, y[i*s.n+r], one[r])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}
