@@ -67,6 +67,9 @@ type Program struct {
 	// that it stays warm in the caches and page tables.
 	smu     sync.Mutex
 	scratch map[string][]byte
+	// packed are the float32 weights of encoders' linear ops laid out once for the
+	// packed matrix product (kernels.PackF32), by weight name, shared by every method.
+	packed map[string]*kernels.PackedF32
 }
 
 // shared returns n bytes (64-byte aligned) of the scratch buffer called key, growing it

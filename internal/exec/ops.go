@@ -144,6 +144,9 @@ type linearOp struct {
 	bias    *operand       // (n)
 	k, n    int
 	selects bool
+	// packed runs an encoder's product on float32 weights packed at load
+	// (kernels.PackedMatMul), nil elsewhere.
+	packed *kernels.PackedMatMul
 }
 
 func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (op, error) {
@@ -184,8 +187,27 @@ func (m *Method) compileLinear(op *program.Op, in []operand, out operand) (op, e
 		m.selected[out.idx], m.selects = true, true
 	} else {
 		m.propagate(x, out)
+		if m.batch > 0 && w.Type == kernels.F32 {
+			if pw := m.prog.packedWeight(in[1].name, w); pw != nil {
+				o.packed = kernels.NewPackedMatMul(pw)
+			}
+		}
 	}
 	return o, nil
+}
+
+// packedWeight returns the float32 weight name packed for kernels.PackedMatMul (packing it
+// on first use), or nil where this CPU has no packed product.
+func (p *Program) packedWeight(name string, w kernels.Matrix) *kernels.PackedF32 {
+	if pw, ok := p.packed[name]; ok {
+		return pw
+	}
+	if p.packed == nil {
+		p.packed = map[string]*kernels.PackedF32{}
+	}
+	pw := kernels.PackF32(w)
+	p.packed[name] = pw
+	return pw
 }
 
 // linearRowBlock is about the most rows one matrix product of an encoder's linear op takes.
@@ -206,6 +228,13 @@ func (o *linearOp) run(ps *pass) {
 		// product of 4096 rows, 256 rows a little faster than 512 or 128
 		// (TestPerfEncoderRowBlocks in internal/kernels). A row's output does not depend on
 		// the rows beside it in a product, so the split changes no value.
+		if o.packed != nil {
+			// An encoder's float32 product: one product of every row of the batch, whose
+			// weights were packed at load (kernels.PackedMatMul splits it over the
+			// threads in blocks of rows that stay in L2).
+			o.packed.Run(pool, ys[:nr*o.n], xs[:nr*k], nr, bs)
+			return
+		}
 		nb := 1
 		if o.m.batch > 0 { // an encoder's method (over sequences)
 			nb = (nr + linearRowBlock - 1) / linearRowBlock
