@@ -2,6 +2,8 @@ package exec
 
 import (
 	"math"
+
+	"github.com/hfstatic/hfstatic/internal/kernels"
 )
 
 // Row kernels of the encoder ops (op set 3), in pure Go: LayerNorm with a bias, the
@@ -53,6 +55,14 @@ func layerNorm(dst, x, w, b []float32, eps float32) {
 // checks it on a fine grid), in half the time of a rational erf (eleven multiply-adds and a division) per value.
 // dst may alias x.
 func geluErf(dst, x []float32) {
+	if kernels.GELUTable(dst, x, &geluTable) { // the same cubics, 16 values at a time
+		return
+	}
+	geluErfGo(dst, x)
+}
+
+// geluErfGo is geluErf in Go.
+func geluErfGo(dst, x []float32) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		if !(v > -geluSpan && v < geluSpan) {
@@ -72,7 +82,7 @@ func geluErf(dst, x []float32) {
 }
 
 // geluSpan and geluSteps: geluTable covers [-geluSpan, geluSpan) in steps of 1/geluSteps.
-const geluSpan, geluSteps = 6, 16
+const geluSpan, geluSteps = kernels.GELUSpan, kernels.GELUSteps
 
 // geluTable holds, per step [x0, x0+h), the cubic c0 + t·(c1 + t·(c2 + t·c3)) in t = (x-x0)/h
 // that matches GELU and its derivative at both ends (Hermite), from math.Erf: its error is

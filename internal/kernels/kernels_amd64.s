@@ -59525,3 +59525,72 @@ store:
 	VMOVUPS   Z25, K2, 64(AX)
 	VZEROUPPER
 	RET
+
+// func geluTable16(dst *float32, x *float32, n int, tab *float32)
+// Requires: AVX, AVX512F, BMI2
+TEXT ·geluTable16(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         tab+24(FP), BX
+	MOVL         $0x40c00000, SI
+	VPBROADCASTD SI, Z16
+	MOVL         $0xc0c00000, SI
+	VPBROADCASTD SI, Z17
+	MOVL         $0x41800000, SI
+	VPBROADCASTD SI, Z18
+	MOVL         $0x3d800000, SI
+	VPBROADCASTD SI, Z19
+	MOVL         $0x000000bf, SI
+	VPBROADCASTD SI, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         $0x0000ffff, SI
+
+loop:
+	TESTQ DX, DX
+	JLE   done
+	CMPQ  DX, $0x10
+	JGE   full
+	MOVQ  $0x00000001, SI
+	SHLXQ DX, SI, SI
+	DECQ  SI
+
+full:
+	KMOVW       SI, K4
+	VMOVUPS.Z   (CX), K4, Z0
+	VADDPS      Z16, Z0, Z1
+	VMULPS      Z18, Z1, Z1
+	VCVTTPS2DQ  Z1, Z1
+	VPMINSD     Z20, Z1, Z1
+	VPMAXSD     Z21, Z1, Z1
+	VCVTDQ2PS   Z1, Z2
+	VMULPS      Z19, Z2, Z2
+	VADDPS      Z17, Z2, Z2
+	VSUBPS      Z2, Z0, Z2
+	VMULPS      Z18, Z2, Z2
+	VPSLLD      $0x02, Z1, Z1
+	KXNORW      K3, K3, K3
+	VGATHERDPS  (BX)(Z1*4), K3, Z3
+	KXNORW      K3, K3, K3
+	VGATHERDPS  4(BX)(Z1*4), K3, Z4
+	KXNORW      K3, K3, K3
+	VGATHERDPS  8(BX)(Z1*4), K3, Z5
+	KXNORW      K3, K3, K3
+	VGATHERDPS  12(BX)(Z1*4), K3, Z6
+	VFMADD213PS Z5, Z2, Z6
+	VFMADD213PS Z4, Z2, Z6
+	VFMADD213PS Z3, Z2, Z6
+	VCMPPS      $0x1e, Z17, Z0, K1
+	VCMPPS      $0x11, Z16, Z0, K1, K1
+	VCMPPS      $0x12, Z17, Z0, K2
+	VMOVAPS     Z6, K1, Z0
+	VMOVAPS     Z21, K2, Z0
+	VMOVUPS     Z0, K4, (AX)
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, AX
+	SUBQ        $0x10, DX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET

@@ -1673,3 +1673,8 @@ func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, m
 //
 //go:noescape
 func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+
+// geluTable16 is GELU from a table of cubics (see genGELUTable).
+//
+//go:noescape
+func geluTable16(dst *float32, x *float32, n int, tab *float32)

@@ -118,9 +118,10 @@ func main() {
 			genVNNIBatch(q, m)
 		}
 	}
-	// AVX-512 only, added last: the encoders' packed product (bgemmrm.go).
+	// AVX-512 only, added last: the encoders' packed product (bgemmrm.go) and GELU.
 	for mr := 1; mr <= bgemmMR; mr++ {
 		genBGEMMRM(mr)
 	}
+	genGELUTable() // gelu.go
 	Generate()
 }
