@@ -251,3 +251,15 @@ func TestPerfBGEMML1(t *testing.T) {
 		fmt.Printf("bgemm_12 kc=%d: %.1f GMAC/s\n", kc, float64(bgemmMR*32*kc)/d/1e9)
 	}
 }
+
+// TestPerfGELU times gelu16 on 4096 values (in L1) and on 4 MiB of them.
+func TestPerfGELU(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{4096, 1 << 20} {
+		x := randVec(rng, n)
+		d := medianCPU(5, 30*time.Millisecond, func() { GELU(x, x) })
+		fmt.Printf("gelu16 n=%d: %.3f ns/value\n", n, d/float64(n)*1e9)
+	}
+}

@@ -170,10 +170,10 @@ func (j *PackedMatMul) item(_, i int) {
 	}
 }
 
-func geluTable(dst, x []float32, tab *[2 * GELUSpan * GELUSteps][4]float32) bool {
+func gelu(dst, x []float32) bool {
 	if !useAVX512 {
 		return false
 	}
-	geluTable16(&dst[0], &x[0], len(x), &tab[0][0])
+	gelu16(&dst[0], &x[0], len(x), &geluPoly[0][0])
 	return true
 }

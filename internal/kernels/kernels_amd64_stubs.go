@@ -1674,7 +1674,7 @@ func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, m
 //go:noescape
 func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
 
-// geluTable16 is GELU from a table of cubics (see genGELUTable).
+// gelu16 is the exact GELU from polynomials in registers (see genGELU).
 //
 //go:noescape
-func geluTable16(dst *float32, x *float32, n int, tab *float32)
+func gelu16(dst *float32, x *float32, n int, tab *float32)

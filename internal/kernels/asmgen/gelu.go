@@ -10,28 +10,33 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genGELUTable emits geluTable16(dst, x, n, tab): the exact GELU from a table of
-// cubics on sixteenths of [-6, 6) (tab: 192 × 4 float32 c0..c3, the cubic
-// c0 + t·(c1 + t·(c2 + t·c3)) in t = (x - x0)·16 on [x0, x0 + 1/16)), 16 values
-// at a time: step k = min(int((x+6)·16), 191), its four coefficients gathered;
-// x ≥ 6 (and NaN) give x, x ≤ -6 give 0. dst may alias x.
-func genGELUTable() {
-	text("geluTable16", NOSPLIT, "func(dst *float32, x *float32, n int, tab *float32)")
-	Doc("geluTable16 is GELU from a table of cubics (see genGELUTable).")
+// genGELU emits gelu16(dst, x, n, tab): the exact GELU, 16 values at a time, from
+// polynomials of degree 5 on 32 steps of 3/16 covering [-6, 0] held in registers
+// (tab: [6][32] float32, coefficient j of step k at tab[32j+k], in t = a - mid_k,
+// mid_k = -6 + 3/16·(k + ½)), looked up with VPERMI2PS (no gathers: they take
+// tens of cycles each here). For a = -|x|, g = P_k(a) ≈ GELU(a) (0 where a ≤ -6);
+// GELU(x) = g for x ≤ 0 and x + g for x > 0 (GELU(x) = x + GELU(-x)), so x ≥ 6
+// gives x, x ≤ -6 gives 0 and NaN stays NaN. dst may alias x.
+func genGELU() {
+	text("gelu16", NOSPLIT, "func(dst *float32, x *float32, n int, tab *float32)")
+	Doc("gelu16 is the exact GELU from polynomials in registers (see genGELU).")
 	d := Load(Param("dst"), GP64())
 	s := Load(Param("x"), GP64())
 	n := Load(Param("n"), GP64())
 	tab := Load(Param("tab"), GP64())
+	for j := 0; j < 12; j++ { // Z16..Z27: coefficient j/2, steps 0-15 and 16-31
+		VMOVUPS(Mem{Base: tab, Disp: 64 * j}, zr[16+j])
+	}
 	c := GP32()
 	for _, k := range []struct {
 		bits uint32
 		z    VecPhysical
-	}{{math.Float32bits(6), Z16}, {math.Float32bits(-6), Z17}, {math.Float32bits(16), Z18},
-		{math.Float32bits(1.0 / 16), Z19}, {191, Z20}} {
+	}{{0x80000000, Z28}, {math.Float32bits(-6), Z29}, {math.Float32bits(16.0 / 3), Z30},
+		{math.Float32bits(32), Z31}, {math.Float32bits(3.0 / 16), Z8}, {math.Float32bits(-6 + 3.0/32), Z7}, {31, Z5}} {
 		MOVL(U32(k.bits), c)
 		VPBROADCASTD(c, k.z)
 	}
-	VPXORD(Z21, Z21, Z21)
+	VPXORD(Z6, Z6, Z6)
 	m := GP64()
 	MOVQ(U32(0xffff), m)
 	Label("loop")
@@ -45,30 +50,31 @@ func genGELUTable() {
 	Label("full")
 	KMOVW(m.As32(), K4)
 	VMOVUPS_Z(Mem{Base: s}, K4, Z0)
-	VADDPS(Z16, Z0, Z1)
-	VMULPS(Z18, Z1, Z1)
+	VORPS(Z28, Z0, Z9) // a = -|x|
+	VMOVAPS(Z9, Z1)
+	VFMADD132PS(Z30, Z31, Z1) // u = a·16/3 + 32
 	VCVTTPS2DQ(Z1, Z1)
-	VPMINSD(Z20, Z1, Z1)
-	VPMAXSD(Z21, Z1, Z1)
+	VPMINSD(Z5, Z1, Z1)
+	VPMAXSD(Z6, Z1, Z1) // k
 	VCVTDQ2PS(Z1, Z2)
-	VMULPS(Z19, Z2, Z2)
-	VADDPS(Z17, Z2, Z2) // x0 = k/16 - 6
-	VSUBPS(Z2, Z0, Z2)
-	VMULPS(Z18, Z2, Z2) // t = (x - x0)·16
-	VPSLLD(U8(2), Z1, Z1)
-	for i, z := range []VecPhysical{Z3, Z4, Z5, Z6} {
-		KXNORW(K3, K3, K3)
-		VGATHERDPS(Mem{Base: tab, Index: Z1, Scale: 4, Disp: 4 * i}, K3, z)
+	VFMADD132PS(Z8, Z7, Z2) // mid = k·3/16 + (-6 + 3/32)
+	VSUBPS(Z2, Z9, Z2)      // t = a - mid
+	for j := 5; j >= 0; j-- {
+		v := Z4
+		if j == 5 {
+			v = Z3
+		}
+		VMOVDQA32(Z1, v)
+		VPERMI2PS(zr[17+2*j], zr[16+2*j], v)
+		if j < 5 {
+			VFMADD213PS(Z4, Z2, Z3) // acc = acc·t + c_j
+		}
 	}
-	VFMADD213PS(Z5, Z2, Z6)
-	VFMADD213PS(Z4, Z2, Z6)
-	VFMADD213PS(Z3, Z2, Z6)
-	VCMPPS(U8(0x1e), Z17, Z0, K1)     // x > -6
-	VCMPPS(U8(0x11), Z16, Z0, K1, K1) // and x < 6
-	VCMPPS(U8(0x12), Z17, Z0, K2)     // x <= -6
-	VMOVAPS(Z6, K1, Z0)
-	VMOVAPS(Z21, K2, Z0)
-	VMOVUPS(Z0, K4, Mem{Base: d})
+	VCMPPS(U8(0x12), Z29, Z9, K2) // a <= -6: g = 0
+	VMOVAPS(Z6, K2, Z3)
+	VCMPPS(U8(0x1e), Z6, Z0, K1) // x > 0: x + g
+	VADDPS(Z0, Z3, K1, Z3)
+	VMOVUPS(Z3, K4, Mem{Base: d})
 	ADDQ(U8(64), s)
 	ADDQ(U8(64), d)
 	SUBQ(U8(16), n)

@@ -122,6 +122,6 @@ func main() {
 	for mr := 1; mr <= bgemmMR; mr++ {
 		genBGEMMRM(mr)
 	}
-	genGELUTable() // gelu.go
+	genGELU() // gelu.go
 	Generate()
 }
