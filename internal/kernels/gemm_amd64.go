@@ -177,3 +177,11 @@ func gelu(dst, x []float32) bool {
 	gelu16(&dst[0], &x[0], len(x), &geluPoly[0][0])
 	return true
 }
+
+func panelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc, n int) {
+	mask := uint32(uint64(1)<<n - 1)
+	for i := 0; i < m; i += bgemmMR {
+		mr := min(bgemmMR, m-i)
+		bgemmRM[mr-1](&x[i*ldx], ldx, &p[0], kc, &y[i*ldy], ldy, mask)
+	}
+}

@@ -91,3 +91,25 @@ func (j *PackedMatMul) Run(p *Pool, y, x []float32, m int, bias []float32) {
 	p.For(j.rb*j.pg, j.fn)
 	j.y, j.x, j.bias = nil, nil, nil
 }
+
+// PanelWidth is how many columns a panel of PanelMulAdd holds.
+const PanelWidth = packNR
+
+// HasPanelMulAdd reports whether PanelMulAdd has a kernel in this build and CPU.
+func HasPanelMulAdd() bool { return packedSupported() }
+
+// PanelMulAdd accumulates y[i*ldy+c] += Σ_{k<kc} x[i*ldx+k]·p[k*PanelWidth+c] for
+// i < m and c < n ≤ PanelWidth: the product of m rows with one panel of weights
+// stored k-major (the layout of PackF32's panels), on the calling goroutine. Each
+// row's sums are taken in the order of k whatever the rows beside it. Call only where
+// HasPanelMulAdd.
+func PanelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc, n int) {
+	if m <= 0 || kc <= 0 || n <= 0 {
+		return
+	}
+	if n > PanelWidth || len(p) < kc*PanelWidth || len(x) < (m-1)*ldx+kc || len(y) < (m-1)*ldy+n {
+		panic(fmt.Sprintf("kernels: PanelMulAdd of %d rows, %d columns, kc %d: x %d (ld %d), y %d (ld %d), panel %d values",
+			m, n, kc, len(x), ldx, len(y), ldy, len(p)))
+	}
+	panelMulAdd(y, ldy, x, ldx, m, p, kc, n)
+}

@@ -8,3 +8,7 @@ func packedSupported() bool { return false }
 func (j *PackedMatMul) item(worker, i int) { panic("kernels: no packed product in this build") }
 
 func gelu(dst, x []float32) bool { return false }
+
+func panelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc, n int) {
+	panic("kernels: no panel product in this build")
+}

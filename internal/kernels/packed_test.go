@@ -63,3 +63,31 @@ func TestPackedMatMul(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestPanelMulAdd checks one panel's product against float64 sums, for strided rows
+// and fewer than 32 columns.
+func TestPanelMulAdd(t *testing.T) {
+	if !HasPanelMulAdd() {
+		return
+	}
+	rng := rand.New(rand.NewPCG(7, 9))
+	for _, c := range []struct{ m, kc, n, ldx, ldy int }{{1, 1, 1, 1, 1}, {13, 32, 32, 40, 70}, {64, 128, 17, 130, 33}, {25, 64, 32, 64, 32}} {
+		x, p := randVec(rng, c.m*c.ldx), randVec(rng, c.kc*PanelWidth)
+		y := randVec(rng, c.m*c.ldy)
+		y0 := append([]float32(nil), y...)
+		PanelMulAdd(y, c.ldy, x, c.ldx, c.m, p, c.kc, c.n)
+		for i := range c.m {
+			for col := range c.ldy {
+				want := float64(y0[i*c.ldy+col])
+				if col < c.n {
+					for k := range c.kc {
+						want += float64(x[i*c.ldx+k]) * float64(p[k*PanelWidth+col])
+					}
+				}
+				if d := math.Abs(float64(y[i*c.ldy+col]) - want); d > 1e-4 {
+					t.Fatalf("%+v: y[%d][%d] = %v, want %v", c, i, col, y[i*c.ldy+col], want)
+				}
+			}
+		}
+	}
+}
