@@ -241,7 +241,7 @@ func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand)
 			kt: align.AsF32(p.shared(key("kt"), 4*Dk*S16)), vt: p.shared(key("vt"), 4*Dv*S),
 			scores: align.AsF32(p.shared(key("scores"), 4*attnBlock*S16)),
 			o:      align.AsF32(p.shared(key("o"), 4*attnBlock*Dv))}
-		if kernels.HasPanelMulAdd() {
+		if kernels.HasPacked() {
 			const pw = kernels.PanelWidth
 			S32, Dv32 := (S+pw-1)/pw*pw, (Dv+pw-1)/pw*pw
 			c := &a.work[w]
@@ -250,7 +250,7 @@ func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand)
 			c.sp = align.AsF32(p.shared(key("sp"), 4*attnBlock*S32))
 		}
 	}
-	a.panels = kernels.HasPanelMulAdd()
+	a.panels = kernels.HasPacked()
 	a.fn = a.head
 	return a, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
 )
 
@@ -70,6 +71,8 @@ type Program struct {
 	// packed are the float32 weights of encoders' linear ops laid out once for the
 	// packed matrix product (kernels.PackF32), by weight name, shared by every method.
 	packed map[string]*kernels.PackedF32
+	arena  []byte   // what is left of the last arena packMem carves from
+	arenas [][]byte // every arena, unmapped by Close
 }
 
 // shared returns n bytes (64-byte aligned) of the scratch buffer called key, growing it
@@ -142,6 +145,10 @@ func (p *Program) Close() error {
 	for _, op := range p.onePools {
 		op.Close()
 	}
+	for _, a := range p.arenas {
+		mmap.FreeAnon(a)
+	}
+	p.arenas, p.arena, p.packed = nil, nil, nil
 	return nil
 }
 

@@ -193,7 +193,7 @@ func TestPerfEncoderPacked(t *testing.T) {
 	for _, s := range encoderShapes {
 		w := Matrix{Type: F32, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*F32.RowBytes(s.cols))}
 		Quantize(F32, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
-		cs = append(cs, c{w, NewPackedMatMul(PackF32(w)), randVec(rng, m*s.cols), make([]float32, m*s.rows), randVec(rng, s.rows)})
+		cs = append(cs, c{w, NewPackedMatMul(PackF32(w, nil)), randVec(rng, m*s.cols), make([]float32, m*s.rows), randVec(rng, s.rows)})
 	}
 	type cfg struct{ groups, kc int }
 	oc := cfg{packedRowGroups, packedKC}

@@ -130,6 +130,26 @@ var (
 	_ = [1]int{}[packMR-bgemmMR]
 )
 
+// packPanels writes the float32 rows of w (Rows × Cols) into pw's panels with
+// packW32T (16×16 transposes in registers); the lanes of rows past Rows are zero.
+func packPanels(pw *PackedF32, w []byte) {
+	K, N := pw.Cols, pw.Rows
+	var rowoff [gemmNR]int64
+	for pn := 0; pn*gemmNR < N; pn++ {
+		n := min(gemmNR, N-pn*gemmNR)
+		for r := range rowoff {
+			rowoff[r] = int64(min(r, n-1) * K * 4)
+		}
+		dst := pw.data[pn*K*gemmNR:]
+		packW32T(&dst[0], &w[pn*gemmNR*K*4], &rowoff[0], K)
+		if n < gemmNR {
+			for k := range K {
+				clear(dst[k*gemmNR+n : (k+1)*gemmNR])
+			}
+		}
+	}
+}
+
 // packedKC is the most columns of a block of the packed product: a panel's block
 // (48 KiB at 384) and a group's rows pass through L1 together. 128-384 measure
 // alike (TestPerfEncoderPacked); 384 is one block at a hidden size of 384.

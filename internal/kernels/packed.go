@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/hfstatic/hfstatic/internal/align"
 )
@@ -22,25 +23,28 @@ type PackedF32 struct {
 	data       []float32 // [panels][Cols][packNR]
 }
 
-// PackF32 packs w (float32) for MatMulPacked, or returns nil where this
-// build or CPU has no packed product (then use Pool.MatMul).
-func PackF32(w Matrix) *PackedF32 {
+// PackedBytes is the memory PackF32 takes for w (64-byte aligned).
+func PackedBytes(w Matrix) int {
+	// 16 groups of slack: the packing writes columns in runs of 16.
+	return 4 * ((w.Rows+packNR-1)/packNR*w.Cols + 16) * packNR
+}
+
+// PackF32 packs w (float32) for MatMulPacked into mem (PackedBytes(w) bytes,
+// 64-byte aligned; nil: allocated), or returns nil where this build or CPU has no
+// packed product (then use Pool.MatMul).
+func PackF32(w Matrix, mem []byte) *PackedF32 {
 	if w.Type != F32 || !packedSupported() || w.Rows <= 0 || w.Cols <= 0 {
 		return nil
 	}
-	panels := (w.Rows + packNR - 1) / packNR
-	pw := &PackedF32{Rows: w.Rows, Cols: w.Cols,
-		data: align.AsF32(align.Bytes(4 * panels * w.Cols * packNR))}
-	src := align.AsF32(w.Data)
-	for pn := range panels {
-		dst := pw.data[pn*w.Cols*packNR : (pn+1)*w.Cols*packNR]
-		for r := range min(packNR, w.Rows-pn*packNR) {
-			row := src[(pn*packNR+r)*w.Cols : (pn*packNR+r+1)*w.Cols]
-			for k, v := range row {
-				dst[k*packNR+r] = v
-			}
-		}
+	n := PackedBytes(w)
+	if mem == nil {
+		mem = align.Bytes(n)
 	}
+	if len(mem) < n || uintptr(unsafe.Pointer(&mem[0]))%align.Boundary != 0 {
+		panic(fmt.Sprintf("kernels: PackF32 into %d bytes (want %d, %d-byte aligned)", len(mem), n, align.Boundary))
+	}
+	pw := &PackedF32{Rows: w.Rows, Cols: w.Cols, data: align.AsF32(mem[:n])}
+	packPanels(pw, w.Data)
 	return pw
 }
 
@@ -95,14 +99,15 @@ func (j *PackedMatMul) Run(p *Pool, y, x []float32, m int, bias []float32) {
 // PanelWidth is how many columns a panel of PanelMulAdd holds.
 const PanelWidth = packNR
 
-// HasPanelMulAdd reports whether PanelMulAdd has a kernel in this build and CPU.
-func HasPanelMulAdd() bool { return packedSupported() }
+// HasPacked reports whether PackF32 packs (for PackedMatMul) and PanelMulAdd has a
+// kernel in this build and CPU.
+func HasPacked() bool { return packedSupported() }
 
 // PanelMulAdd accumulates y[i*ldy+c] += Σ_{k<kc} x[i*ldx+k]·p[k*PanelWidth+c] for
 // i < m and c < n ≤ PanelWidth: the product of m rows with one panel of weights
 // stored k-major (the layout of PackF32's panels), on the calling goroutine. Each
 // row's sums are taken in the order of k whatever the rows beside it. Call only where
-// HasPanelMulAdd.
+// HasPacked.
 func PanelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc, n int) {
 	if m <= 0 || kc <= 0 || n <= 0 {
 		return

@@ -12,3 +12,5 @@ func gelu(dst, x []float32) bool { return false }
 func panelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc, n int) {
 	panic("kernels: no panel product in this build")
 }
+
+func packPanels(pw *PackedF32, w []byte) { panic("kernels: no packed product in this build") }

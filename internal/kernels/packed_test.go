@@ -9,7 +9,7 @@ import (
 // TestPackedMatMul checks the packed product against float64 sums, and each
 // row of a batch bit for bit against the row computed alone.
 func TestPackedMatMul(t *testing.T) {
-	w0 := PackF32(Matrix{Type: F32, Rows: 1, Cols: 1, Data: make([]byte, 4)})
+	w0 := PackF32(Matrix{Type: F32, Rows: 1, Cols: 1, Data: make([]byte, 4)}, nil)
 	if !packedSupported() {
 		if w0 != nil {
 			t.Fatal("PackF32 packed without a packed product")
@@ -23,7 +23,7 @@ func TestPackedMatMul(t *testing.T) {
 			w := randVec(rng, s.n*s.k)
 			mat := Matrix{Type: F32, Rows: s.n, Cols: s.k, Data: make([]byte, 4*s.n*s.k)}
 			Quantize(F32, mat.Data, w, s.n, s.k)
-			pw := PackF32(mat)
+			pw := PackF32(mat, nil)
 			j := NewPackedMatMul(pw)
 			for _, m := range []int{1, 5, 12, 13, 300, 600} {
 				for _, withBias := range []bool{false, true} {
@@ -67,7 +67,7 @@ func TestPackedMatMul(t *testing.T) {
 // TestPanelMulAdd checks one panel's product against float64 sums, for strided rows
 // and fewer than 32 columns.
 func TestPanelMulAdd(t *testing.T) {
-	if !HasPanelMulAdd() {
+	if !HasPacked() {
 		return
 	}
 	rng := rand.New(rand.NewPCG(7, 9))
