@@ -245,7 +245,7 @@ func (m *Method) compileSelfAttention(op *program.Op, in []operand, out operand)
 			const pw = kernels.PanelWidth
 			S32, Dv32 := (S+pw-1)/pw*pw, (Dv+pw-1)/pw*pw
 			c := &a.work[w]
-			c.kp = align.AsF32(p.shared(key("kp"), 4*S32*Dk))
+			c.kp = align.AsF32(p.shared(key("kp"), 4*(S32*Dk+16*pw))) // PackPanel's slack
 			c.vp = align.AsF32(p.shared(key("vp"), 4*Dv32*S))
 			c.sp = align.AsF32(p.shared(key("sp"), 4*attnBlock*S32))
 		}
@@ -316,20 +316,20 @@ func (a *selfAttentionOp) head(w, item int) {
 
 // headPanels is head with both products as products of query rows with panels of 32
 // keys (scores) and of 32 value columns (softmax(scores)·V), by kernels.PanelMulAdd:
-// the keys transposed into panels and the values copied into panels once per head, the
+// the keys transposed into panels (kernels.PackPanel) and the values copied into panels once per head, the
 // query rows and the scores read where they are, the output accumulated in place.
 func (a *selfAttentionOp) headPanels(c *attnScratch, g *segment, h int) {
 	const pw = kernels.PanelWidth
 	n, kv, Dk, Dv := g.n, h/a.grp, a.Dk, a.Dv
 	n32 := (n + pw - 1) / pw * pw
 	qw, kw, vw, ow := a.Hq*Dk, a.Hkv*Dk, a.Hkv*Dv, a.Hq*Dv
-	kp, vp := c.kp[:n32*Dk], c.vp[:(Dv+pw-1)/pw*pw*n]
+	kp, vp := c.kp, c.vp[:(Dv+pw-1)/pw*pw*n]
+	for j := 0; j < n; j += pw { // in order: a panel's slack runs into the next
+		r := g.off + j
+		kernels.PackPanel(kp[j*Dk:], a.ks[r*kw+kv*Dk:], kw, min(pw, n-j), Dk)
+	}
 	for j := range n {
 		r := g.off + j
-		kb := kp[j/pw*Dk*pw+j%pw:]
-		for d, x := range a.ks[r*kw+kv*Dk : r*kw+(kv+1)*Dk] {
-			kb[d*pw] = x
-		}
 		v := a.vs[r*vw+kv*Dv : r*vw+(kv+1)*Dv]
 		for c0 := 0; c0 < Dv; c0 += pw {
 			copy(vp[c0*n+j*pw:c0*n+(j+1)*pw], v[c0:min(c0+pw, Dv)])

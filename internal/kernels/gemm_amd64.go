@@ -159,7 +159,7 @@ var packedKC = 384
 // inputs straight from their rows. (bgemm on inputs packed per row block by packX
 // ran the encoder's shapes at 64-71 GMAC/s per thread against 85-94 for these:
 // packX's gathers cost as much as a fifth of a product with 192 weight rows.)
-var bgemmRM = [bgemmMR]func(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32){
+var bgemmRM = [bgemmMR]func(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32){
 	bgemmRM_1, bgemmRM_2, bgemmRM_3, bgemmRM_4, bgemmRM_5, bgemmRM_6, bgemmRM_7, bgemmRM_8, bgemmRM_9, bgemmRM_10, bgemmRM_11, bgemmRM_12,
 }
 
@@ -173,8 +173,6 @@ func (j *PackedMatMul) item(_, i int) {
 	g0, g1 := b*j.groups/j.rb, (b+1)*j.groups/j.rb
 	panels := (N + gemmNR - 1) / gemmNR
 	p0, p1 := pgi*panels/j.pg, (pgi+1)*panels/j.pg
-	r0, r1 := g0*bgemmMR, min(g1*bgemmMR, j.m)
-	initRows(j.y[r0*N:], r1-r0, N, j.bias, p0*gemmNR, min(p1*gemmNR, N))
 	nkb := (K + packedKC - 1) / packedKC
 	kc := (K + nkb - 1) / nkb
 	for kb := 0; kb < K; kb += kc {
@@ -182,13 +180,24 @@ func (j *PackedMatMul) item(_, i int) {
 		for pn := p0; pn < p1; pn++ {
 			n := min(gemmNR, N-pn*gemmNR)
 			wp, mask := &w.data[pn*K*gemmNR+kb*gemmNR], uint32(uint64(1)<<n-1)
+			// The first column block writes its sums plus the bias; the others add theirs.
+			var bias *float32
+			if kb == 0 {
+				bias = &zeroPanel[0]
+				if j.bias != nil {
+					bias = &j.bias[pn*gemmNR]
+				}
+			}
 			for g := g0; g < g1; g++ {
 				mr := min(bgemmMR, j.m-g*bgemmMR)
-				bgemmRM[mr-1](&j.x[g*bgemmMR*K+kb], K, wp, kl, &j.y[g*bgemmMR*N+pn*gemmNR], N, mask)
+				bgemmRM[mr-1](&j.x[g*bgemmMR*K+kb], K, wp, kl, &j.y[g*bgemmMR*N+pn*gemmNR], N, mask, bias)
 			}
 		}
 	}
 }
+
+// zeroPanel is the bias of a packed product without one.
+var zeroPanel [gemmNR]float32
 
 func gelu(dst, x []float32) bool {
 	if !useAVX512 {
@@ -202,6 +211,14 @@ func panelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc,
 	mask := uint32(uint64(1)<<n - 1)
 	for i := 0; i < m; i += bgemmMR {
 		mr := min(bgemmMR, m-i)
-		bgemmRM[mr-1](&x[i*ldx], ldx, &p[0], kc, &y[i*ldy], ldy, mask)
+		bgemmRM[mr-1](&x[i*ldx], ldx, &p[0], kc, &y[i*ldy], ldy, mask, nil)
 	}
+}
+
+func packPanel(dst, src []float32, ld, rows, cols int) {
+	var rowoff [gemmNR]int64
+	for r := range rowoff {
+		rowoff[r] = int64(min(r, rows-1) * ld * 4)
+	}
+	packW32T(&dst[0], f32Bytes(&src[0]), &rowoff[0], cols)
 }

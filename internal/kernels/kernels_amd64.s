@@ -58200,9 +58200,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_1(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+// func bgemmRM_1(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_1(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_1(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58235,6 +58235,9 @@ store:
 	KMOVW     CX, K1
 	SHRL      $0x10, CX
 	KMOVW     CX, K2
+	MOVQ      bias+56(FP), CX
+	TESTQ     CX, CX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58244,9 +58247,19 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_2(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (CX), K1, Z24
+	VMOVUPS.Z 64(CX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_2(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_2(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_2(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58284,6 +58297,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58300,9 +58316,24 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_3(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_3(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_3(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_3(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58345,6 +58376,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58368,9 +58402,29 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_4(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_4(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_4(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_4(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58418,6 +58472,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58448,9 +58505,34 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_5(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_5(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_5(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_5(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58503,6 +58585,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58540,9 +58625,39 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_6(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_6(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_6(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_6(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58600,6 +58715,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58644,9 +58762,44 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_7(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_7(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_7(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_7(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58710,6 +58863,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58761,9 +58917,49 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_8(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z12, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z13, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_8(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_8(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_8(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58832,6 +59028,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -58890,9 +59089,54 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_9(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z12, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z13, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z14, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z15, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_9(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_9(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_9(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -58966,6 +59210,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -59031,9 +59278,59 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_10(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z12, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z13, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z14, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z15, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z16, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z17, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_10(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_10(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_10(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -59112,6 +59409,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -59184,9 +59484,64 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z12, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z13, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z14, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z15, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z16, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z17, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z18, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z19, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_11(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_11(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -59270,6 +59625,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -59349,9 +59707,69 @@ store:
 	VZEROUPPER
 	RET
 
-// func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z12, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z13, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z14, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z15, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z16, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z17, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z18, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z19, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z20, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z21, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·bgemmRM_12(SB), NOSPLIT, $0-52
+TEXT ·bgemmRM_12(SB), NOSPLIT, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   ldx+8(FP), CX
 	MOVQ   wp+16(FP), DX
@@ -59440,6 +59858,9 @@ store:
 	KMOVW     DX, K1
 	SHRL      $0x10, DX
 	KMOVW     DX, K2
+	MOVQ      bias+56(FP), DX
+	TESTQ     DX, DX
+	JNZ       bias
 	VMOVUPS.Z (AX), K1, Z24
 	VADDPS    Z0, Z24, Z24
 	VMOVUPS   Z24, K1, (AX)
@@ -59523,6 +59944,71 @@ store:
 	VMOVUPS.Z 64(AX), K2, Z25
 	VADDPS    Z23, Z25, Z25
 	VMOVUPS   Z25, K2, 64(AX)
+	VZEROUPPER
+	RET
+
+bias:
+	VMOVUPS.Z (DX), K1, Z24
+	VMOVUPS.Z 64(DX), K2, Z25
+	VADDPS    Z0, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z1, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z2, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z3, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z4, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z5, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z6, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z7, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z8, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z9, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z10, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z11, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z12, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z13, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z14, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z15, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z16, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z17, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z18, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z19, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z20, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z21, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
+	ADDQ      CX, AX
+	VADDPS    Z22, Z24, Z26
+	VMOVUPS   Z26, K1, (AX)
+	VADDPS    Z23, Z25, Z27
+	VMOVUPS   Z27, K2, 64(AX)
 	VZEROUPPER
 	RET
 

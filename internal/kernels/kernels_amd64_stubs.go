@@ -1617,62 +1617,62 @@ func vnniBatchQ4_8(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, 
 // bgemmRM_1 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_1(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_1(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_2 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_2(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_2(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_3 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_3(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_3(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_4 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_4(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_4(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_5 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_5(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_5(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_6 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_6(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_6(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_7 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_7(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_7(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_8 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_8(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_8(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_9 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_9(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_9(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_10 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_10(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_10(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_11 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // bgemmRM_12 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
 //
 //go:noescape
-func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)
+func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
 
 // gelu16 is the exact GELU from polynomials in registers (see genGELU).
 //

@@ -118,3 +118,17 @@ func PanelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc,
 	}
 	panelMulAdd(y, ldy, x, ldx, m, p, kc, n)
 }
+
+// PackPanel writes rows ≤ PanelWidth rows of cols values (src[r*ld+k]) k-major into
+// dst as one panel of PanelMulAdd: dst[k*PanelWidth+r] = src[r*ld+k]. The lanes of
+// rows past rows hold unspecified values (PanelMulAdd's n leaves them out). dst must
+// hold cols rounded up to 16, times PanelWidth. Call only where HasPacked.
+func PackPanel(dst, src []float32, ld, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if rows > PanelWidth || len(dst) < (cols+15)/16*16*PanelWidth || len(src) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("kernels: PackPanel of %d rows × %d: dst %d, src %d (ld %d)", rows, cols, len(dst), len(src), ld))
+	}
+	packPanel(dst, src, ld, rows, cols)
+}

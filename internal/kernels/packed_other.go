@@ -14,3 +14,7 @@ func panelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc,
 }
 
 func packPanels(pw *PackedF32, w []byte) { panic("kernels: no packed product in this build") }
+
+func packPanel(dst, src []float32, ld, rows, cols int) {
+	panic("kernels: no panel product in this build")
+}

@@ -91,3 +91,24 @@ func TestPanelMulAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestPackPanel checks PackPanel's layout for fewer rows than a panel and columns
+// not a multiple of 16.
+func TestPackPanel(t *testing.T) {
+	if !HasPacked() {
+		return
+	}
+	rng := rand.New(rand.NewPCG(2, 4))
+	for _, c := range []struct{ rows, cols, ld int }{{32, 32, 40}, {5, 17, 20}, {1, 64, 64}} {
+		src := randVec(rng, c.rows*c.ld)
+		dst := make([]float32, (c.cols+15)/16*16*PanelWidth)
+		PackPanel(dst, src, c.ld, c.rows, c.cols)
+		for k := range c.cols {
+			for r := range c.rows {
+				if dst[k*PanelWidth+r] != src[r*c.ld+k] {
+					t.Fatalf("%+v: dst[%d][%d] = %v, want %v", c, k, r, dst[k*PanelWidth+r], src[r*c.ld+k])
+				}
+			}
+		}
+	}
+}

@@ -10,16 +10,17 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genBGEMMRM emits bgemmRM_<mr>(x, ldx, wp, kc, y, ldy, mask): the outer-product
+// genBGEMMRM emits bgemmRM_<mr>(x, ldx, wp, kc, y, ldy, mask, bias): the outer-product
 // micro-kernel of genBGEMM with its input rows read where they are (row-major,
 // ldx floats apart) instead of packed: each value broadcast straight from its row.
 // For i < mr and lanes l < 32 enabled in mask (bit l),
-// y[i*ldy+l] += sum_{k<kc} x[i*ldx+k] * wp[k*32+l].
+// y[i*ldy+l] += sum_{k<kc} x[i*ldx+k] * wp[k*32+l], or with bias != nil
+// y[i*ldy+l] = bias[l] + sum_{k<kc} x[i*ldx+k] * wp[k*32+l] (y not read).
 // Rows 0-5 are addressed from one base and rows 6-11 from a second, each as the
 // base plus ldx, 2ldx, 3ldx, 4ldx or 5ldx (index registers ldx, 3ldx, 5ldx scaled by 1, 2, 4).
 func genBGEMMRM(mr int) {
 	name := fmt.Sprintf("bgemmRM_%d", mr)
-	text(name, NOSPLIT, "func(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32)")
+	text(name, NOSPLIT, "func(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)")
 	Doc(name + " is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).")
 	x0 := Load(Param("x"), GP64())
 	l1 := Load(Param("ldx"), GP64())
@@ -80,6 +81,9 @@ func genBGEMMRM(mr int) {
 	KMOVW(m, K1)
 	SHRL(U8(16), m)
 	KMOVW(m, K2)
+	bias := Load(Param("bias"), GP64())
+	TESTQ(bias, bias)
+	JNZ(LabelRef("bias"))
 	for i := 0; i < mr; i++ {
 		VMOVUPS_Z(Mem{Base: y}, K1, Z24)
 		VADDPS(zr[2*i], Z24, Z24)
@@ -87,6 +91,20 @@ func genBGEMMRM(mr int) {
 		VMOVUPS_Z(Mem{Base: y, Disp: 64}, K2, Z25)
 		VADDPS(zr[2*i+1], Z25, Z25)
 		VMOVUPS(Z25, K2, Mem{Base: y, Disp: 64})
+		if i+1 < mr {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label("bias")
+	VMOVUPS_Z(Mem{Base: bias}, K1, Z24)
+	VMOVUPS_Z(Mem{Base: bias, Disp: 64}, K2, Z25)
+	for i := 0; i < mr; i++ {
+		VADDPS(zr[2*i], Z24, Z26)
+		VMOVUPS(Z26, K1, Mem{Base: y})
+		VADDPS(zr[2*i+1], Z25, Z27)
+		VMOVUPS(Z27, K2, Mem{Base: y, Disp: 64})
 		if i+1 < mr {
 			ADDQ(ldy, y)
 		}
