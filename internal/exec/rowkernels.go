@@ -12,9 +12,19 @@ import (
 // beside it. rowkernels_test.go checks them against float64 references.
 
 // layerNorm computes dst = (x - mean(x)) / sqrt(var(x) + eps) * w + b over len(x) values,
-// with the mean and the (biased) variance accumulated in float64, in four running sums (one
-// chain of dependent additions would take four times as long). dst may alias x.
+// with the mean and the (biased) variance accumulated in float64: by kernels.LayerNorm where
+// it has a SIMD kernel (widths of multiples of 16 on AVX-512), else layerNormGo. dst may
+// alias x.
 func layerNorm(dst, x, w, b []float32, eps float32) {
+	if kernels.LayerNorm(dst, x, w, b, eps) {
+		return
+	}
+	layerNormGo(dst, x, w, b, eps)
+}
+
+// layerNormGo is layerNorm in Go, its float64 sums in four running sums (one chain of
+// dependent additions would take four times as long).
+func layerNormGo(dst, x, w, b []float32, eps float32) {
 	n := len(x)
 	w, b, dst = w[:n], b[:n], dst[:n]
 	var s0, s1, s2, s3 float64

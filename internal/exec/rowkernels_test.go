@@ -86,27 +86,43 @@ func TestRowKernelsMatchFloat64(t *testing.T) {
 			}
 		}
 	}
-	w, b := make([]float32, len(x)), make([]float32, len(x))
-	for i := range w {
-		w[i], b[i] = float32(r.Float64()+0.5), float32(r.Float64()-0.5)
-	}
-	y := make([]float32, len(x))
-	layerNorm(y, x, w, b, 1e-5)
-	var mean, v float64
-	for _, a := range x {
-		mean += float64(a)
-	}
-	mean /= float64(len(x))
-	for _, a := range x {
-		v += (float64(a) - mean) * (float64(a) - mean)
-	}
-	v /= float64(len(x))
-	for i, a := range x {
-		want := (float64(a)-mean)/math.Sqrt(v+1e-5)*float64(w[i]) + float64(b[i])
-		if d := math.Abs(float64(y[i]) - want); d > 1e-6*max(1, math.Abs(want)) {
-			t.Fatalf("layerNorm[%d] = %g, float64 %g", i, y[i], want)
+	// layerNorm (kernels.LayerNorm at widths of multiples of 16) and layerNormGo, at
+	// widths with and without a SIMD kernel, into y and in place.
+	for _, n := range []int{997, 384, 16} {
+		x := x[:n]
+		w, b := make([]float32, n), make([]float32, n)
+		for i := range w {
+			w[i], b[i] = float32(r.Float64()+0.5), float32(r.Float64()-0.5)
+		}
+		var mean, v float64
+		for _, a := range x {
+			mean += float64(a)
+		}
+		mean /= float64(n)
+		for _, a := range x {
+			v += (float64(a) - mean) * (float64(a) - mean)
+		}
+		v /= float64(n)
+		for _, f := range []struct {
+			name string
+			fn   func(dst, x, w, b []float32, eps float32)
+		}{{"layerNorm", layerNorm}, {"layerNormGo", layerNormGo}} {
+			y := make([]float32, n)
+			f.fn(y, x, w, b, 1e-5)
+			z := append([]float32(nil), x...)
+			f.fn(z, z, w, b, 1e-5)
+			for i, a := range x {
+				want := (float64(a)-mean)/math.Sqrt(v+1e-5)*float64(w[i]) + float64(b[i])
+				if d := math.Abs(float64(y[i]) - want); d > 1e-6*max(1, math.Abs(want)) {
+					t.Fatalf("%s of %d [%d] = %g, float64 %g", f.name, n, i, y[i], want)
+				}
+				if z[i] != y[i] {
+					t.Fatalf("%s of %d [%d] in place = %g, not %g", f.name, n, i, z[i], y[i])
+				}
+			}
 		}
 	}
+	y := make([]float32, len(x))
 	l2Normalize(y, x, 1e-12)
 	var n float64
 	for _, a := range x {

@@ -42,3 +42,16 @@ var geluPoly = func() (tab [6][32]float32) {
 	}
 	return tab
 }()
+
+// LayerNorm sets dst = (x - m)·inv·w + b, m the mean of x and inv = 1/√(var + eps),
+// both statistics accumulated in float64 and rounded to float32, the last step as
+// float32 multiplies and an add: internal/exec's layerNorm but for the order of the
+// float64 sums. It returns false, doing nothing, where this build or CPU has no SIMD
+// kernel for len(x) (AVX-512, multiples of 16). dst may alias x.
+func LayerNorm(dst, x, w, b []float32, eps float32) bool {
+	n := len(x)
+	if len(dst) < n || len(w) < n || len(b) < n {
+		panic("kernels: LayerNorm with short dst, weight or bias")
+	}
+	return n > 0 && n%16 == 0 && layerNorm(dst, x, w, b, eps)
+}

@@ -222,3 +222,11 @@ func packPanel(dst, src []float32, ld, rows, cols int) {
 	}
 	packW32T(&dst[0], f32Bytes(&src[0]), &rowoff[0], cols)
 }
+
+func layerNorm(dst, x, w, b []float32, eps float32) bool {
+	if !useAVX512 {
+		return false
+	}
+	layerNorm16(&dst[0], &x[0], &w[0], &b[0], len(x), eps)
+	return true
+}

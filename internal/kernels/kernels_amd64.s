@@ -60099,3 +60099,81 @@ full:
 done:
 	VZEROUPPER
 	RET
+
+// func layerNorm16(dst *float32, x *float32, w *float32, b *float32, n int, eps float32)
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·layerNorm16(SB), NOSPLIT, $0-44
+	MOVQ   dst+0(FP), AX
+	MOVQ   x+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   b+24(FP), BX
+	MOVQ   n+32(FP), SI
+	VXORPD Z2, Z2, Z2
+	VXORPD Z3, Z3, Z3
+	XORQ   DI, DI
+
+sum:
+	VCVTPS2PD     (CX)(DI*4), Z0
+	VCVTPS2PD     32(CX)(DI*4), Z1
+	VADDPD        Z0, Z2, Z2
+	VADDPD        Z1, Z3, Z3
+	ADDQ          $0x10, DI
+	CMPQ          DI, SI
+	JL            sum
+	VADDPD        Z3, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPD        Y4, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X4
+	VADDPD        X4, X2, X2
+	VPERMILPD     $0x01, X2, X4
+	VADDSD        X4, X2, X2
+	VCVTSI2SDQ    SI, X5, X5
+	VDIVSD        X5, X2, X2
+	VBROADCASTSD  X2, Z6
+	VXORPD        Z7, Z7, Z7
+	VXORPD        Z3, Z3, Z3
+	XORQ          DI, DI
+
+dev:
+	VCVTPS2PD     (CX)(DI*4), Z0
+	VCVTPS2PD     32(CX)(DI*4), Z1
+	VSUBPD        Z6, Z0, Z0
+	VSUBPD        Z6, Z1, Z1
+	VFMADD231PD   Z0, Z0, Z7
+	VFMADD231PD   Z1, Z1, Z3
+	ADDQ          $0x10, DI
+	CMPQ          DI, SI
+	JL            dev
+	VADDPD        Z3, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y4
+	VADDPD        Y4, Y7, Y7
+	VEXTRACTF128  $0x01, Y7, X4
+	VADDPD        X4, X7, X7
+	VPERMILPD     $0x01, X7, X4
+	VADDSD        X4, X7, X7
+	VDIVSD        X5, X7, X7
+	MOVSS         eps+40(FP), X0
+	VCVTSS2SD     X0, X8, X8
+	VADDSD        X8, X7, X7
+	VSQRTSD       X7, X7, X7
+	MOVQ          $0x3ff0000000000000, DI
+	VMOVQ         DI, X9
+	VDIVSD        X7, X9, X9
+	VCVTSD2SS     X9, X9, X9
+	VBROADCASTSS  X9, Z9
+	VCVTSD2SS     X2, X10, X10
+	VBROADCASTSS  X10, Z10
+	XORQ          DI, DI
+
+out:
+	VMOVUPS (CX)(DI*4), Z0
+	VSUBPS  Z10, Z0, Z0
+	VMULPS  Z9, Z0, Z0
+	VMULPS  (DX)(DI*4), Z0, Z0
+	VADDPS  (BX)(DI*4), Z0, Z0
+	VMOVUPS Z0, (AX)(DI*4)
+	ADDQ    $0x10, DI
+	CMPQ    DI, SI
+	JL      out
+	VZEROUPPER
+	RET

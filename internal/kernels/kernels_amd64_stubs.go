@@ -1678,3 +1678,8 @@ func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, m
 //
 //go:noescape
 func gelu16(dst *float32, x *float32, n int, tab *float32)
+
+// layerNorm16 is LayerNorm with float64 statistics (see genLayerNorm).
+//
+//go:noescape
+func layerNorm16(dst *float32, x *float32, w *float32, b *float32, n int, eps float32)

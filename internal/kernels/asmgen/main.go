@@ -122,6 +122,7 @@ func main() {
 	for mr := 1; mr <= bgemmMR; mr++ {
 		genBGEMMRM(mr)
 	}
-	genGELU() // gelu.go
+	genGELU()      // gelu.go
+	genLayerNorm() // layernorm.go
 	Generate()
 }
