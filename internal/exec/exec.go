@@ -128,6 +128,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 	for i := range f.Manifest.Methods {
 		m, err := p.compile(&f.Manifest.Methods[i])
 		if err != nil {
+			p.freeArenas()
 			return nil, err
 		}
 		p.methods[m.spec.Name] = m
@@ -145,11 +146,16 @@ func (p *Program) Close() error {
 	for _, op := range p.onePools {
 		op.Close()
 	}
+	p.freeArenas()
+	return nil
+}
+
+// freeArenas unmaps the packed weights' memory (packMem).
+func (p *Program) freeArenas() {
 	for _, a := range p.arenas {
 		mmap.FreeAnon(a)
 	}
 	p.arenas, p.arena, p.packed = nil, nil, nil
-	return nil
 }
 
 // onePool returns the one-thread pool of pool thread w.
