@@ -71,8 +71,9 @@ type Program struct {
 	// packed are the float32 weights of encoders' linear ops laid out once for the
 	// packed matrix product (kernels.PackF32), by weight name, shared by every method.
 	packed map[string]*kernels.PackedF32
-	arena  []byte   // what is left of the last arena packMem carves from
-	arenas [][]byte // every arena, unmapped by Close
+	arena       []byte   // what is left of the last arena packMem carves from
+	arenas      [][]byte // every arena, unmapped by Close
+	packedBytes int      // the packed weights' total (≤ packMaxBytes)
 }
 
 // shared returns n bytes (64-byte aligned) of the scratch buffer called key, growing it
@@ -155,7 +156,7 @@ func (p *Program) freeArenas() {
 	for _, a := range p.arenas {
 		mmap.FreeAnon(a)
 	}
-	p.arenas, p.arena, p.packed = nil, nil, nil
+	p.arenas, p.arena, p.packed, p.packedBytes = nil, nil, nil, 0
 }
 
 // onePool returns the one-thread pool of pool thread w.

@@ -207,12 +207,18 @@ func (p *Program) packedWeight(name string, w kernels.Matrix) *kernels.PackedF32
 		p.packed = map[string]*kernels.PackedF32{}
 	}
 	var pw *kernels.PackedF32
-	if kernels.HasPacked() {
-		pw = kernels.PackF32(w, p.packMem(kernels.PackedBytes(w)))
+	if n := kernels.PackedBytes(w); kernels.HasPacked() && p.packedBytes+n <= packMaxBytes {
+		pw = kernels.PackF32(w, p.packMem(n))
+		p.packedBytes += n
 	}
 	p.packed[name] = pw
 	return pw
 }
+
+// packMaxBytes caps the memory a program's packed weights take (a copy of the
+// float32 weights of its encoder methods' linear ops: 42 MB for all-MiniLM-L6-v2);
+// the weights past it run on the tiles (pool.MatMul) as before.
+const packMaxBytes = 1 << 30
 
 // packArenaBytes is the size of the arenas packed weights are carved from.
 const packArenaBytes = 32 << 20
