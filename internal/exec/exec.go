@@ -70,7 +70,7 @@ type Program struct {
 	scratch map[string][]byte
 	// packed are the float32 weights of encoders' linear ops laid out once for the
 	// packed matrix product (kernels.PackF32), by weight name, shared by every method.
-	packed map[string]*kernels.PackedF32
+	packed      map[string]*kernels.PackedF32
 	arena       []byte   // what is left of the last arena packMem carves from
 	arenas      [][]byte // every arena, unmapped by Close
 	packedBytes int      // the packed weights' total (≤ packMaxBytes)
