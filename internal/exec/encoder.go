@@ -104,6 +104,30 @@ func (o *activationOp) run(ps *pass) {
 // elems applies the activation to elements [lo, hi).
 func (o *activationOp) elems(lo, hi int) { o.fn(o.ys[lo:hi], o.xs[lo:hi]) }
 
+// fuseActivations folds an in-place activation that follows a linear op on its output,
+// where that product runs packed (an encoder's f32 feed-forward up projection), into the
+// product as its epilogue (kernels.PackedMatMul.Epilogue): the activation runs on each
+// block of the output while it is in cache rather than as a pass of its own over memory
+// (25 MB each way per layer in a batch of 32 × 128 at all-MiniLM-L6-v2's width). The
+// activation op's place is kept by a fusedOp, so that ops keep their indexes.
+func (m *Method) fuseActivations() {
+	for i := 0; i+1 < len(m.ops); i++ {
+		lin, ok := m.ops[i].(*linearOp)
+		if !ok || lin.packed == nil {
+			continue
+		}
+		if act, ok := m.ops[i+1].(*activationOp); ok && act.x.name == lin.out.name && act.out.name == act.x.name {
+			lin.packed.Epilogue = act.fn
+			m.ops[i+1] = fusedOp{}
+		}
+	}
+}
+
+// fusedOp stands where an op was whose work the op before it does.
+type fusedOp struct{}
+
+func (fusedOp) run(*pass) {}
+
 // positionEmbedOp adds the position embedding of each row's position: x[i] += table[p(i)].
 type positionEmbedOp struct {
 	x     operand        // (rows, dim), in place

@@ -194,6 +194,13 @@ func (j *PackedMatMul) item(_, i int) {
 			}
 		}
 	}
+	if j.Epilogue != nil {
+		c0, c1 := p0*gemmNR, min(p1*gemmNR, N)
+		for r := g0 * bgemmMR; r < min(g1*bgemmMR, j.m); r++ {
+			row := j.y[r*N+c0 : r*N+c1]
+			j.Epilogue(row, row)
+		}
+	}
 }
 
 // zeroPanel is the bias of a packed product without one.

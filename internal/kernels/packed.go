@@ -60,6 +60,10 @@ type PackedMatMul struct {
 	groups     int // input row groups of packMR
 	rb, pg     int // row blocks and panel groups: items = rb × pg
 	fn         func(worker, i int)
+	// Epilogue, if set, is applied in place to each output row's part of an item once
+	// the item's sums are complete (while they are in cache): y = Epilogue(xW + b),
+	// an element-wise function such as an activation. dst and x are the same slice.
+	Epilogue func(dst, x []float32)
 }
 
 // NewPackedMatMul returns the product for w.

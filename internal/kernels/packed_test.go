@@ -34,6 +34,20 @@ func TestPackedMatMul(t *testing.T) {
 					}
 					y := make([]float32, m*s.n)
 					j.Run(p, y, x, m, bias)
+					// An epilogue applies to every output once: y2 = 2·y exactly.
+					y2 := make([]float32, m*s.n)
+					j.Epilogue = func(dst, x []float32) {
+						for i, v := range x {
+							dst[i] = 2 * v
+						}
+					}
+					j.Run(p, y2, x, m, bias)
+					j.Epilogue = nil
+					for i := range y {
+						if y2[i] != 2*y[i] {
+							t.Fatalf("threads %d n %d k %d m %d: epilogue gives %v at %d, want 2 × %v", threads, s.n, s.k, m, y2[i], i, y[i])
+						}
+					}
 					one := make([]float32, s.n)
 					for i := range m {
 						for r := range s.n {
