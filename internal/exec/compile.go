@@ -113,6 +113,7 @@ func (p *Program) compile(spec *program.Method) (*Method, error) {
 		}
 		m.ops = append(m.ops, o)
 	}
+	m.fuseActivations()
 	if m.batch > 0 && (m.output < 0 || !m.selected[m.output]) {
 		return nil, &program.FormatError{Item: fmt.Sprintf("method %q", spec.Name),
 			Problem: "a method over sequences must write one output row per sequence (pool before it)"}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hfstatic/hfstatic/internal/align"
 	"github.com/hfstatic/hfstatic/internal/kernels"
+	"github.com/hfstatic/hfstatic/internal/mmap"
 	"github.com/hfstatic/hfstatic/program"
 )
 
@@ -67,6 +68,12 @@ type Program struct {
 	// that it stays warm in the caches and page tables.
 	smu     sync.Mutex
 	scratch map[string][]byte
+	// packed are the float32 weights of encoders' linear ops laid out once for the
+	// packed matrix product (kernels.PackF32), by weight name, shared by every method.
+	packed      map[string]*kernels.PackedF32
+	arena       []byte   // what is left of the last arena packMem carves from
+	arenas      [][]byte // every arena, unmapped by Close
+	packedBytes int      // the packed weights' total (≤ packMaxBytes)
 }
 
 // shared returns n bytes (64-byte aligned) of the scratch buffer called key, growing it
@@ -122,6 +129,7 @@ func Load(f *program.File, opts Options) (*Program, error) {
 	for i := range f.Manifest.Methods {
 		m, err := p.compile(&f.Manifest.Methods[i])
 		if err != nil {
+			p.freeArenas()
 			return nil, err
 		}
 		p.methods[m.spec.Name] = m
@@ -139,7 +147,16 @@ func (p *Program) Close() error {
 	for _, op := range p.onePools {
 		op.Close()
 	}
+	p.freeArenas()
 	return nil
+}
+
+// freeArenas unmaps the packed weights' memory (packMem).
+func (p *Program) freeArenas() {
+	for _, a := range p.arenas {
+		mmap.FreeAnon(a)
+	}
+	p.arenas, p.arena, p.packed, p.packedBytes = nil, nil, nil, 0
 }
 
 // onePool returns the one-thread pool of pool thread w.

@@ -170,3 +170,96 @@ func TestPerfEncoderRowBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfEncoderPacked times the encoder layer's f32 products on one thread: the
+// dot-product tiles in products of 256 rows (the encoder's linear op before packing)
+// against the packed outer-product GEMM (PackedMatMul) for row blocks of
+// packedRowGroups groups and column blocks of packedKC, rounds alternating.
+//
+//	go test -tags perf -run PerfEncoderPacked -v ./internal/kernels
+func TestPerfEncoderPacked(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	const m = 4096
+	p := NewPool(1)
+	defer p.Close()
+	type c struct {
+		w       Matrix
+		j       *PackedMatMul
+		x, y, b []float32
+	}
+	var cs []c
+	for _, s := range encoderShapes {
+		w := Matrix{Type: F32, Rows: s.rows, Cols: s.cols, Data: make([]byte, s.rows*F32.RowBytes(s.cols))}
+		Quantize(F32, w.Data, randVec(rng, s.rows*s.cols), s.rows, s.cols)
+		cs = append(cs, c{w, NewPackedMatMul(PackF32(w, nil)), randVec(rng, m*s.cols), make([]float32, m*s.rows), randVec(rng, s.rows)})
+	}
+	type cfg struct{ groups, kc int }
+	oc := cfg{packedRowGroups, packedKC}
+	defer func() { packedRowGroups, packedKC = oc.groups, oc.kc }()
+	cfgs := []cfg{{}}
+	for _, g := range []int{8, 16, 21} {
+		for _, kc := range []int{128, 256, 384} {
+			cfgs = append(cfgs, cfg{g, kc})
+		}
+	}
+	res := map[cfg][][]float64{}
+	for range 5 {
+		for _, cf := range cfgs {
+			packedRowGroups, packedKC = cf.groups, cf.kc
+			if res[cf] == nil {
+				res[cf] = make([][]float64, len(cs))
+			}
+			for k, c := range cs {
+				var f func()
+				if cf.kc == 0 {
+					f = func() {
+						for i := 0; i < m; i += 256 {
+							p.MatMul(c.y[i*c.w.Rows:(i+256)*c.w.Rows], c.x[i*c.w.Cols:(i+256)*c.w.Cols], 256, c.w, c.b)
+						}
+					}
+				} else {
+					f = func() { c.j.Run(p, c.y, c.x, m, c.b) }
+				}
+				res[cf][k] = append(res[cf][k], cpuPerCall(40*time.Millisecond, f))
+			}
+		}
+	}
+	for _, cf := range cfgs {
+		label := "tiles, 256 rows/call"
+		if cf.kc > 0 {
+			label = fmt.Sprintf("groups %2d kc %3d", cf.groups, cf.kc)
+		}
+		fmt.Println(layerLine(label, m, res[cf]))
+	}
+}
+
+// TestPerfBGEMML1 times the bgemm micro-kernel alone, its operands in L1.
+func TestPerfBGEMML1(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, kc := range []int{64, 128, 256} {
+		xp := make([]float32, bgemmMR*kc)
+		wp := make([]float32, 32*kc)
+		y := make([]float32, bgemmMR*64)
+		d := medianCPU(5, 30*time.Millisecond, func() {
+			for range 100 {
+				bgemm_12(&xp[0], &wp[0], kc, &y[0], 64, 0xffffffff)
+			}
+		}) / 100
+		fmt.Printf("bgemm_12 kc=%d: %.1f GMAC/s\n", kc, float64(bgemmMR*32*kc)/d/1e9)
+	}
+}
+
+// TestPerfGELU times gelu16 on 4096 values (in L1) and on 4 MiB of them.
+func TestPerfGELU(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{4096, 1 << 20} {
+		x := randVec(rng, n)
+		d := medianCPU(5, 30*time.Millisecond, func() { GELU(x, x) })
+		fmt.Printf("gelu16 n=%d: %.3f ns/value\n", n, d/float64(n)*1e9)
+	}
+}

@@ -121,3 +121,119 @@ func convertColumns(t WeightType, row []byte, cols, kb, kl int, dst []float32) {
 		}
 	}
 }
+
+func packedSupported() bool { return useAVX512 }
+
+// The packed product's constants are bgemm's.
+var (
+	_ = [1]int{}[packNR-gemmNR]
+	_ = [1]int{}[packMR-bgemmMR]
+)
+
+// packPanels writes the float32 rows of w (Rows × Cols) into pw's panels with
+// packW32T (16×16 transposes in registers); the lanes of rows past Rows are zero.
+func packPanels(pw *PackedF32, w []byte) {
+	K, N := pw.Cols, pw.Rows
+	var rowoff [gemmNR]int64
+	for pn := 0; pn*gemmNR < N; pn++ {
+		n := min(gemmNR, N-pn*gemmNR)
+		for r := range rowoff {
+			rowoff[r] = int64(min(r, n-1) * K * 4)
+		}
+		dst := pw.data[pn*K*gemmNR:]
+		packW32T(&dst[0], &w[pn*gemmNR*K*4], &rowoff[0], K)
+		if n < gemmNR {
+			for k := range K {
+				clear(dst[k*gemmNR+n : (k+1)*gemmNR])
+			}
+		}
+	}
+}
+
+// packedKC is the most columns of a block of the packed product: a panel's block
+// (48 KiB at 384) and a group's rows pass through L1 together. 128-384 measure
+// alike (TestPerfEncoderPacked); 384 is one block at a hidden size of 384.
+var packedKC = 384
+
+// bgemmRM are the packed product's micro-kernels, by input rows: they broadcast the
+// inputs straight from their rows. (bgemm on inputs packed per row block by packX
+// ran the encoder's shapes at 64-71 GMAC/s per thread against 85-94 for these:
+// packX's gathers cost as much as a fifth of a product with 192 weight rows.)
+var bgemmRM = [bgemmMR]func(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32){
+	bgemmRM_1, bgemmRM_2, bgemmRM_3, bgemmRM_4, bgemmRM_5, bgemmRM_6, bgemmRM_7, bgemmRM_8, bgemmRM_9, bgemmRM_10, bgemmRM_11, bgemmRM_12,
+}
+
+// item computes item i of a packed product: row block i/pg, panel group i%pg.
+// For each column block, each weight panel's block passes over every group of
+// bgemmMR rows of the row block (the panel's block stays in L1, the rows in L2).
+func (j *PackedMatMul) item(_, i int) {
+	w := j.w
+	K, N := w.Cols, w.Rows
+	b, pgi := i/j.pg, i%j.pg
+	g0, g1 := b*j.groups/j.rb, (b+1)*j.groups/j.rb
+	panels := (N + gemmNR - 1) / gemmNR
+	p0, p1 := pgi*panels/j.pg, (pgi+1)*panels/j.pg
+	nkb := (K + packedKC - 1) / packedKC
+	kc := (K + nkb - 1) / nkb
+	for kb := 0; kb < K; kb += kc {
+		kl := min(kc, K-kb)
+		for pn := p0; pn < p1; pn++ {
+			n := min(gemmNR, N-pn*gemmNR)
+			wp, mask := &w.data[pn*K*gemmNR+kb*gemmNR], uint32(uint64(1)<<n-1)
+			// The first column block writes its sums plus the bias; the others add theirs.
+			var bias *float32
+			if kb == 0 {
+				bias = &zeroPanel[0]
+				if j.bias != nil {
+					bias = &j.bias[pn*gemmNR]
+				}
+			}
+			for g := g0; g < g1; g++ {
+				mr := min(bgemmMR, j.m-g*bgemmMR)
+				bgemmRM[mr-1](&j.x[g*bgemmMR*K+kb], K, wp, kl, &j.y[g*bgemmMR*N+pn*gemmNR], N, mask, bias)
+			}
+		}
+	}
+	if j.Epilogue != nil {
+		c0, c1 := p0*gemmNR, min(p1*gemmNR, N)
+		for r := g0 * bgemmMR; r < min(g1*bgemmMR, j.m); r++ {
+			row := j.y[r*N+c0 : r*N+c1]
+			j.Epilogue(row, row)
+		}
+	}
+}
+
+// zeroPanel is the bias of a packed product without one.
+var zeroPanel [gemmNR]float32
+
+func gelu(dst, x []float32) bool {
+	if !useAVX512 {
+		return false
+	}
+	gelu16(&dst[0], &x[0], len(x), &geluPoly[0][0])
+	return true
+}
+
+func panelMulAdd(y []float32, ldy int, x []float32, ldx, m int, p []float32, kc, n int) {
+	mask := uint32(uint64(1)<<n - 1)
+	for i := 0; i < m; i += bgemmMR {
+		mr := min(bgemmMR, m-i)
+		bgemmRM[mr-1](&x[i*ldx], ldx, &p[0], kc, &y[i*ldy], ldy, mask, nil)
+	}
+}
+
+func packPanel(dst, src []float32, ld, rows, cols int) {
+	var rowoff [gemmNR]int64
+	for r := range rowoff {
+		rowoff[r] = int64(min(r, rows-1) * ld * 4)
+	}
+	packW32T(&dst[0], f32Bytes(&src[0]), &rowoff[0], cols)
+}
+
+func layerNorm(dst, x, w, b []float32, eps float32) bool {
+	if !useAVX512 {
+		return false
+	}
+	layerNorm16(&dst[0], &x[0], &w[0], &b[0], len(x), eps)
+	return true
+}

@@ -1613,3 +1613,73 @@ func vnniBatchQ4_7(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, 
 //
 //go:noescape
 func vnniBatchQ4_8(xb *byte, bp *float32, w *byte, ldw int, nb int, y *float32, ldy int, n int)
+
+// bgemmRM_1 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_1(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_2 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_2(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_3 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_3(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_4 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_4(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_5 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_5(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_6 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_6(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_7 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_7(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_8 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_8(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_9 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_9(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_10 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_10(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_11 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_11(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// bgemmRM_12 is the broadcast GEMM micro-kernel on row-major inputs (see genBGEMMRM).
+//
+//go:noescape
+func bgemmRM_12(x *float32, ldx int, wp *float32, kc int, y *float32, ldy int, mask uint32, bias *float32)
+
+// gelu16 is the exact GELU from polynomials in registers (see genGELU).
+//
+//go:noescape
+func gelu16(dst *float32, x *float32, n int, tab *float32)
+
+// layerNorm16 is LayerNorm with float64 statistics (see genLayerNorm).
+//
+//go:noescape
+func layerNorm16(dst *float32, x *float32, w *float32, b *float32, n int, eps float32)

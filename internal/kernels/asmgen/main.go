@@ -118,5 +118,11 @@ func main() {
 			genVNNIBatch(q, m)
 		}
 	}
+	// AVX-512 only, added last: the encoders' packed product (bgemmrm.go) and GELU.
+	for mr := 1; mr <= bgemmMR; mr++ {
+		genBGEMMRM(mr)
+	}
+	genGELU()      // gelu.go
+	genLayerNorm() // layernorm.go
 	Generate()
 }
