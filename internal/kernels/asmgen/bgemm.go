@@ -46,13 +46,29 @@ func genBGEMM(mr int) {
 	DECQ(kc)
 	JNZ(LabelRef("loop"))
 	Label("store")
-	y := Load(Param("y"), GP64())
-	ldy := Load(Param("ldy"), GP64())
+	y, ldy := bgemmStoreArgs()
+	bgemmAddStore(mr, y, ldy)
+	VZEROUPPER()
+	RET()
+}
+
+// bgemmStoreArgs loads the output's address, its row stride in bytes, and
+// the lane mask into K1 (lanes 0-15) and K2 (lanes 16-31), as the broadcast
+// GEMM kernels' stores take them.
+func bgemmStoreArgs() (y, ldy Register) {
+	y = Load(Param("y"), GP64())
+	ldy = Load(Param("ldy"), GP64())
 	SHLQ(U8(2), ldy)
 	m := Load(Param("mask"), GP32())
 	KMOVW(m, K1)
 	SHRL(U8(16), m)
 	KMOVW(m, K2)
+	return y, ldy
+}
+
+// bgemmAddStore adds the mr×32 accumulators zr to the rows of y (ldy bytes
+// apart), lanes masked by K1 and K2; it advances y.
+func bgemmAddStore(mr int, y, ldy Register) {
 	for i := 0; i < mr; i++ {
 		VMOVUPS_Z(Mem{Base: y}, K1, Z24)
 		VADDPS(zr[2*i], Z24, Z24)
@@ -64,8 +80,6 @@ func genBGEMM(mr int) {
 			ADDQ(ldy, y)
 		}
 	}
-	VZEROUPPER()
-	RET()
 }
 
 // genPackGather emits packX, which packs the inputs of the broadcast GEMM
