@@ -25,14 +25,16 @@ var (
 )
 
 // BenchmarkLinearForms times the ways of writing one linear layer y = x Wᵀ on ONNX Runtime
-// (node, one thread, a process per form and round, the forms alternating within a round) for
+// (node, one thread, a process per form and round, the forms alternating: every other round
+// in reverse order) for
 // the Qwen3-0.6B-shape matrices [3072, 1024] and [1024, 3072], one row (decode) and 32
 // (prefill): q4/q8 as MatMulNBits (the builder's) or DequantizeLinear + MatMul (ORT free to
 // fuse or fold it; with session.disable_quant_qdq, which lets constant folding turn it into
 // an f32 initializer; at optimization level basic, which neither folds nor fuses it; the int8
 // weight a graph input, dequantized at every run), and f32 as Gemm(transB=1) over [N, K]
 // (the builder's), MatMul over a [K, N] copy, or Transpose + MatMul, each with ORT's
-// prepacking on and off. Reported per form: the median over the rounds of the CPU µs per
+// prepacking on and off; and the f32 output head [151936, 1024] at one row as Gemm or
+// MatMul, prepacked or not (-linear-match 'N=151936' for those alone). Reported per form: the median over the rounds of the CPU µs per
 // run, the largest error against a float64 product over the same dequantized weights
 // relative to the largest |y|, and the process's peak RSS; the rounds and ORT's optimized
 // graph (its op types) are printed.
@@ -72,6 +74,11 @@ func BenchmarkLinearForms(b *testing.B) {
 				add(f[0], 0, f[1]+"/no-prepack", "", noPack)
 			}
 		}
+	}
+	// the output head [151936, 1024] at one row: 622 MB of f32, read from memory, not the caches
+	for _, f := range [][2]string{{"gemm", "Gemm(transB=1)"}, {"matmul", "MatMul[K,N]"}} {
+		vs = append(vs, variant{form: f[0], M: 1, N: 151936, K: 1024, label: f[1] + "/prepack"},
+			variant{form: f[0], M: 1, N: 151936, K: 1024, label: f[1] + "/no-prepack", extra: noPack})
 	}
 	tmp := b.TempDir()
 	for i := range vs {
@@ -128,7 +135,12 @@ func BenchmarkLinearForms(b *testing.B) {
 	vs = slices.DeleteFunc(vs, func(v variant) bool { return !match.MatchString(v.name) })
 	rs := make([][]result, len(vs))
 	for round := range *linearRounds {
-		for i, v := range vs {
+		for j := range vs {
+			i := j
+			if round%2 == 1 { // odd rounds in reverse: every pair of forms runs in both orders
+				i = len(vs) - 1 - j
+			}
+			v := vs[i]
 			cmd := exec.Command("node", filepath.Join("testdata", "time.mjs"), "1", fmt.Sprint(repeats), v.file)
 			cmd.Env = append(os.Environ(), "HFSTATIC_ORT_NODE_DIR="+dir)
 			var stderr bytes.Buffer
