@@ -111,6 +111,7 @@ const (
 //	"gemm"       Gemm(transB=1) over the f32 [N, K] initializer (the builder's f32)
 //	"matmul"     MatMul over an f32 [K, N] initializer (a transposed copy)
 //	"transpose"  Transpose of the f32 [N, K] initializer, then MatMul
+//	"fusedmatmul" com.microsoft FusedMatMul(transB=1) over the f32 [N, K] initializer
 func LinearFormGraph(form string, M, N, K int64, bits int) LinearForm {
 	const blk = 32
 	rng := rand.New(rand.NewPCG(uint64(N), uint64(K)))
@@ -212,7 +213,7 @@ func LinearFormGraph(form string, M, N, K int64, bits int) LinearForm {
 		g.inits = append(g.inits, tensor{name: "S", typ: Float, dims: []int64{nb, N}, raw: f32(st)})
 		d := g.opNamed("DequantizeLinear", "wf", []string{"W", "S"}, attrInt("axis", 0), attrInt("block_size", blk))
 		y = g.opNamed("MatMul", "p", []string{"x", d})
-	case "gemm", "matmul", "transpose":
+	case "gemm", "matmul", "transpose", "fusedmatmul":
 		wf := make([]float32, N*K)
 		for n := range N {
 			for k := range K {
@@ -223,6 +224,9 @@ func LinearFormGraph(form string, M, N, K int64, bits int) LinearForm {
 		case "gemm":
 			g.inits = append(g.inits, tensor{name: "W", typ: Float, dims: []int64{N, K}, raw: f32(wf)})
 			y = g.opNamed("Gemm", "p", []string{"x", "W"}, attrInt("transB", 1))
+		case "fusedmatmul":
+			g.inits = append(g.inits, tensor{name: "W", typ: Float, dims: []int64{N, K}, raw: f32(wf)})
+			y = g.msOp("FusedMatMul", []string{"x", "W"}, attrInt("transB", 1))
 		case "matmul":
 			wt := make([]float32, K*N)
 			for n := range N {

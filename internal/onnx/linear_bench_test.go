@@ -34,7 +34,7 @@ var (
 // weight a graph input, dequantized at every run), and f32 as Gemm(transB=1) over [N, K]
 // (the builder's), MatMul over a [K, N] copy, or Transpose + MatMul, each with ORT's
 // prepacking on and off; and the f32 output head [151936, 1024] at one row as Gemm or
-// MatMul, prepacked or not (-linear-match 'N=151936' for those alone). Reported per form: the median over the rounds of the CPU µs per
+// MatMul or com.microsoft FusedMatMul(transB=1), prepacked or not (-linear-match 'N=151936' for those alone). Reported per form: the median over the rounds of the CPU µs per
 // run, the largest error against a float64 product over the same dequantized weights
 // relative to the largest |y|, and the process's peak RSS; the rounds and ORT's optimized
 // graph (its op types) are printed.
@@ -76,7 +76,7 @@ func BenchmarkLinearForms(b *testing.B) {
 		}
 	}
 	// the output head [151936, 1024] at one row: 622 MB of f32, read from memory, not the caches
-	for _, f := range [][2]string{{"gemm", "Gemm(transB=1)"}, {"matmul", "MatMul[K,N]"}} {
+	for _, f := range [][2]string{{"gemm", "Gemm(transB=1)"}, {"matmul", "MatMul[K,N]"}, {"fusedmatmul", "FusedMatMul(transB=1)"}} {
 		vs = append(vs, variant{form: f[0], M: 1, N: 151936, K: 1024, label: f[1] + "/prepack"},
 			variant{form: f[0], M: 1, N: 151936, K: 1024, label: f[1] + "/no-prepack", extra: noPack})
 	}

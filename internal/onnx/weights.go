@@ -26,6 +26,10 @@ const (
 	// LayoutQ4Scales and LayoutQ8Scales: f32 [N, nb], the block scales.
 	LayoutQ4Scales Layout = "q4.scales"
 	LayoutQ8Scales Layout = "q8.scales"
+	// LayoutF32T: f32 [K, N], the transpose of an f32 tensor [N, K]: the right operand of
+	// MatMul, which ORT multiplies one row by at memory speed where Gemm(transB=1) packs
+	// the [N, K] rows at every run (graph version 3).
+	LayoutF32T Layout = "f32.t"
 )
 
 // Initializer is one external initializer of the graphs: its name in them, the file name
@@ -71,6 +75,12 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("onnx initializer %q: tensor %q %v is not 2-D", in.Name, in.Tensor, t.Shape)
 	}
 	rows, cols := t.Shape[0], t.Shape[1]
+	if in.Layout == LayoutF32T {
+		if t.DType != program.F32 || int64(len(data)) != want || want != int64(rows*cols*4) {
+			return nil, fmt.Errorf("onnx initializer %q: layout %q of a %s tensor %q %v (%d bytes)", in.Name, in.Layout, t.DType, in.Tensor, t.Shape, len(data))
+		}
+		return transpose32(data, rows, cols), nil
+	}
 	nb := (cols + kernels.BlockSize - 1) / kernels.BlockSize
 	var rowBytes int
 	switch {
@@ -118,6 +128,23 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// transpose32 returns the [cols, rows] transpose of a row-major [rows, cols] matrix of
+// 4-byte elements, in tiles of 32×32 so that reads and writes both stay in the caches.
+func transpose32(data []byte, rows, cols int) []byte {
+	const tile = 32
+	out := make([]byte, len(data))
+	for r0 := 0; r0 < rows; r0 += tile {
+		for c0 := 0; c0 < cols; c0 += tile {
+			for r := r0; r < min(r0+tile, rows); r++ {
+				for c := c0; c < min(c0+tile, cols); c++ {
+					copy(out[4*(c*rows+r):4*(c*rows+r)+4], data[4*(r*cols+c):4*(r*cols+c)+4])
+				}
+			}
+		}
+	}
+	return out
 }
 
 // f16 converts a binary16 value to float32.
@@ -209,6 +236,12 @@ func (w *weights) raw(g *graph, name string) (string, ElemType, error) {
 		dims[i] = int64(d)
 	}
 	return w.add(g, Initializer{Name: name, DType: typ, Dims: dims, Tensor: name, Layout: LayoutRaw}), typ, nil
+}
+
+// transposed declares the [K, N] transpose of an f32 tensor [N, K] in g (LayoutF32T).
+func (w *weights) transposed(g *graph, t program.Tensor) string {
+	n, k := int64(t.Shape[0]), int64(t.Shape[1])
+	return w.add(g, Initializer{Name: t.Name + "." + string(LayoutF32T), DType: Float, Dims: []int64{k, n}, Tensor: t.Name, Layout: LayoutF32T})
 }
 
 // quantized declares the MatMulNBits blocks and scales of a q4 or q8 tensor [N, K] in g.
