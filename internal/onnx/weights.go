@@ -131,15 +131,26 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 }
 
 // transpose32 returns the [cols, rows] transpose of a row-major [rows, cols] matrix of
-// 4-byte elements, in tiles of 32×32 so that reads and writes both stay in the caches.
+// little-endian 4-byte elements, in tiles of 64×64 so that reads and writes both stay in
+// the caches.
 func transpose32(data []byte, rows, cols int) []byte {
-	const tile = 32
+	const tile = 64
 	out := make([]byte, len(data))
+	var buf [tile * tile]uint32
 	for r0 := 0; r0 < rows; r0 += tile {
+		r1 := min(r0+tile, rows)
 		for c0 := 0; c0 < cols; c0 += tile {
-			for r := r0; r < min(r0+tile, rows); r++ {
-				for c := c0; c < min(c0+tile, cols); c++ {
-					copy(out[4*(c*rows+r):4*(c*rows+r)+4], data[4*(r*cols+c):4*(r*cols+c)+4])
+			c1 := min(c0+tile, cols)
+			for r := r0; r < r1; r++ {
+				src := data[4*(r*cols+c0) : 4*(r*cols+c1)]
+				for c := range c1 - c0 {
+					buf[c*tile+r-r0] = binary.LittleEndian.Uint32(src[4*c:])
+				}
+			}
+			for c := c0; c < c1; c++ {
+				dst := out[4*(c*rows+r0) : 4*(c*rows+r1)]
+				for r := range r1 - r0 {
+					binary.LittleEndian.PutUint32(dst[4*r:], buf[(c-c0)*tile+r])
 				}
 			}
 		}
