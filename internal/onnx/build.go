@@ -356,9 +356,9 @@ func (b *builder) matmul(x string, t program.Tensor, bias string) (string, error
 	switch t.DType {
 	case program.F32, program.F16, program.BF16:
 		if t.DType == program.F32 && !b.gemmF32 {
-			// MatMul over the transposed copy: one row at memory speed, where Gemm(transB=1)
-			// over the program's [N, K] bytes packs them at every run (decode 1.25× on the f32
-			// Qwen3-0.6B shape, prefill 0.79×; BenchmarkLinearForms, docs/delegate.md)
+			// MatMul over the transposed copy rather than Gemm(transB=1) over the program's
+			// [N, K] bytes: decode 1.25× on the f32 Qwen3-0.6B shape, prefill 0.79×
+			// (BenchmarkLinearForms and the program, docs/delegate.md)
 			y := g.op("MatMul", []string{x, b.w.transposed(g, t)})
 			if bias != "" {
 				y = g.binary("Add", y, bias)

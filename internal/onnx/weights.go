@@ -27,8 +27,8 @@ const (
 	LayoutQ4Scales Layout = "q4.scales"
 	LayoutQ8Scales Layout = "q8.scales"
 	// LayoutF32T: f32 [K, N], the transpose of an f32 tensor [N, K]: the right operand of
-	// MatMul, which ORT multiplies one row by at memory speed where Gemm(transB=1) packs
-	// the [N, K] rows at every run (graph version 3).
+	// MatMul, which ORT 1.30 multiplies by one row faster than Gemm(transB=1) over [N, K]
+	// when the weights come from memory (graph version 3; docs/delegate.md).
 	LayoutF32T Layout = "f32.t"
 )
 
