@@ -28,8 +28,8 @@ func buildEncodeMethod(md *program.Metadata, m *program.Method, w *weights) (*gr
 	// encoders keep Gemm(transB=1) over the program's f32 bytes: they run many rows at once
 	// (where it measured faster than MatMul over a transposed copy), and ORT 1.30 fails to
 	// create the rerankers' sessions with the copy (it reads a supplied initializer from
-	// its external location; not understood, perhaps its BERT AttentionFusion merging the
-	// q/k/v weights)
+	// its external location; not understood: disabling its fusions and constant folding
+	// did not change it, docs/delegate.md)
 	b.gemmF32 = true
 	g := b.g
 	g.input(program.InputIDs, Int64, int64(B), int64(L))
