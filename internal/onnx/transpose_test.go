@@ -14,7 +14,14 @@ func TestTranspose32(t *testing.T) {
 		for i := range rows * cols {
 			binary.LittleEndian.PutUint32(data[4*i:], uint32(i)*2654435761)
 		}
-		out := transpose32(data, rows, cols)
+		buf := make([]byte, 4*rows*cols+1) // a reused buffer holds old bytes
+		for i := range buf {
+			buf[i] = 0xff
+		}
+		out := transpose32(data, rows, cols, buf[:3])
+		if len(out) != len(data) || &out[0] != &buf[0] {
+			t.Fatalf("%dx%d: %d bytes, not in the buffer given", rows, cols, len(out))
+		}
 		for r := range rows {
 			for c := range cols {
 				if got, want := binary.LittleEndian.Uint32(out[4*(c*rows+r):]), binary.LittleEndian.Uint32(data[4*(r*cols+c):]); got != want {
@@ -30,6 +37,6 @@ func BenchmarkTranspose32(b *testing.B) {
 	data := make([]byte, 4*rows*cols)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		transpose32(data, rows, cols)
+		transpose32(data, rows, cols, nil)
 	}
 }

@@ -55,15 +55,26 @@ func (in *Initializer) Bytes() int64 {
 // Data returns the initializer's bytes: for LayoutRaw the program tensor's own bytes (a
 // view of f's data, no copy), for the others a new buffer converted from them.
 func (in *Initializer) Data(f *program.File) ([]byte, error) {
+	return in.DataInto(f, nil)
+}
+
+// DataInto is Data converting into buf when it has the capacity (a new buffer otherwise):
+// a caller that writes each converted initializer away can reuse one buffer for all.
+func (in *Initializer) DataInto(f *program.File, buf []byte) ([]byte, error) {
 	t, data, ok := f.TensorData(in.Tensor)
 	if !ok {
 		return nil, fmt.Errorf("onnx initializer %q: program has no tensor %q", in.Name, in.Tensor)
 	}
-	return in.convert(t, data)
+	return in.convertInto(t, data, buf)
 }
 
 // convert derives the initializer's bytes from its tensor t's bytes.
 func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
+	return in.convertInto(t, data, nil)
+}
+
+// convertInto is convert writing into buf when it has the capacity.
+func (in *Initializer) convertInto(t program.Tensor, data, buf []byte) ([]byte, error) {
 	want := in.Bytes()
 	if in.Layout == LayoutRaw {
 		if int64(len(data)) != want {
@@ -79,7 +90,7 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 		if t.DType != program.F32 || int64(len(data)) != want || want != int64(rows*cols*4) {
 			return nil, fmt.Errorf("onnx initializer %q: layout %q of a %s tensor %q %v (%d bytes)", in.Name, in.Layout, t.DType, in.Tensor, t.Shape, len(data))
 		}
-		return transpose32(data, rows, cols), nil
+		return transpose32(data, rows, cols, buf), nil
 	}
 	nb := (cols + kernels.BlockSize - 1) / kernels.BlockSize
 	var rowBytes int
@@ -94,7 +105,11 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 	if len(data) != rows*rowBytes {
 		return nil, fmt.Errorf("onnx initializer %q: tensor %q has %d bytes, want %d", in.Name, in.Tensor, len(data), rows*rowBytes)
 	}
-	out := make([]byte, want)
+	out := buf[:0]
+	if int64(cap(out)) < want {
+		out = make([]byte, want)
+	}
+	out = out[:want] // every byte is written below
 	for r := range rows {
 		row := data[r*rowBytes : (r+1)*rowBytes]
 		switch in.Layout {
@@ -130,13 +145,17 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// transpose32 returns the [cols, rows] transpose of a row-major [rows, cols] matrix of
+// transpose32 returns (in buf, when it has the capacity) the [cols, rows] transpose of a row-major [rows, cols] matrix of
 // little-endian 4-byte elements, in tiles of 64×64 so that reads and writes both stay in
 // the caches.
-func transpose32(data []byte, rows, cols int) []byte {
+func transpose32(data []byte, rows, cols int, buf []byte) []byte {
 	const tile = 64
-	out := make([]byte, len(data))
-	var buf [tile * tile]uint32
+	out := buf[:0]
+	if cap(out) < len(data) {
+		out = make([]byte, len(data))
+	}
+	out = out[:len(data)]
+	var t [tile * tile]uint32
 	for r0 := 0; r0 < rows; r0 += tile {
 		r1 := min(r0+tile, rows)
 		for c0 := 0; c0 < cols; c0 += tile {
@@ -144,13 +163,13 @@ func transpose32(data []byte, rows, cols int) []byte {
 			for r := r0; r < r1; r++ {
 				src := data[4*(r*cols+c0) : 4*(r*cols+c1)]
 				for c := range c1 - c0 {
-					buf[c*tile+r-r0] = binary.LittleEndian.Uint32(src[4*c:])
+					t[c*tile+r-r0] = binary.LittleEndian.Uint32(src[4*c:])
 				}
 			}
 			for c := c0; c < c1; c++ {
 				dst := out[4*(c*rows+r0) : 4*(c*rows+r1)]
 				for r := range r1 - r0 {
-					binary.LittleEndian.PutUint32(dst[4*r:], buf[(c-c0)*tile+r])
+					binary.LittleEndian.PutUint32(dst[4*r:], t[(c-c0)*tile+r])
 				}
 			}
 		}

@@ -98,9 +98,14 @@ func readPayload(f *program.File, p *onnx.Payload, s *spill) (*Payload, error) {
 	}
 	type span struct{ i, off, n int64 }
 	var spilled []span
+	var scratch []byte // with a spill file, every conversion goes through this one buffer
 	for i := range p.Initializers {
 		in := &p.Initializers[i]
-		data, err := in.Data(f)
+		var buf []byte
+		if s != nil {
+			buf = scratch
+		}
+		data, err := in.DataInto(f, buf)
 		if err != nil {
 			if s != nil {
 				s.discard()
@@ -114,7 +119,7 @@ func readPayload(f *program.File, p *onnx.Payload, s *spill) (*Payload, error) {
 				return nil, spillError{err}
 			}
 			spilled = append(spilled, span{int64(i), off, int64(len(data))})
-			data = nil
+			scratch, data = data[:0], nil
 		}
 		out.Initializers = append(out.Initializers, Initializer{Name: in.Name, Elem: int(in.DType), Shape: in.Dims, Data: data})
 		if in.Layout == onnx.LayoutRaw {
