@@ -26,6 +26,7 @@ type builder struct {
 	rows    map[string]string // slot cache name (SlotName) → the rows output value (cache_write)
 	kvRows  map[[2]string]string
 	slots   []*slot
+	gemmF32 bool // f32 weights through Gemm(transB=1) over the program's bytes (hf_encode graphs)
 
 	// Values computed once per graph, on first use.
 	posFlat, ids, last string
@@ -162,10 +163,15 @@ func (b *builder) value(name string) (string, error) {
 	return "", fmt.Errorf("%q is read before any op writes it", name)
 }
 
-// values resolves every input of op.
+// values resolves every input of op, but the matrices linear and moe multiply by, which
+// b.matmul declares in the layout it uses (an f32 matrix's transposed copy: its raw bytes
+// would be an initializer no node reads).
 func (b *builder) values(op *program.Op) ([]string, error) {
 	vs := make([]string, len(op.In))
 	for i, n := range op.In {
+		if (op.Kind == program.OpLinear && i == 1 || op.Kind == program.OpMoE && i >= 1) && b.w.tensors[n].Name != "" {
+			continue
+		}
 		v, err := b.value(n)
 		if err != nil {
 			return nil, err
@@ -349,6 +355,16 @@ func (b *builder) matmul(x string, t program.Tensor, bias string) (string, error
 	N, K := int64(t.Shape[0]), int64(t.Shape[1])
 	switch t.DType {
 	case program.F32, program.F16, program.BF16:
+		if t.DType == program.F32 && !b.gemmF32 {
+			// MatMul over the transposed copy rather than Gemm(transB=1) over the program's
+			// [N, K] bytes: decode 1.25× on the f32 Qwen3-0.6B shape, prefill 0.79×
+			// (BenchmarkLinearForms and the program, docs/delegate.md)
+			y := g.op("MatMul", []string{x, b.w.transposed(g, t)})
+			if bias != "" {
+				y = g.binary("Add", y, bias)
+			}
+			return y, nil
+		}
 		w, typ, err := b.w.raw(g, t.Name)
 		if err != nil {
 			return "", err

@@ -25,6 +25,12 @@ func buildEncodeMethod(md *program.Metadata, m *program.Method, w *weights) (*gr
 	}
 	B, L := e.Batch, md.MaxContext
 	b := newBuilder(md, m, w, B*L, L)
+	// encoders keep Gemm(transB=1) over the program's f32 bytes: they run many rows at once
+	// (where it measured faster than MatMul over a transposed copy), and ORT 1.30 fails to
+	// create the rerankers' sessions with the copy (it reads a supplied initializer from
+	// its external location; not understood: disabling its fusions and constant folding
+	// did not change it, docs/delegate.md)
+	b.gemmF32 = true
 	g := b.g
 	g.input(program.InputIDs, Int64, int64(B), int64(L))
 	g.input(program.AttentionMask, Bool, int64(B), int64(L))

@@ -26,6 +26,7 @@ type graph struct {
 	next     int
 	consts   map[string]string // constant key → value name
 	msDomain bool              // a node is in com.microsoft
+	opset    int64             // the ONNX domain's opset, when not OpsetVersion (IR 10 then)
 }
 
 type node struct {
@@ -207,13 +208,17 @@ func (g *graph) encode(producer, version string, metadata [][2]string) []byte {
 		gp.bytes(graphOutput, v.encode())
 	}
 	var m message
-	m.varint(modelIRVersion, IRVersion)
+	ir, opsetV := int64(IRVersion), int64(OpsetVersion)
+	if g.opset != 0 {
+		ir, opsetV = 10, g.opset
+	}
+	m.varint(modelIRVersion, ir)
 	m.str(modelProducer, producer)
 	m.str(modelProducerVer, version)
 	m.bytes(modelGraph, gp)
 	var opset message
 	opset.str(opsetDomain, "")
-	opset.varint(opsetVersion, OpsetVersion)
+	opset.varint(opsetVersion, opsetV)
 	m.bytes(modelOpsetImport, opset)
 	if g.msDomain {
 		var ms message

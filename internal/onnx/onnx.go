@@ -48,9 +48,10 @@ var BatchSizes = []int{2, 4, 8}
 
 // GraphVersion is recorded in every graph's metadata (hfstatic.graph). Version 1 (no
 // entry) had no batched graphs and computed q4/q8 products in float32; version 2 adds the
-// batched decode graphs, MatMulNBits with accuracy_level 4 and fused norms. A reader runs
-// either.
-const GraphVersion = 2
+// batched decode graphs, MatMulNBits with accuracy_level 4 and fused norms; version 3
+// multiplies f32 weights with MatMul over their transposed copy (LayoutF32T), not
+// Gemm(transB=1) over the program's bytes. A reader runs any of them.
+const GraphVersion = 3
 
 // RowsName is the graph output holding the step's rows for cache: k_cache_3 → k_rows_3.
 func RowsName(cache string) string { return strings.Replace(cache, "_cache_", "_rows_", 1) }

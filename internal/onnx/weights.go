@@ -26,6 +26,10 @@ const (
 	// LayoutQ4Scales and LayoutQ8Scales: f32 [N, nb], the block scales.
 	LayoutQ4Scales Layout = "q4.scales"
 	LayoutQ8Scales Layout = "q8.scales"
+	// LayoutF32T: f32 [K, N], the transpose of an f32 tensor [N, K]: the right operand of
+	// MatMul, which ORT 1.30 multiplies by one row faster than Gemm(transB=1) over [N, K]
+	// when the weights come from memory (graph version 3; docs/delegate.md).
+	LayoutF32T Layout = "f32.t"
 )
 
 // Initializer is one external initializer of the graphs: its name in them, the file name
@@ -51,15 +55,26 @@ func (in *Initializer) Bytes() int64 {
 // Data returns the initializer's bytes: for LayoutRaw the program tensor's own bytes (a
 // view of f's data, no copy), for the others a new buffer converted from them.
 func (in *Initializer) Data(f *program.File) ([]byte, error) {
+	return in.DataInto(f, nil)
+}
+
+// DataInto is Data converting into buf when it has the capacity (a new buffer otherwise):
+// a caller that writes each converted initializer away can reuse one buffer for all.
+func (in *Initializer) DataInto(f *program.File, buf []byte) ([]byte, error) {
 	t, data, ok := f.TensorData(in.Tensor)
 	if !ok {
 		return nil, fmt.Errorf("onnx initializer %q: program has no tensor %q", in.Name, in.Tensor)
 	}
-	return in.convert(t, data)
+	return in.convertInto(t, data, buf)
 }
 
 // convert derives the initializer's bytes from its tensor t's bytes.
 func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
+	return in.convertInto(t, data, nil)
+}
+
+// convertInto is convert writing into buf when it has the capacity.
+func (in *Initializer) convertInto(t program.Tensor, data, buf []byte) ([]byte, error) {
 	want := in.Bytes()
 	if in.Layout == LayoutRaw {
 		if int64(len(data)) != want {
@@ -71,6 +86,12 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("onnx initializer %q: tensor %q %v is not 2-D", in.Name, in.Tensor, t.Shape)
 	}
 	rows, cols := t.Shape[0], t.Shape[1]
+	if in.Layout == LayoutF32T {
+		if t.DType != program.F32 || int64(len(data)) != want || want != int64(rows*cols*4) {
+			return nil, fmt.Errorf("onnx initializer %q: layout %q of a %s tensor %q %v (%d bytes)", in.Name, in.Layout, t.DType, in.Tensor, t.Shape, len(data))
+		}
+		return transpose32(data, rows, cols, buf), nil
+	}
 	nb := (cols + kernels.BlockSize - 1) / kernels.BlockSize
 	var rowBytes int
 	switch {
@@ -84,7 +105,11 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 	if len(data) != rows*rowBytes {
 		return nil, fmt.Errorf("onnx initializer %q: tensor %q has %d bytes, want %d", in.Name, in.Tensor, len(data), rows*rowBytes)
 	}
-	out := make([]byte, want)
+	out := buf[:0]
+	if int64(cap(out)) < want {
+		out = make([]byte, want)
+	}
+	out = out[:want] // every byte is written below
 	for r := range rows {
 		row := data[r*rowBytes : (r+1)*rowBytes]
 		switch in.Layout {
@@ -118,6 +143,38 @@ func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// transpose32 returns (in buf, when it has the capacity) the [cols, rows] transpose of a row-major [rows, cols] matrix of
+// little-endian 4-byte elements, in tiles of 64×64 so that reads and writes both stay in
+// the caches.
+func transpose32(data []byte, rows, cols int, buf []byte) []byte {
+	const tile = 64
+	out := buf[:0]
+	if cap(out) < len(data) {
+		out = make([]byte, len(data))
+	}
+	out = out[:len(data)]
+	var t [tile * tile]uint32
+	for r0 := 0; r0 < rows; r0 += tile {
+		r1 := min(r0+tile, rows)
+		for c0 := 0; c0 < cols; c0 += tile {
+			c1 := min(c0+tile, cols)
+			for r := r0; r < r1; r++ {
+				src := data[4*(r*cols+c0) : 4*(r*cols+c1)]
+				for c := range c1 - c0 {
+					t[c*tile+r-r0] = binary.LittleEndian.Uint32(src[4*c:])
+				}
+			}
+			for c := c0; c < c1; c++ {
+				dst := out[4*(c*rows+r0) : 4*(c*rows+r1)]
+				for r := range r1 - r0 {
+					binary.LittleEndian.PutUint32(dst[4*r:], t[(c-c0)*tile+r])
+				}
+			}
+		}
+	}
+	return out
 }
 
 // f16 converts a binary16 value to float32.
@@ -209,6 +266,12 @@ func (w *weights) raw(g *graph, name string) (string, ElemType, error) {
 		dims[i] = int64(d)
 	}
 	return w.add(g, Initializer{Name: name, DType: typ, Dims: dims, Tensor: name, Layout: LayoutRaw}), typ, nil
+}
+
+// transposed declares the [K, N] transpose of an f32 tensor [N, K] in g (LayoutF32T).
+func (w *weights) transposed(g *graph, t program.Tensor) string {
+	n, k := int64(t.Shape[0]), int64(t.Shape[1])
+	return w.add(g, Initializer{Name: t.Name + "." + string(LayoutF32T), DType: Float, Dims: []int64{k, n}, Tensor: t.Name, Layout: LayoutF32T})
 }
 
 // quantized declares the MatMulNBits blocks and scales of a q4 or q8 tensor [N, K] in g.
