@@ -26,10 +26,12 @@ func TestExportDelegateONNXAndExtract(t *testing.T) {
 	}
 	x := filepath.Join(dir, "graphs")
 	out = mustRun(t, "inspect", prog, "--extract-onnx", x)
-	if !strings.Contains(out, "wrote decode.onnx, prefill.onnx, decode.batch2.onnx, decode.batch4.onnx, decode.batch8.onnx into "+x+" with 49 external data files") {
+	if !strings.Contains(out, "wrote decode.onnx, prefill.onnx, decode.batch2.onnx, decode.batch4.onnx, decode.batch8.onnx into "+x+" with 50 external data files") {
 		t.Errorf("inspect --extract-onnx said %q", out)
 	}
-	for name, size := range map[string]int64{"model.embed_tokens.weight": 512 * 64 * 4, "model.norm.weight": 64 * 4, "rope.full.cos": 64 * 4 * 4} {
+	// The tied embedding is there twice: as it is for the Gather, transposed (f32.t) for the output MatMul.
+	for name, size := range map[string]int64{"model.embed_tokens.weight": 512 * 64 * 4, "model.embed_tokens.weight.f32.t": 512 * 64 * 4,
+		"model.layers.0.mlp.up_proj.weight.f32.t": 172 * 64 * 4, "model.norm.weight": 64 * 4, "rope.full.cos": 64 * 4 * 4} {
 		if st, err := os.Stat(filepath.Join(x, name)); err != nil || st.Size() != size {
 			t.Errorf("extracted %s: %v, want %d bytes", name, err, size)
 		}
