@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/hfstatic/hfstatic/internal/kernels"
 	"github.com/hfstatic/hfstatic/program"
@@ -145,31 +146,31 @@ func (in *Initializer) convertInto(t program.Tensor, data, buf []byte) ([]byte, 
 	return out, nil
 }
 
-// transpose32 returns (in buf, when it has the capacity) the [cols, rows] transpose of a row-major [rows, cols] matrix of
-// little-endian 4-byte elements, in tiles of 64×64 so that reads and writes both stay in
-// the caches.
+// transpose32 returns (in buf, when it has the capacity) the [cols, rows] transpose of a
+// row-major [rows, cols] matrix of little-endian 4-byte elements (every host hfstatic
+// builds for is little-endian, so they are copied as uint32s), in tiles of 32×32 so that
+// the reads and the writes both stay in the caches.
 func transpose32(data []byte, rows, cols int, buf []byte) []byte {
-	const tile = 64
+	const tile = 32
 	out := buf[:0]
 	if cap(out) < len(data) {
 		out = make([]byte, len(data))
 	}
 	out = out[:len(data)]
-	var t [tile * tile]uint32
+	if len(data) == 0 {
+		return out
+	}
+	src := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(data))), rows*cols)
+	dst := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(out))), rows*cols)
 	for r0 := 0; r0 < rows; r0 += tile {
 		r1 := min(r0+tile, rows)
 		for c0 := 0; c0 < cols; c0 += tile {
 			c1 := min(c0+tile, cols)
-			for r := r0; r < r1; r++ {
-				src := data[4*(r*cols+c0) : 4*(r*cols+c1)]
-				for c := range c1 - c0 {
-					t[c*tile+r-r0] = binary.LittleEndian.Uint32(src[4*c:])
-				}
-			}
 			for c := c0; c < c1; c++ {
-				dst := out[4*(c*rows+r0) : 4*(c*rows+r1)]
-				for r := range r1 - r0 {
-					binary.LittleEndian.PutUint32(dst[4*r:], t[(c-c0)*tile+r])
+				d := dst[c*rows+r0 : c*rows+r1]
+				s := src[r0*cols+c:]
+				for i := range d {
+					d[i] = s[i*cols]
 				}
 			}
 		}
