@@ -2,7 +2,11 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/hfstatic/hfstatic/internal/align"
+)
 
 // The q8/q4 matrix product for m >= tileM input rows on AVX-512 where the
 // int8 kernels do not apply (ExactQuantized pools, rows of partial blocks;
@@ -130,18 +134,15 @@ var (
 	_ = [1]int{}[packMR-bgemmMR]
 )
 
-// packPanels writes the float32 rows of w (Rows × Cols) into pw's panels with
-// packW32T (16×16 transposes in registers); the lanes of rows past Rows are zero.
+// packPanels writes the float32 rows of w (Rows × Cols) into pw's panels, each by
+// packPanel; the lanes of rows past Rows are zero.
 func packPanels(pw *PackedF32, w []byte) {
 	K, N := pw.Cols, pw.Rows
-	var rowoff [gemmNR]int64
+	src := align.AsF32(w)
 	for pn := 0; pn*gemmNR < N; pn++ {
 		n := min(gemmNR, N-pn*gemmNR)
-		for r := range rowoff {
-			rowoff[r] = int64(min(r, n-1) * K * 4)
-		}
 		dst := pw.data[pn*K*gemmNR:]
-		packW32T(&dst[0], &w[pn*gemmNR*K*4], &rowoff[0], K)
+		packPanel(dst, src[pn*gemmNR*K:], K, n, K)
 		if n < gemmNR {
 			for k := range K {
 				clear(dst[k*gemmNR+n : (k+1)*gemmNR])
