@@ -253,12 +253,6 @@ func (o *linearOp) run(ps *pass) {
 	pool, k := o.m.prog.pool, o.k
 	if !o.selects {
 		nr := o.m.rowsOf(ps, o.x)
-		// An encoder's many rows (a batch: 4096) go in products of about linearRowBlock
-		// rows, whose activations stay in L2 while every weight row passes over them: 7-20%
-		// (f32) and 10-28% (q8) faster per thread on all-MiniLM-L6-v2's products than one
-		// product of 4096 rows, 256 rows a little faster than 512 or 128
-		// (TestPerfEncoderRowBlocks in internal/kernels). A row's output does not depend on
-		// the rows beside it in a product, so the split changes no value.
 		if o.packed != nil {
 			// An encoder's float32 product: one product of every row of the batch, whose
 			// weights were packed at load (kernels.PackedMatMul splits it over the
@@ -266,6 +260,12 @@ func (o *linearOp) run(ps *pass) {
 			o.packed.Run(pool, ys[:nr*o.n], xs[:nr*k], nr, bs)
 			return
 		}
+		// An encoder's many rows (a batch: 4096) go in products of about linearRowBlock
+		// rows, whose activations stay in L2 while every weight row passes over them: 7-20%
+		// (f32) and 10-28% (q8) faster per thread on all-MiniLM-L6-v2's products than one
+		// product of 4096 rows, 256 rows a little faster than 512 or 128
+		// (TestPerfEncoderRowBlocks in internal/kernels). A row's output does not depend on
+		// the rows beside it in a product, so the split changes no value.
 		nb := 1
 		if o.m.batch > 0 { // an encoder's method (over sequences)
 			nb = (nr + linearRowBlock - 1) / linearRowBlock
