@@ -38,7 +38,7 @@ func QuantGraphs(tensors []program.Tensor, name string, R int) (product, rows []
 
 // InitializerData is Initializer.Data for a tensor given by its table entry and bytes.
 func InitializerData(in Initializer, t program.Tensor, data []byte) ([]byte, error) {
-	return in.convert(t, data)
+	return in.convertInto(t, data, nil)
 }
 
 // MatMulNBitsGraph is a graph of one MatMulNBits node, y = x Wᵀ with x f32 [M, K] and W

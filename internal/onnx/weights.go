@@ -69,12 +69,8 @@ func (in *Initializer) DataInto(f *program.File, buf []byte) ([]byte, error) {
 	return in.convertInto(t, data, buf)
 }
 
-// convert derives the initializer's bytes from its tensor t's bytes.
-func (in *Initializer) convert(t program.Tensor, data []byte) ([]byte, error) {
-	return in.convertInto(t, data, nil)
-}
-
-// convertInto is convert writing into buf when it has the capacity.
+// convertInto derives the initializer's bytes from its tensor t's bytes, writing them
+// into buf when it has the capacity (a new buffer otherwise).
 func (in *Initializer) convertInto(t program.Tensor, data, buf []byte) ([]byte, error) {
 	want := in.Bytes()
 	if in.Layout == LayoutRaw {
